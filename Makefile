@@ -1,0 +1,37 @@
+# pilot-agent: every target installs what it needs first (Debian packages, npm packages).
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+NODE_TESTS = $(shell find dist/test -name '*.test.js' 2>/dev/null | sort)
+
+.PHONY: deps build test demo bench docs clean
+
+# Debian packages (iptables, iproute2, shells for the completion tests) and node_modules.
+deps: node_modules/.package-lock.json
+	@scripts/install-deps.sh
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+# bin/pilot-agent runs the compiled library in dist/.
+build: deps
+	rm -rf dist
+	npx tsc -p tsconfig.json
+	node scripts/build-info.mjs
+	@echo "built: bin/pilot-agent ($$(bin/pilot-agent version))"
+
+test: build
+	node --test --test-reporter=spec $(NODE_TESTS)
+
+demo: build
+	scripts/demo.sh
+
+bench: build
+	scripts/bench.sh
+
+# Regenerates the files derived from the code (a test fails while they are stale).
+docs: build
+	node scripts/gen-docs.mjs
+
+clean:
+	rm -rf dist node_modules

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the demo use, only those missing. Needs root (CI runs
+# as root); without it, says what to install and goes on, so a build alone still works.
+set -euo pipefail
+
+declare -A wanted=(
+  [iptables]=iptables          # mesh-iptables, data-plane tests in network namespaces
+  [ip]=iproute2                # network namespaces, TPROXY policy routes
+  [zsh]=zsh                    # completion script tests
+  [fish]=fish
+)
+missing=()
+for cmd in "${!wanted[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "install-deps: missing Debian packages: ${missing[*]} (run as root to install them)" >&2
+    exit 0
+  fi
+else SUDO=; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

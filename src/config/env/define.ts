@@ -1,0 +1,34 @@
+// The shape of one environment variable's declaration, and the TypeScript types derived from the table.
+
+export type VarType = 'bool' | 'string' | 'int' | 'duration' | 'float';
+
+/** A declaration as written in variables.ts. Durations are written in Go syntax (`5m0s`). */
+export interface VarSpec {
+  readonly name: string;
+  readonly type: VarType;
+  readonly default: boolean | string | number;
+  readonly description: string;
+  /** The only values accepted (string variables whose spec lists them). */
+  readonly allowed?: readonly string[];
+  /** Comma-separated list whose every item must be one of these. */
+  readonly allowedList?: readonly string[];
+}
+
+/** The run-time value of each type. Durations are milliseconds. */
+export interface ValueOf {
+  bool: boolean;
+  string: string;
+  int: number;
+  duration: number;
+  float: number;
+}
+
+type Checked<T extends VarSpec> = T & (T['type'] extends 'bool' ? { default: boolean }
+  : T['type'] extends 'int' | 'float' ? { default: number } : { default: string });
+
+/** Identity function whose only job is to check each declaration's default against its type. */
+export function defineVariables<const T extends readonly VarSpec[]>(
+  specs: { [K in keyof T]: Checked<T[K]> },
+): T {
+  return specs as unknown as T;
+}
