@@ -55,7 +55,7 @@ export function completionModel(command: Command): CompletionCommand {
   const args = firstArg?.argChoices ?? extraValues.get(command)?.values;
   return {
     name: command.name(),
-    description: command.description(),
+    description: command.summary() || command.description(),
     flags: command.options.filter((o) => !o.hidden && o.long).map(flagOf),
     subcommands: command.commands
       .filter((c) => !(c as unknown as { _hidden?: boolean })._hidden)
