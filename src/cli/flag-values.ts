@@ -11,8 +11,6 @@ function integer(text: string, min: number, max: number, kind: string): number {
   return parsed.value;
 }
 
-export const intValue = (text: string): number =>
-  integer(text, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'an integer');
 export const nonNegativeIntValue = (text: string): number =>
   integer(text, 0, Number.MAX_SAFE_INTEGER, 'a non-negative integer');
 export const int32Value = (text: string): number => integer(text, -(2 ** 31), 2 ** 31 - 1, 'a 32-bit integer');
