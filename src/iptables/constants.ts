@@ -1,0 +1,29 @@
+// Names and numbers of the capture rules, in one place. Every mesh rule lives in a MESH_ chain or is
+// a jump into one from a built-in chain: that is what clean-up and drift detection rely on.
+
+export const CHAIN = {
+  inbound: 'MESH_INBOUND',
+  redirect: 'MESH_REDIRECT',
+  inRedirect: 'MESH_IN_REDIRECT',
+  output: 'MESH_OUTPUT',
+  outputDns: 'MESH_OUTPUT_DNS',
+  divert: 'MESH_DIVERT',
+  tproxy: 'MESH_TPROXY',
+  drop: 'MESH_DROP',
+} as const;
+
+export const MESH_CHAIN_PREFIX = 'MESH_';
+
+export const BUILTIN_CHAINS: ReadonlySet<string> = new Set(['INPUT', 'OUTPUT', 'FORWARD', 'PREROUTING', 'POSTROUTING']);
+
+/** Tables in the order the restore input lists them. */
+export const TABLES = ['filter', 'mangle', 'nat', 'raw'] as const;
+export type Table = (typeof TABLES)[number];
+
+/** Where the agent's DNS proxy listens; captured DNS is redirected here. */
+export const DNS_PROXY_PORT = 15053;
+/** Source of the proxy's inbound connections to the app (REDIRECT mode), exempt from capture. */
+export const INBOUND_PASSTHROUGH_V4 = '127.0.0.6/32';
+export const INBOUND_PASSTHROUGH_V6 = '::6/128';
+export const LOCALHOST_V4 = '127.0.0.1/32';
+export const LOCALHOST_V6 = '::1/128';
