@@ -1,0 +1,70 @@
+// `--dry-run` in plain words: what the rule set captures, what it leaves alone and why. Derived
+// from the same options and pod facts the builder uses, so the two cannot drift apart.
+import type { PodNetwork } from './builder.js';
+import { DNS_PROXY_PORT } from './constants.js';
+import type { MeshIptablesOptions } from './options.js';
+
+const list = (items: readonly (string | number)[]): string => items.join(', ');
+
+export function explainRuleSet(o: MeshIptablesOptions, pod: PodNetwork): string[] {
+  const lines: string[] = [];
+  const owners = `uid ${list(o.proxyUids)} / gid ${list(o.proxyGids)}`;
+  const families = pod.ipv6 ? 'IPv4 and IPv6' : 'IPv4 only (the pod has no IPv6 address and --dual-stack is off)';
+  lines.push(`Families: ${families}.`);
+
+  // Inbound.
+  const target = o.interceptionMode === 'TPROXY'
+    ? `TPROXY to port ${o.inboundCapturePort} (mark ${o.tproxyMark}, policy route table ${o.tproxyRouteTable}; the app sees the client's address)`
+    : `REDIRECT to port ${o.inboundCapturePort} (the app sees connections from 127.0.0.6)`;
+  if (o.inboundPorts.all) {
+    const except = o.localExcludePorts.length > 0 ? `, except ports ${list(o.localExcludePorts)}` : '';
+    lines.push(`Inbound: TCP to every port is captured${except}: ${target}.`);
+  } else if (o.inboundPorts.items.length > 0) {
+    lines.push(`Inbound: TCP to ports ${list(o.inboundPorts.items)} is captured: ${target}; other ports reach the app directly.`);
+  } else {
+    lines.push('Inbound: nothing is captured (--mesh-inbound-ports is empty).');
+  }
+  lines.push(`Inbound: the tunnel port ${o.inboundTunnelPort} is never captured.`);
+
+  // Outbound.
+  const dest = o.serviceCidrs.all ? 'every destination'
+    : o.serviceCidrs.items.length > 0 ? `destinations in ${list(o.serviceCidrs.items)}` : undefined;
+  const ports = o.outboundPortsInclude.length > 0 ? `TCP to ports ${list(o.outboundPortsInclude)} (any destination)` : undefined;
+  if (dest || ports) {
+    lines.push(`Outbound: ${[dest && `traffic to ${dest}`, ports].filter(Boolean).join(' and ')} is redirected to port ${o.proxyPort}.`);
+  } else {
+    lines.push('Outbound: nothing is captured (--mesh-service-cidr and --mesh-outbound-ports are empty).');
+  }
+  const exempt: string[] = [
+    `the proxy's own traffic (${owners}), so nothing loops`,
+    'traffic from 127.0.0.6 on lo (the proxy talking to the app)',
+    `traffic to ${o.outboundIpv4LoopbackCidr}${pod.ipv6 ? ' and ::1' : ''} (localhost)`,
+  ];
+  if (!(o.serviceCidrs.all === false && o.serviceCidrs.items.some((c) => c.startsWith('127.') || c.startsWith('::1/')))) {
+    exempt.push('the app calling itself over lo');
+  }
+  if (o.outboundPortsExclude.length > 0) exempt.push(`TCP to ports ${list(o.outboundPortsExclude)}`);
+  if (o.serviceExcludeCidrs.length > 0) exempt.push(`destinations in ${list(o.serviceExcludeCidrs)}`);
+  if (o.excludeInterfaces.length > 0) exempt.push(`everything on interfaces ${list(o.excludeInterfaces)} (both directions)`);
+  if (o.ownerGroupsInclude.all && o.ownerGroupsExclude.length > 0) exempt.push(`processes of groups ${list(o.ownerGroupsExclude)}`);
+  if (!o.ownerGroupsInclude.all) exempt.push(`processes in none of the groups ${list(o.ownerGroupsInclude.items)}`);
+  lines.push(`Outbound, never captured: ${exempt.join('; ')}.`);
+  if (o.virtInterfaces.length > 0) {
+    lines.push(`Virtual interfaces ${list(o.virtInterfaces)}: traffic from VMs is treated as outbound.`);
+  }
+
+  // DNS.
+  if (!o.redirectDns) {
+    lines.push('DNS: not captured (--redirect-dns is off).');
+  } else if (o.captureAllDns) {
+    lines.push(`DNS: all UDP and TCP traffic to port 53 is redirected to the agent on ${DNS_PROXY_PORT}, except the proxy's own.`);
+  } else {
+    const servers = [...pod.dnsServersV4, ...(pod.ipv6 ? pod.dnsServersV6 : [])];
+    lines.push(servers.length > 0
+      ? `DNS: UDP and TCP to port 53 of ${list(servers)} (from /etc/resolv.conf) is redirected to the agent on ${DNS_PROXY_PORT}, except the proxy's own; conntrack zones keep the two legs of a UDP query apart.`
+      : 'DNS: not captured: --redirect-dns is on but /etc/resolv.conf names no server and --capture-all-dns is off.');
+  }
+  if (o.dropInvalid) lines.push('Packets conntrack finds INVALID are dropped (instead of resetting the connection).');
+  if (o.traceLogging) lines.push('Every mesh chain starts with a LOG rule prefixed with its name (see dmesg).');
+  return lines;
+}
