@@ -1,14 +1,100 @@
-// Entry points of the iptables capability. The rule builder and applier land with the
-// mesh-iptables issue; until then the validated options are accepted and the command says so.
+// `mesh-iptables` and `mesh-clean-iptables`: detect the pod's network, build the rule set, then
+// print it (--dry-run) or apply it, and optionally prove it works (--run-validation).
+import type { Output } from '../cli/context.js';
+import type { CommandRunner } from '../exec/runner.js';
 import { AgentError } from '../errors/agent-error.js';
+import { scope } from '../log/logger.js';
+import { buildRuleSet, type PodNetwork } from './builder.js';
+import { explainRuleSet } from './explain.js';
 import type { MeshIptablesOptions } from './options.js';
+import { detectPodNetwork, parseIpAddrOutput } from './pod-network.js';
+import { toRestore, type RuleSet } from './rules.js';
 
-export async function runMeshIptables(_options: MeshIptablesOptions): Promise<void> {
-  throw new AgentError('ERR_NOT_IMPLEMENTED',
-    'mesh-iptables: not implemented yet (flags were validated; rule building and applying come next)');
+/** The side effects the commands need, passed in (tests and --dry-run replace them). */
+export interface IptablesIo {
+  readonly stdout: Output;
+  readonly readFile: (path: string) => string | undefined;
+  readonly writeFile: (path: string, text: string) => void;
+  /** Addresses of this process's network namespace, in the kernel's order. */
+  readonly localAddresses: () => readonly string[];
+  /** Runs commands in the pod's network namespace (execa, wrapped for --network-namespace). */
+  readonly runner: (o: MeshIptablesOptions) => CommandRunner;
 }
 
-export async function runMeshCleanIptables(_options: MeshIptablesOptions): Promise<void> {
-  throw new AgentError('ERR_NOT_IMPLEMENTED',
-    'mesh-clean-iptables: not implemented yet (flags were validated; clean-up comes with mesh-iptables)');
+const log = scope('iptables');
+
+/** resolv.conf as `ip netns exec NAME` would show it to a process in that namespace. */
+function resolvConfPath(o: MeshIptablesOptions, io: IptablesIo): string {
+  const perNamespace = `/etc/netns/${o.networkNamespace}/resolv.conf`;
+  return o.networkNamespace && !o.networkNamespace.includes('/') && io.readFile(perNamespace) !== undefined
+    ? perNamespace : '/etc/resolv.conf';
+}
+
+async function podNetwork(o: MeshIptablesOptions, io: IptablesIo): Promise<PodNetwork> {
+  return detectPodNetwork(o, {
+    resolvConf: () => io.readFile(resolvConfPath(o, io)),
+    addresses: async () => {
+      if (!o.networkNamespace) return io.localAddresses();
+      // Reading addresses changes nothing, but --dry-run calls nothing at all.
+      if (o.dryRun) {
+        log.info('--dry-run with --network-namespace: the namespace\'s addresses are not read; IPv6 rules only with --dual-stack');
+        return [];
+      }
+      return parseIpAddrOutput((await io.runner(o).run('ip', ['-o', 'addr', 'show'])).stdout);
+    },
+  });
+}
+
+/** What --dry-run prints: the explanation as comments, the restore input per family, the routes. */
+export function dryRunText(o: MeshIptablesOptions, pod: PodNetwork, set: RuleSet): string {
+  const comment = (lines: readonly string[]): string => lines.map((l) => (l === '' ? '#\n' : `# ${l}\n`)).join('');
+  let text = comment(['pilot-agent mesh-iptables --dry-run: nothing was applied.', '', ...explainRuleSet(o, pod), '']);
+  text += comment(['iptables-restore --noflush']) + toRestore(set.ipv4);
+  if (set.ipv6) text += comment(['ip6tables-restore --noflush']) + toRestore(set.ipv6);
+  if (set.routes.length > 0) {
+    text += comment(['policy routes (TPROXY)']) + set.routes.map((r) => `ip ${r.args.join(' ')}\n`).join('');
+  }
+  return text;
+}
+
+export async function runMeshIptables(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
+  if (o.skipRuleApply) {
+    log.info('--skip-rule-apply: no rule is built or applied');
+  } else if (o.cleanupOnly) {
+    await runMeshCleanIptables(o, io);
+    return;
+  } else {
+    const pod = await podNetwork(o, io);
+    const set = buildRuleSet(o, pod);
+    if (o.dryRun) {
+      io.stdout.write(dryRunText(o, pod, set));
+      if (o.dryRunFilePath) io.writeFile(o.dryRunFilePath, toRestore(set.ipv4) + (set.ipv6 ? toRestore(set.ipv6) : ''));
+      return;
+    }
+    await applyAndReport(o, set, io);
+  }
+  if (o.runValidation && !o.dryRun) await validate(o, io);
+}
+
+export async function runMeshCleanIptables(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
+  if (o.dryRun) {
+    io.stdout.write(`# pilot-agent mesh-clean-iptables --dry-run: nothing was removed.\n`
+      + `# Would remove every MESH_ chain and every rule that jumps into one (IPv4${o.dualStack ? ' and IPv6' : ', and IPv6 where present'}),\n`
+      + `# and the TPROXY policy routes: ip rule fwmark ${o.tproxyMark} lookup ${o.tproxyRouteTable}, ip route table ${o.tproxyRouteTable}.\n`);
+    return;
+  }
+  await clean(o, io);
+}
+
+// Applying, cleaning and validating land with the applier (src/iptables/apply.ts).
+async function applyAndReport(_o: MeshIptablesOptions, _set: RuleSet, _io: IptablesIo): Promise<void> {
+  throw new AgentError('ERR_NOT_IMPLEMENTED', 'mesh-iptables: applying rules is not implemented yet; use --dry-run');
+}
+
+async function clean(_o: MeshIptablesOptions, _io: IptablesIo): Promise<void> {
+  throw new AgentError('ERR_NOT_IMPLEMENTED', 'mesh-clean-iptables: not implemented yet; use --dry-run');
+}
+
+async function validate(_o: MeshIptablesOptions, _io: IptablesIo): Promise<void> {
+  throw new AgentError('ERR_NOT_IMPLEMENTED', 'mesh-iptables --run-validation: not implemented yet');
 }
