@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { buildRuleSet, type PodNetwork } from '../../src/iptables/builder.js';
 import { toRestore } from '../../src/iptables/rules.js';
 import { optionsFromArgs } from '../helpers/iptables-options.js';
+import { builderCases as cases, ruleSetFor, type Case } from './builder-cases.js';
 import { assertGolden } from '../helpers/golden.js';
 import { repoRoot } from '../helpers/repo.js';
 
@@ -41,59 +42,8 @@ describe('the shared istio-iptables fixtures', { skip: !existsSync(fixtures) && 
   }
 });
 
-/** A case: a name, the flags after the defaults, the environment, the pod. */
-interface Case {
-  readonly name: string;
-  readonly args: readonly string[];
-  readonly env?: Record<string, string>;
-  readonly pod?: Partial<PodNetwork>;
-}
-
-const BASE = ['mesh-iptables', '-p', '15001', '-z', '15006', '-e', '15008', '-u', '1337', '-g', '1337'];
-const V6: Partial<PodNetwork> = { ipv6: true };
-const DNS: Partial<PodNetwork> = { dnsServersV4: ['10.96.0.10'], dnsServersV6: ['fd00::a'] };
-
-const cases: Case[] = [
-  { name: 'redirect-all-inbound-with-excludes', args: ['-b', '*', '-d', '15090,15021,15020'] },
-  { name: 'redirect-all-inbound-excludes-ignored-for-port-list', args: ['-b', '80,443', '-d', '15090'] },
-  { name: 'tproxy-port-list', args: ['-m', 'TPROXY', '-b', '8080,9090'] },
-  { name: 'tproxy-all-with-excludes-ipv6', args: ['-m', 'TPROXY', '-b', '*', '-d', '15020', '-t', '7777', '-r', '77'], pod: V6 },
-  { name: 'tproxy-no-inbound-ports', args: ['-m', 'TPROXY'] },
-  { name: 'tproxy-from-env', args: ['-b', '*'], env: { INBOUND_INTERCEPTION_MODE: 'TPROXY', INBOUND_TPROXY_MARK: '4242' } },
-  { name: 'outbound-all', args: ['-i', '*'] },
-  { name: 'outbound-all-with-excludes', args: ['-i', '*', '-x', '10.0.0.0/8,fd00::/8,169.254.169.254', '-o', '3306,6379'], pod: V6 },
-  { name: 'outbound-cidr-list', args: ['-i', '10.96.0.0/12,192.168.0.0/16,fd00:10::/64'], pod: V6 },
-  { name: 'outbound-cidr-list-v4-only-pod', args: ['-i', '10.96.0.0/12,fd00:10::/64'] },
-  { name: 'outbound-loopback-included', args: ['-i', '127.0.0.1/32,10.0.0.0/8'] },
-  { name: 'outbound-ports-include', args: ['-q', '80,8080', '-o', '22'] },
-  { name: 'exclude-interfaces', args: ['-b', '*', '-i', '*', '-c', 'eth1,veth+'] },
-  { name: 'exclude-interfaces-tproxy', args: ['-m', 'TPROXY', '-b', '*', '-c', 'eth1'] },
-  { name: 'virt-interfaces-wildcard', args: ['-i', '*', '-k', 'tap0,tap1'] },
-  { name: 'virt-interfaces-cidrs', args: ['-i', '10.0.0.0/8,172.16.0.0/12', '-k', 'tap0'] },
-  { name: 'owner-groups-exclude', args: ['-i', '*'], env: { MESH_OUTBOUND_OWNER_GROUPS_EXCLUDE: '1500,nogroup' } },
-  { name: 'owner-groups-include-ignores-exclude', args: [], env: { MESH_OUTBOUND_OWNER_GROUPS: '100', MESH_OUTBOUND_OWNER_GROUPS_EXCLUDE: '200' } },
-  { name: 'owner-groups-empty-captures-none', args: ['-i', '*'], env: { MESH_OUTBOUND_OWNER_GROUPS: '' } },
-  { name: 'dns-servers', args: ['--redirect-dns', '-i', '*'], pod: { ...DNS, ...V6 } },
-  { name: 'dns-servers-v4-pod', args: ['--redirect-dns'], pod: DNS },
-  { name: 'dns-capture-all', args: ['--redirect-dns', '--capture-all-dns'], pod: V6 },
-  { name: 'dns-without-servers-is-off', args: ['--redirect-dns'] },
-  { name: 'dns-from-env', args: [], env: { MESH_META_DNS_CAPTURE: 'true' }, pod: DNS },
-  { name: 'dns-env-overridden-by-flag', args: ['--redirect-dns=false'], env: { MESH_META_DNS_CAPTURE: 'true' }, pod: DNS },
-  { name: 'dns-multiple-uids-gids', args: ['--redirect-dns', '-u', '1337,1338', '-g', '1337,2000'], pod: DNS },
-  { name: 'drop-invalid', args: ['--drop-invalid', '-b', '*'] },
-  { name: 'loopback-cidr-env', args: ['-b', '*', '-m', 'TPROXY'], env: { MESH_OUTBOUND_IPV4_LOOPBACK_CIDR: '127.0.0.0/8' } },
-  { name: 'trace-logging', args: ['--iptables-trace-logging', '-b', '*', '-i', '*', '--redirect-dns'], pod: DNS },
-  { name: 'trace-logging-tproxy', args: ['-m', 'TPROXY', '-b', '*'], env: { IPTABLES_TRACE_LOGGING: '1' } },
-  { name: 'custom-ports', args: ['-p', '16001', '-z', '16006', '-e', '16008', '-b', '*', '-i', '*'] },
-  { name: 'dual-stack-flag', args: ['--dual-stack', '-b', '*', '-i', '*'], pod: V6 },
-  { name: 'everything', args: ['-m', 'TPROXY', '-b', '*', '-d', '15020,15021', '-i', '10.0.0.0/8,fd00::/8', '-x', '10.1.0.0/16',
-    '-o', '25', '-q', '8443', '-c', 'eth9', '-k', 'tap0', '--redirect-dns', '--drop-invalid', '-u', '1337,0', '-g', '1337'],
-  env: { MESH_OUTBOUND_OWNER_GROUPS_EXCLUDE: '3000' }, pod: { ...DNS, ...V6 } },
-];
-
 function render(c: Case): string {
-  const pod: PodNetwork = { ipv6: false, dnsServersV4: [], dnsServersV6: [], ...c.pod };
-  const set = buildRuleSet(optionsFromArgs([...BASE, ...c.args], c.env), pod);
+  const set = ruleSetFor(c);
   const routes = set.routes.map((r) => `ip ${r.args.join(' ')}\n`).join('');
   return `# ${c.args.join(' ')}${c.env ? ` ${JSON.stringify(c.env)}` : ''}\n# ipv4\n${toRestore(set.ipv4)}`
     + `${set.ipv6 ? `# ipv6\n${toRestore(set.ipv6)}` : ''}${routes ? `# routes\n${routes}` : ''}`;
