@@ -1,0 +1,173 @@
+// A capture listener (15001 outbound, 15006 inbound): finds where each accepted connection was
+// going, refuses loops, and decides from the first bytes whether it is HTTP/1.x (L7) or anything
+// else (TCP relay). The upstream connection is opened at once, in parallel with that decision, so
+// server-first protocols (the server speaks first: SMTP, MySQL) are not held up.
+import { Server, type Socket } from 'node:net';
+import { scope } from '../log/logger.js';
+import { HttpHandler } from './http-handler.js';
+import { originalDestination, transparentListenerFd, type Endpoint } from './socket-options.js';
+import { sniff } from './sniff.js';
+import type { Direction, ProxyStats } from './stats.js';
+import { relay } from './tcp-relay.js';
+import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
+
+const log = scope('default');
+
+/** Raw TCP connections idle this long are closed (Envoy's TCP proxy default). */
+const TCP_IDLE_TIMEOUT_MS = 3_600_000;
+
+export interface CaptureListenerOptions {
+  readonly direction: Direction;
+  readonly port: number;
+  /** `0.0.0.0` or `::`. */
+  readonly host: string;
+  /** TPROXY: an IP_TRANSPARENT listener; the destination is the socket's own local address. */
+  readonly transparent: boolean;
+  readonly upstream: UpstreamMode;
+  readonly stats: ProxyStats;
+  /** Ports of the proxy itself: a connection whose destination is one of them, locally, is a loop. */
+  readonly ownPorts: ReadonlySet<number>;
+  /** Addresses of this pod (a destination on one of them is local). */
+  readonly localAddresses: () => ReadonlySet<string>;
+  readonly forward100Continue: boolean;
+  readonly allowHttp10: boolean;
+}
+
+const destinations = new WeakMap<Socket, Endpoint>();
+
+function isLocal(address: string, local: ReadonlySet<string>): boolean {
+  const a = address.replace(/^::ffff:(?=\d+\.)/, '');
+  return a.startsWith('127.') || a === '::1' || local.has(a);
+}
+
+export class CaptureListener {
+  private readonly server: Server;
+  private readonly http: HttpHandler;
+  private readonly open = new Set<Socket>();
+
+  constructor(private readonly o: CaptureListenerOptions) {
+    this.http = new HttpHandler({
+      stats: o.stats.of(o.direction),
+      upstream: o.upstream,
+      forward100Continue: o.forward100Continue,
+      allowHttp10: o.allowHttp10,
+      destinationOf: (socket) => destinations.get(socket),
+    });
+    this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.onConnection(socket));
+    this.server.on('error', (err) => log.error(`${o.direction} listener error`, { error: err.message }));
+  }
+
+  get name(): string {
+    return `${this.o.direction}_${this.o.port}`;
+  }
+
+  listen(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      const done = (): void => {
+        this.server.off('error', reject);
+        resolve();
+      };
+      if (this.o.transparent) {
+        this.server.listen({ fd: transparentListenerFd({ address: this.o.host, port: this.o.port }), backlog: 1024 }, done);
+      } else {
+        this.server.listen({ host: this.o.host, port: this.o.port, backlog: 1024, ipv6Only: false }, done);
+      }
+    });
+  }
+
+  /** Stops accepting; established connections go on. */
+  stopAccepting(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Connections still open (raw TCP and HTTP). */
+  get activeConnections(): number {
+    return this.open.size;
+  }
+
+  /** Closes idle HTTP keep-alive connections (drain). */
+  closeIdle(): void {
+    this.http.closeIdle();
+  }
+
+  private onConnection(downstream: Socket): void {
+    const stats = this.o.stats.of(this.o.direction);
+    stats.cxTotal++;
+    stats.cxActive++;
+    this.open.add(downstream);
+    downstream.on('close', (hadError) => {
+      stats.cxActive--;
+      stats.rxBytes += downstream.bytesRead;
+      stats.txBytes += downstream.bytesWritten;
+      if (hadError) stats.cxErrors++;
+      this.open.delete(downstream);
+    });
+    downstream.on('error', () => { /* counted on close; never fatal */ });
+
+    const dst = this.o.transparent
+      ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 }
+      : originalDestination(downstream);
+    if (!dst || (this.o.ownPorts.has(dst.port) && isLocal(dst.address, this.o.localAddresses()))) {
+      // Not captured traffic (a direct connection to the listener) or a loop back into the proxy.
+      this.o.stats.loopsRefused++;
+      downstream.resetAndDestroy();
+      return;
+    }
+    destinations.set(downstream, dst);
+    this.dispatch(downstream, dst);
+  }
+
+  private dispatch(downstream: Socket, dst: Endpoint): void {
+    const stats = this.o.stats.of(this.o.direction);
+    const upstream = connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
+    let connectFailed = false;
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      if (!decided && err.code === 'ECONNREFUSED') connectFailed = true;
+    });
+    upstream.pause();
+    let decided = false;
+    let head: Buffer = Buffer.alloc(0);
+
+    const asTcp = (): void => {
+      decided = true;
+      stats.tcpCxTotal++;
+      downstream.setTimeout(TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
+      if (connectFailed || upstream.destroyed) {
+        stats.upstreamCxConnectFail++;
+        downstream.resetAndDestroy();
+        return;
+      }
+      trackUpstream(upstream, stats);
+      relay(downstream, upstream, head, () => undefined);
+    };
+    const asHttp = (): void => {
+      decided = true;
+      // The parallel connection is not needed: requests go through the keep-alive pool.
+      upstream.destroy();
+      this.http.accept(downstream, head);
+      downstream.resume();
+    };
+    const onData = (chunk: Buffer): void => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const protocol = sniff(head);
+      if (protocol === undefined) return;
+      cleanup();
+      if (protocol === 'http1') asHttp();
+      else asTcp();
+    };
+    const onEarlyEnd = (): void => { cleanup(); asTcp(); };
+    const onUpstreamFirst = (): void => { cleanup(); asTcp(); };
+    const cleanup = (): void => {
+      downstream.off('data', onData);
+      downstream.off('end', onEarlyEnd);
+      upstream.off('readable', onUpstreamFirst);
+      downstream.pause();
+    };
+    downstream.on('data', onData);
+    downstream.on('end', onEarlyEnd);
+    // A server that speaks first makes this a TCP connection.
+    upstream.once('readable', onUpstreamFirst);
+    downstream.resume();
+  }
+}

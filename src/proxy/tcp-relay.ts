@@ -1,0 +1,41 @@
+// Raw TCP between two sockets, both ways, with back-pressure and half-close: a FIN from one side is
+// passed on as a FIN and the other direction keeps flowing until it ends too. An error or reset on
+// either side resets the other (so a client sees a refused upstream as a reset).
+import type { Socket } from 'node:net';
+
+export interface RelayEnd {
+  /** Called once when both sides are closed; `error` is the first error seen, if any. */
+  (error: Error | undefined): void;
+}
+
+function pipeOneWay(from: Socket, to: Socket): void {
+  from.on('data', (chunk: Buffer) => {
+    if (!to.write(chunk)) from.pause();
+  });
+  to.on('drain', () => from.resume());
+  // The end may have been seen already (a FIN before any byte, while the protocol was sniffed).
+  if (from.readableEnded) to.end();
+  else from.on('end', () => to.end());
+}
+
+/** Relays `a` ⇄ `b`; `head` (bytes already read from `a`) is sent to `b` first. */
+export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: RelayEnd): void {
+  let error: Error | undefined;
+  let closed = 0;
+  const onClose = (): void => {
+    if (++closed === 2) done(error);
+  };
+  const onError = (other: Socket) => (err: Error): void => {
+    error ??= err;
+    if (!other.destroyed) other.resetAndDestroy();
+  };
+  a.on('error', onError(b));
+  b.on('error', onError(a));
+  a.on('close', onClose);
+  b.on('close', onClose);
+  if (head && head.length > 0) b.write(head);
+  pipeOneWay(a, b);
+  pipeOneWay(b, a);
+  a.resume();
+  b.resume();
+}

@@ -1,0 +1,57 @@
+// How the proxy reaches a connection's original destination, per listener:
+// outbound plainly (its uid is exempt from capture); inbound REDIRECT from 127.0.0.6 / ::6, which
+// the rules exempt; inbound TPROXY from the client's own address (IP_TRANSPARENT, marked).
+import { Agent, type AgentOptions } from 'node:http';
+import { Socket, connect, isIPv6 } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { boundConnectFd, type Endpoint } from './socket-options.js';
+import type { DirectionStats } from './stats.js';
+
+export const INBOUND_PASSTHROUGH_V4 = '127.0.0.6';
+export const INBOUND_PASSTHROUGH_V6 = '::6';
+
+export type UpstreamMode =
+  | { readonly kind: 'direct' }
+  | { readonly kind: 'passthrough' }
+  | { readonly kind: 'transparent'; readonly mark: number };
+
+/** The source address to bind for a connection from `client` to `dst`, if any. */
+export function sourceFor(mode: UpstreamMode, dst: Endpoint, client: string | undefined): string | undefined {
+  switch (mode.kind) {
+    case 'direct': return undefined;
+    case 'passthrough': return isIPv6(dst.address) ? INBOUND_PASSTHROUGH_V6 : INBOUND_PASSTHROUGH_V4;
+    case 'transparent': return client?.replace(/^::ffff:(?=\d+\.)/, '');
+  }
+}
+
+/** Opens an upstream connection (connecting; errors arrive as 'error' events). */
+export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: string | undefined): Socket {
+  if (mode.kind === 'direct' || source === undefined) return connect({ host: dst.address, port: dst.port });
+  if (mode.kind === 'passthrough' && !isIPv6(dst.address)) {
+    // 127.0.0.6 is a loopback address the kernel owns already: a plain bind works.
+    return connect({ host: dst.address, port: dst.port, localAddress: source });
+  }
+  const fd = boundConnectFd(source, dst, mode.kind === 'transparent'
+    ? { transparent: true, mark: mode.mark } : { freebind: true });
+  return new Socket({ fd, readable: true, writable: true });
+}
+
+/** Counts an upstream connection in the stats for as long as it is open. */
+export function trackUpstream(socket: Socket, stats: DirectionStats): Socket {
+  stats.upstreamCxTotal++;
+  stats.upstreamCxActive++;
+  socket.once('close', () => { stats.upstreamCxActive--; });
+  return socket;
+}
+
+/** A keep-alive pool per destination (and per source address), opening connections the mode's way. */
+export class UpstreamAgent extends Agent {
+  constructor(private readonly mode: UpstreamMode, private readonly stats: DirectionStats, options: AgentOptions) {
+    super(options);
+  }
+
+  override createConnection(options: { host?: string; port?: number | string; localAddress?: string }): Duplex {
+    const dst = { address: options.host ?? '', port: Number(options.port) };
+    return trackUpstream(connectUpstream(this.mode, dst, options.localAddress), this.stats);
+  }
+}
