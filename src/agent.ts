@@ -1,10 +1,199 @@
-// Starts and stops the agent's servers for `pilot-agent proxy`. The data plane lands with the
-// proxy issue; until then the validated options are accepted and the command says so.
+// `pilot-agent proxy`: starts the capture listeners (unless DISABLE_PROXY) and the agent's local
+// surfaces, reports readiness, and drains on SIGTERM. SIGTERM, /quitquitquit and /drain_listeners
+// share the paths below.
+import { readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import type { EnvValues } from './config/env/registry.js';
+import { loadMeshConfig, type MeshConfig } from './config/mesh-config.js';
 import { AgentError } from './errors/agent-error.js';
+import { scope } from './log/logger.js';
+import { CaptureListener } from './proxy/listener.js';
 import type { ProxyOptions } from './proxy/options.js';
+import { ProxyStats } from './proxy/stats.js';
+import { startStatusServer, type Readiness, type StatusServer } from './status/server.js';
 
-export async function runProxy(options: ProxyOptions, _env: EnvValues): Promise<void> {
-  throw new AgentError('ERR_NOT_IMPLEMENTED',
-    `proxy ${options.type}: not implemented yet (flags and environment were validated; the data plane comes next)`);
+const log = scope('default');
+
+export const PORTS = {
+  admin: 15000,
+  outbound: 15001,
+  inbound: 15006,
+  tunnel: 15008,
+  debug: 15004,
+  agentMetrics: 15020,
+  dns: 15053,
+  proxyMetrics: 15090,
+} as const;
+
+export type AgentState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
+
+/** Everything the running agent holds; the admin and metrics surfaces read it. */
+export interface Agent {
+  readonly options: ProxyOptions;
+  readonly env: EnvValues;
+  readonly mesh: MeshConfig;
+  readonly stats: ProxyStats;
+  readonly listeners: readonly CaptureListener[];
+  readonly startedAt: number;
+  state(): AgentState;
+  readiness(): Readiness;
+  /** SIGTERM: readiness 503, inbound stops accepting, exit when drained or at the drain duration. */
+  drain(reason: string): void;
+  /** /drain_listeners: every listener stops accepting; the process stays. */
+  drainListeners(): void;
+  setHealthcheckFailed(failed: boolean): void;
+  /** /quitquitquit: exit now. */
+  quit(): void;
+}
+
+function readOptional(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new AgentError('ERR_CONFIG', `cannot read ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** This pod's addresses, re-read at most every few seconds (interfaces rarely change). */
+function localAddressCache(): () => ReadonlySet<string> {
+  let cached = new Set<string>();
+  let at = 0;
+  return () => {
+    if (Date.now() - at > 5_000) {
+      cached = new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address)));
+      at = Date.now();
+    }
+    return cached;
+  };
+}
+
+function captureListeners(env: EnvValues, stats: ProxyStats): CaptureListener[] {
+  const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
+  const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
+  const common = {
+    stats,
+    ownPorts: new Set<number>([...Object.values(PORTS), env.PROXY_STATUS_PORT]),
+    localAddresses: localAddressCache(),
+    forward100Continue: env.ENABLE_100_CONTINUE_HEADERS,
+    allowHttp10: env.PILOT_HTTP10,
+  };
+  const listeners = [
+    new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' } }),
+  ];
+  if (tproxy) {
+    // One IP_TRANSPARENT socket per family; the IPv6 one only where the kernel has IPv6.
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark } }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark } }));
+  } else {
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' } }));
+  }
+  return listeners;
+}
+
+async function listenAll(listeners: CaptureListener[]): Promise<CaptureListener[]> {
+  const bound: CaptureListener[] = [];
+  for (const listener of listeners) {
+    try {
+      await listener.listen();
+      bound.push(listener);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // No IPv6 in this kernel or namespace: the IPv4 listeners do.
+      if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL' || (err as { errno?: number }).errno === 97) {
+        log.info(`listener ${listener.name}: IPv6 unavailable, skipped`);
+        continue;
+      }
+      throw new AgentError('ERR_LISTEN', `cannot listen on ${listener.name}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return bound;
+}
+
+export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<void> {
+  const startedAt = performance.timeOrigin;
+  const mesh = loadMeshConfig(options.meshConfigPath, readOptional(options.meshConfigPath), env.PROXY_CONFIG);
+  log.info(`mesh config from ${mesh.source}; drain ${mesh.defaultConfig.terminationDrainDurationMs}ms on SIGTERM`);
+  const stats = new ProxyStats();
+  let state: AgentState = 'INITIALIZING';
+  let healthcheckFailed = false;
+  let listenersBound = env.DISABLE_PROXY;
+  let listeners: CaptureListener[] = [];
+  let status: StatusServer | undefined;
+  let exiting = false;
+
+  const exit = async (code: number): Promise<void> => {
+    if (exiting) return;
+    exiting = true;
+    await Promise.allSettled([status?.close(), ...listeners.map((l) => l.stopAccepting())]);
+    process.exit(code);
+  };
+
+  const agent: Agent = {
+    options, env, mesh, stats, startedAt,
+    get listeners() { return listeners; },
+    state: () => state,
+    readiness: () => {
+      if (state === 'DRAINING') return { ready: false, reason: 'draining' };
+      if (healthcheckFailed) return { ready: false, reason: 'health check failed (POST /healthcheck/ok to clear)' };
+      if (!listenersBound) return { ready: false, reason: `listeners not bound: ${PORTS.outbound}, ${PORTS.inbound}` };
+      return { ready: true };
+    },
+    drain: (reason) => {
+      if (state === 'DRAINING') return;
+      state = 'DRAINING';
+      const drainMs = mesh.defaultConfig.terminationDrainDurationMs;
+      log.info(`${reason}: draining; inbound stops accepting, outbound continues; exit in at most ${drainMs}ms`);
+      for (const l of listeners.filter((x) => x.name.startsWith('inbound'))) {
+        void l.stopAccepting();
+        l.drainHttp();
+      }
+      const deadline = setTimeout(() => void exit(0), drainMs);
+      deadline.unref();
+      if (env.EXIT_ON_ZERO_ACTIVE_CONNECTIONS) {
+        setTimeout(() => {
+          const poll = setInterval(() => {
+            const active = listeners.reduce((n, l) => n + l.activeConnections, 0);
+            if (active === 0) {
+              clearInterval(poll);
+              log.info('no active connections left: exiting');
+              void exit(0);
+            }
+          }, 1_000);
+        }, env.MINIMUM_DRAIN_DURATION).unref();
+      }
+    },
+    drainListeners: () => {
+      for (const l of listeners) {
+        void l.stopAccepting();
+        l.drainHttp();
+      }
+    },
+    setHealthcheckFailed: (failed) => { healthcheckFailed = failed; },
+    quit: () => { log.info('quit requested'); void exit(0); },
+  };
+
+  process.on('SIGTERM', () => agent.drain('SIGTERM'));
+  process.on('SIGINT', () => agent.drain('SIGINT'));
+
+  status = await startStatusServer({
+    port: mesh.defaultConfig.statusPort ?? env.PROXY_STATUS_PORT,
+    readiness: agent.readiness,
+    probers: env.MESH_APP_PROBERS,
+    env: {
+      instanceIp: env.INSTANCE_IP,
+      rewriteLegacyLocalhost: env.REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION,
+      keepAlive: env.ENABLE_PROBE_KEEPALIVE_CONNECTIONS,
+      http2Probing: env.MESH_ENABLE_HTTP2_PROBING,
+    },
+  });
+  if (!env.DISABLE_PROXY) {
+    listeners = await listenAll(captureListeners(env, stats));
+    listenersBound = true;
+  } else {
+    log.info('DISABLE_PROXY: no capture listeners; agent surfaces only');
+  }
+  state = 'LIVE';
+  log.info(`ready in ${Math.round(performance.timeOrigin + performance.now() - startedAt)}ms: `
+    + `${listeners.map((l) => l.name).join(', ') || 'no listeners'}, status ${status.port}`);
 }

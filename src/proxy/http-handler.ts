@@ -47,6 +47,7 @@ const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before head
 export class HttpHandler {
   readonly server: Server;
   private readonly agent: UpstreamAgent;
+  private draining = false;
 
   constructor(private readonly o: HttpHandlerOptions) {
     this.agent = new UpstreamAgent(o.upstream, o.stats, { keepAlive: true, maxFreeSockets: 1024, scheduling: 'lifo' });
@@ -71,10 +72,14 @@ export class HttpHandler {
     this.server.emit('connection', socket);
   }
 
-  /** Closes idle keep-alive connections, both sides (drain). */
-  closeIdle(): void {
+  /**
+   * Drain: idle keep-alive connections close now, busy ones after their current response (which
+   * says `connection: close`); in-flight requests finish.
+   */
+  drain(): void {
+    this.draining = true;
     this.server.closeIdleConnections();
-    this.agent.destroy();
+    for (const sockets of Object.values(this.agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
   }
 
   private forward(req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void {
@@ -82,6 +87,7 @@ export class HttpHandler {
     const started = performance.now();
     s.rqTotal++;
     s.rqActive++;
+    if (this.draining) res.shouldKeepAlive = false;
     res.on('close', () => {
       s.rqActive--;
       s.recordResponse(res.statusCode, performance.now() - started);

@@ -86,9 +86,9 @@ export class CaptureListener {
     return this.open.size;
   }
 
-  /** Closes idle HTTP keep-alive connections (drain). */
-  closeIdle(): void {
-    this.http.closeIdle();
+  /** Closes idle HTTP keep-alive connections; busy ones close after their response (drain). */
+  drainHttp(): void {
+    this.http.drain();
   }
 
   private onConnection(downstream: Socket): void {

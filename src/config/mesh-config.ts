@@ -1,0 +1,103 @@
+// The mesh configuration (`--meshConfig`, default ./etc/mesh/config/mesh) and the proxy settings in
+// it (`defaultConfig`), with PROXY_CONFIG (YAML or JSON of the same fields) overriding them, as in
+// Istio. Durations take protobuf's `5s` form or Go's (`1m30s`).
+import { parse as parseYaml } from 'yaml';
+import { AgentError } from '../errors/agent-error.js';
+import { parseGoDuration } from './env/values.js';
+
+export interface ProxyConfig {
+  /** Time to drain connections on a hot restart or a listener change (Istio's drainDuration). */
+  readonly drainDurationMs: number;
+  /** Time to drain on SIGTERM before exiting (Istio's terminationDrainDuration). */
+  readonly terminationDrainDurationMs: number;
+  /** Workers; 0: MESH_CPU_LIMIT or the cores. Absent: the --concurrency flag decides. */
+  readonly concurrency?: number;
+  readonly statusPort?: number;
+  readonly serviceCluster?: string;
+}
+
+export interface MeshConfig {
+  /** Where it was read from, or `defaults`. */
+  readonly source: string;
+  readonly defaultConfig: ProxyConfig;
+  /** `configSources[].address` values (`fs://DIR`). */
+  readonly configSources: readonly string[];
+  /** The whole document as read, for /config_dump. */
+  readonly raw: Readonly<Record<string, unknown>>;
+}
+
+export const DEFAULT_PROXY_CONFIG: ProxyConfig = {
+  drainDurationMs: 45_000,
+  terminationDrainDurationMs: 5_000,
+};
+
+type Doc = Record<string, unknown>;
+
+function bad(where: string, field: string, message: string): AgentError {
+  return new AgentError('ERR_CONFIG', `${where}: ${field}: ${message}`);
+}
+
+function parseDoc(text: string, where: string): Doc {
+  let doc: unknown;
+  try {
+    doc = text.trim() === '' ? {} : parseYaml(text);
+  } catch (err) {
+    throw new AgentError('ERR_CONFIG', `${where}: not valid YAML or JSON: ${(err as Error).message}`);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw new AgentError('ERR_CONFIG', `${where}: expected a mapping`);
+  return doc as Doc;
+}
+
+function duration(value: unknown, where: string, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = typeof value === 'string' ? parseGoDuration(value) : { ok: false as const, expected: '' };
+  if (!parsed.ok || parsed.value < 0) throw bad(where, field, `${JSON.stringify(value)} is not a duration such as 5s or 1m30s`);
+  return parsed.value;
+}
+
+function integer(value: unknown, where: string, field: string, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw bad(where, field, `${JSON.stringify(value)} is not an integer from 0 to ${max}`);
+  }
+  return value;
+}
+
+function proxyConfigOf(doc: Doc, where: string, prefix: string, base: ProxyConfig): ProxyConfig {
+  const field = (name: string): string => `${prefix}${name}`;
+  const drain = duration(doc['drainDuration'], where, field('drainDuration'));
+  const termination = duration(doc['terminationDrainDuration'], where, field('terminationDrainDuration'));
+  const concurrency = integer(doc['concurrency'], where, field('concurrency'), 1024);
+  const statusPort = integer(doc['statusPort'], where, field('statusPort'), 65535);
+  const cluster = doc['serviceCluster'];
+  if (cluster !== undefined && typeof cluster !== 'string') throw bad(where, field('serviceCluster'), 'expected a string');
+  return {
+    ...base,
+    ...(drain !== undefined ? { drainDurationMs: drain } : {}),
+    ...(termination !== undefined ? { terminationDrainDurationMs: termination } : {}),
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    ...(statusPort !== undefined ? { statusPort } : {}),
+    ...(cluster !== undefined ? { serviceCluster: cluster } : {}),
+  };
+}
+
+/**
+ * Reads the mesh config. `fileText` undefined means the file does not exist: the default mesh
+ * (Istio's behaviour); a file that does not parse is an error naming the file and the field.
+ */
+export function loadMeshConfig(path: string, fileText: string | undefined, proxyConfigEnv: string): MeshConfig {
+  const doc = fileText === undefined ? {} : parseDoc(fileText, path);
+  const dc = doc['defaultConfig'] ?? {};
+  if (typeof dc !== 'object' || dc === null || Array.isArray(dc)) throw bad(path, 'defaultConfig', 'expected a mapping');
+  let proxy = proxyConfigOf(dc as Doc, path, 'defaultConfig.', DEFAULT_PROXY_CONFIG);
+  if (proxyConfigEnv.trim() !== '') proxy = proxyConfigOf(parseDoc(proxyConfigEnv, 'PROXY_CONFIG'), 'PROXY_CONFIG', '', proxy);
+  const sources = doc['configSources'] ?? [];
+  if (!Array.isArray(sources)) throw bad(path, 'configSources', 'expected a list of {address: fs://DIR}');
+  const configSources = sources.map((s: unknown, i) => {
+    const address = (s as Doc | null)?.['address'];
+    if (typeof address !== 'string') throw bad(path, `configSources[${i}].address`, 'expected a string such as fs://./etc/mesh/resources');
+    return address;
+  });
+  return { source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc };
+}
