@@ -34,9 +34,20 @@ function attempt(url: URL, local: boolean, timeoutMs: number): Promise<void> {
       ...(secure && local ? { rejectUnauthorized: false } : {}),
     };
     const onResponse = (res: IncomingMessage): void => {
-      res.resume();
-      if (res.statusCode === 200) resolve();
-      else reject(new AttemptError(`HTTP status code ${res.statusCode}`));
+      if (res.statusCode === 200) {
+        res.resume();
+        resolve();
+        return;
+      }
+      // The status server says why it is not ready ("draining", "listeners not bound: ...").
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => { if (body.length < 512) body += chunk; });
+      res.on('end', () => {
+        const reason = body.trim().split('\n')[0]?.slice(0, 200) ?? '';
+        reject(new AttemptError(`HTTP status code ${res.statusCode}${reason ? `: ${reason}` : ''}`));
+      });
+      res.on('error', () => reject(new AttemptError(`HTTP status code ${res.statusCode}`)));
     };
     const req = secure ? httpsRequest(url, options, onResponse) : httpRequest(url, options, onResponse);
     req.on('error', (err: NodeJS.ErrnoException) => {

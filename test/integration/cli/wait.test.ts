@@ -34,13 +34,13 @@ describe('pilot-agent wait', () => {
   });
 
   it('exits 1 with the last error when the time is up', async () => {
-    const server = createServer((_req, res) => { res.statusCode = 503; res.end(); });
+    const server = createServer((_req, res) => { res.statusCode = 503; res.end('draining\n'); });
     servers.push(server);
     const port = await listen(server);
     const started = Date.now();
     const r = await runCli(['wait', '--url', `http://127.0.0.1:${port}/healthz/ready`, '--periodMillis', '100', '--timeoutSeconds', '1']);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /timeout waiting for the proxy to become ready.*Last error: HTTP status code 503/);
+    assert.match(r.stderr, /timeout waiting for the proxy to become ready.*Last error: HTTP status code 503: draining$/m);
     assert.ok(Date.now() - started >= 1000, 'waited the full second');
   });
 
