@@ -35,16 +35,6 @@ describe('usage errors exit 2 and say what is wrong', () => {
   }
 });
 
-describe('commands whose capability has not landed', () => {
-  for (const args of [['mesh-iptables', '--dry-run'], ['mesh-clean-iptables'], ['proxy'], ['proxy', 'router']]) {
-    it(`${args.join(' ')} validates its flags, then says "not implemented yet" (exit 1)`, async () => {
-      const r = await runCli(args);
-      assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stderr, /not implemented yet/);
-    });
-  }
-});
-
 describe('environment variables that do not parse', () => {
   it('are reported by every command, which goes on with the default', async () => {
     const r = await runCli(['version'], { env: cleanEnv({ MESH_CPU_LIMIT: 'four', FILE_DEBOUNCE_DURATION: '100' }) });

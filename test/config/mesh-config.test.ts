@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { DEFAULT_PROXY_CONFIG, loadMeshConfig } from '../../src/config/mesh-config.js';
+import { AgentError } from '../../src/errors/agent-error.js';
+
+it('uses the default mesh when the file does not exist', () => {
+  const m = loadMeshConfig('./etc/mesh/config/mesh', undefined, '');
+  assert.equal(m.source, 'defaults');
+  assert.deepEqual(m.defaultConfig, DEFAULT_PROXY_CONFIG);
+  assert.deepEqual(m.configSources, []);
+});
+
+it('reads defaultConfig and configSources, and PROXY_CONFIG overrides the proxy settings', () => {
+  const file = 'defaultConfig:\n  drainDuration: 30s\n  terminationDrainDuration: 10s\n  concurrency: 2\nconfigSources:\n  - address: fs://./etc/mesh/resources\n';
+  const m = loadMeshConfig('mesh.yaml', file, '{"terminationDrainDuration": "1m30s", "statusPort": 15121}');
+  assert.deepEqual(m.defaultConfig, { drainDurationMs: 30_000, terminationDrainDurationMs: 90_000, concurrency: 2, statusPort: 15121 });
+  assert.deepEqual(m.configSources, ['fs://./etc/mesh/resources']);
+  assert.equal(m.source, 'mesh.yaml');
+});
+
+it('names the file and the field of a bad value', () => {
+  const cases: [string, string, RegExp][] = [
+    ['defaultConfig:\n  drainDuration: 5\n', '', /mesh\.yaml: defaultConfig\.drainDuration: 5 is not a duration/],
+    ['defaultConfig: [1]\n', '', /mesh\.yaml: defaultConfig: expected a mapping/],
+    ['configSources:\n  - {}\n', '', /mesh\.yaml: configSources\[0\]\.address: expected a string/],
+    ['a: [', '', /mesh\.yaml: not valid YAML or JSON/],
+    ['', 'concurrency: -1', /PROXY_CONFIG: concurrency: -1 is not an integer from 0 to 1024/],
+  ];
+  for (const [file, env, message] of cases) {
+    assert.throws(() => loadMeshConfig('mesh.yaml', file, env), (e: unknown) => e instanceof AgentError && e.code === 'ERR_CONFIG' && message.test(e.message), file + env);
+  }
+});
