@@ -28,6 +28,7 @@ demo: build
 
 bench: build
 	scripts/bench.sh
+	node scripts/bench-iptables.mjs
 
 # Regenerates the files derived from the code (a test fails while they are stale).
 docs: build

@@ -8,6 +8,8 @@ declare -A wanted=(
   [ip]=iproute2                # network namespaces, TPROXY policy routes
   [zsh]=zsh                    # completion script tests
   [fish]=fish
+  [python3]=python3            # the TPROXY test listener (IP_TRANSPARENT from Python's socket module)
+  [setpriv]=util-linux         # running the sidecar as uid 1337 in tests
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

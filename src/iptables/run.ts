@@ -2,13 +2,14 @@
 // print it (--dry-run) or apply it, and optionally prove it works (--run-validation).
 import type { Output } from '../cli/context.js';
 import type { CommandRunner } from '../exec/runner.js';
-import { AgentError } from '../errors/agent-error.js';
 import { scope } from '../log/logger.js';
+import { applyRuleSet, cleanMeshRules, systemIdResolver } from './apply.js';
 import { buildRuleSet, type PodNetwork } from './builder.js';
 import { explainRuleSet } from './explain.js';
 import type { MeshIptablesOptions } from './options.js';
 import { detectPodNetwork, parseIpAddrOutput } from './pod-network.js';
 import { toRestore, type RuleSet } from './rules.js';
+import { validateRedirect, validationTarget } from './validation.js';
 
 /** The side effects the commands need, passed in (tests and --dry-run replace them). */
 export interface IptablesIo {
@@ -86,15 +87,43 @@ export async function runMeshCleanIptables(o: MeshIptablesOptions, io: IptablesI
   await clean(o, io);
 }
 
-// Applying, cleaning and validating land with the applier (src/iptables/apply.ts).
-async function applyAndReport(_o: MeshIptablesOptions, _set: RuleSet, _io: IptablesIo): Promise<void> {
-  throw new AgentError('ERR_NOT_IMPLEMENTED', 'mesh-iptables: applying rules is not implemented yet; use --dry-run');
+async function applyAndReport(o: MeshIptablesOptions, set: RuleSet, io: IptablesIo): Promise<void> {
+  const outcome = await applyRuleSet(io.runner(o), set, { reconcile: o.reconcile, forceApply: o.forceApply });
+  const families = set.ipv6 ? 'IPv4 and IPv6' : 'IPv4';
+  const what = { applied: 'applied', unchanged: 'already in place: nothing to do', reconciled: 'reconciled (differing mesh rules replaced)' }[outcome];
+  log.info(`mesh rules ${what} (${families}, ${set.ipv4.length + (set.ipv6?.length ?? 0)} rules, ${set.routes.length} route commands)`);
 }
 
-async function clean(_o: MeshIptablesOptions, _io: IptablesIo): Promise<void> {
-  throw new AgentError('ERR_NOT_IMPLEMENTED', 'mesh-clean-iptables: not implemented yet; use --dry-run');
+async function clean(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
+  // The rules this configuration would make identify the mesh rules of built-in chains that carry
+  // no MESH_ name (excluded and virtual interfaces); the rest is found by name.
+  const expected = buildRuleSet(o, await podNetwork(o, io));
+  const result = await cleanMeshRules(io.runner(o), {
+    ipv6: true, routes: { mark: o.tproxyMark, table: o.tproxyRouteTable }, expected,
+  });
+  const removed = (result.removed.ipv4 ?? 0) + (result.removed.ipv6 ?? 0);
+  log.info(removed + result.routesRemoved === 0
+    ? 'no mesh rules found: nothing to clean'
+    : `removed ${removed} mesh rules and chains and ${result.routesRemoved} policy routes`);
 }
 
-async function validate(_o: MeshIptablesOptions, _io: IptablesIo): Promise<void> {
-  throw new AgentError('ERR_NOT_IMPLEMENTED', 'mesh-iptables --run-validation: not implemented yet');
+async function validate(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
+  const pod = await podNetwork({ ...o, dryRun: false }, io);
+  const ipv6Only = pod.ipv6 && !io.localAddresses().some((a) => a.includes('.') && !a.startsWith('127.'));
+  const target = validationTarget({ serviceCidrs: o.serviceCidrs, serviceExcludeCidrs: o.serviceExcludeCidrs, ipv6Only });
+  const resolve = systemIdResolver();
+  const id = (kind: 'user' | 'group', text: string | undefined): number | undefined =>
+    text === undefined ? undefined : /^\d+$/.test(text) ? Number(text) : resolve(kind, text);
+  const uid = id('user', o.proxyUids[0]);
+  const gid = id('group', o.proxyGids[0]);
+  // Only the proxy's own traffic is redirected on the loopback path: connect as the proxy.
+  const connectAs = target.loopback && uid !== undefined && gid !== undefined && process.getuid?.() !== uid
+    ? { uid, gid } : undefined;
+  const result = await validateRedirect({
+    probePort: o.probePort, proxyPort: o.proxyPort, inboundCapturePort: o.inboundCapturePort,
+    timeoutMs: o.probeTimeoutMs, target: target.address,
+    ...(o.networkNamespace ? { runner: io.runner(o) } : {}),
+    ...(connectAs ? { connectAs } : {}),
+  });
+  log.info(`validation passed: a connection to ${result.target}:${result.port} reached port ${result.reachedPort} in ${Math.round(result.elapsedMs)}ms`);
 }

@@ -1,12 +1,9 @@
 // Which command runner the iptables commands use: execa, inside --network-namespace when given.
-import { AgentError } from '../../errors/agent-error.js';
+import { ExecaRunner } from '../../exec/execa-runner.js';
+import { NetnsRunner } from '../../exec/netns-runner.js';
 import type { CommandRunner } from '../../exec/runner.js';
 import type { MeshIptablesOptions } from '../../iptables/options.js';
 
-export function commandRunner(_o: MeshIptablesOptions): CommandRunner {
-  return {
-    run: async (command) => {
-      throw new AgentError('ERR_NOT_IMPLEMENTED', `running ${command} is not implemented yet`);
-    },
-  };
+export function commandRunner(o: MeshIptablesOptions): CommandRunner {
+  return o.networkNamespace ? new NetnsRunner(new ExecaRunner(), o.networkNamespace) : new ExecaRunner();
 }

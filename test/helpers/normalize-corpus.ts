@@ -1,0 +1,55 @@
+// Rules as we might write them → as iptables-save prints them (iptables 1.8.9, nft and legacy
+// backends alike). The unit test checks normalizeRule against these; the integration test restores
+// each input into a namespace and checks the kernel prints exactly the expected text, so these
+// expectations are the tools' own.
+import type { Family } from '../../src/iptables/rules.js';
+
+export type CorpusCase = readonly [family: Family, table: 'filter' | 'mangle' | 'nat' | 'raw', input: string, saved: readonly string[]];
+
+export const NORMALIZE_CORPUS: readonly CorpusCase[] = [
+  ['ipv4', 'mangle', "-p tcp --dport 15008 -j RETURN", ["-p tcp -m tcp --dport 15008 -j RETURN"]],
+  ['ipv4', 'raw', "-o lo ! -d 127.0.0.1/32 -p tcp -m multiport ! --dports 53,15008 -m owner --uid-owner 3 -j MESH_IN_REDIRECT", ["! -d 127.0.0.1/32 -o lo -p tcp -m multiport ! --dports 53,15008 -m owner --uid-owner 3 -j MESH_IN_REDIRECT"]],
+  ['ipv4', 'nat', "-p udp --dport 53 -d 127.0.0.53/32 -j REDIRECT --to-port 15053", ["-d 127.0.0.53/32 -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053"]],
+  ['ipv4', 'mangle', "! -d 127.0.0.1/32 -p tcp -j TPROXY --tproxy-mark 1337/0xffffffff --on-port 15006", ["! -d 127.0.0.1/32 -p tcp -j TPROXY --on-port 15006 --on-ip 0.0.0.0 --tproxy-mark 0x539/0xffffffff"]],
+  ['ipv6', 'mangle', "-p tcp -j TPROXY --on-port 15006 --tproxy-mark 1337", ["-p tcp -j TPROXY --on-port 15006 --on-ip :: --tproxy-mark 0x539/0xffffffff"]],
+  ['ipv4', 'mangle', "-p tcp -m mark --mark 1337 -j CONNMARK --save-mark", ["-p tcp -m mark --mark 0x539 -j CONNMARK --save-mark --nfmask 0xffffffff --ctmask 0xffffffff"]],
+  ['ipv4', 'mangle', "-p tcp -m connmark --mark 1337 -j CONNMARK --restore-mark", ["-p tcp -m connmark --mark 0x539 -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff"]],
+  ['ipv4', 'mangle', "! -d 127.0.0.1/32 -p tcp -o lo -m owner --uid-owner 1337 -j MARK --set-mark 1338", ["! -d 127.0.0.1/32 -o lo -p tcp -m owner --uid-owner 1337 -j MARK --set-xmark 0x53a/0xffffffff"]],
+  ['ipv4', 'mangle', "-p tcp -s 127.0.0.6/32 -i lo -j RETURN", ["-s 127.0.0.6/32 -i lo -p tcp -j RETURN"]],
+  ['ipv4', 'mangle', "-p tcp -i lo -m mark ! --mark 1338 -j RETURN", ["-i lo -p tcp -m mark ! --mark 0x53a -j RETURN"]],
+  ['ipv4', 'mangle', "-m owner --uid-owner 3 -p tcp --dport 53 -j RETURN", ["-p tcp -m owner --uid-owner 3 -m tcp --dport 53 -j RETURN"]],
+  ['ipv4', 'mangle', "-p tcp -m owner --uid-owner 3 --dport 53 -d 10.1.2.3/8 -j RETURN", ["-d 10.0.0.0/8 -p tcp -m owner --uid-owner 3 -m tcp --dport 53 -j RETURN"]],
+  ['ipv4', 'mangle', "-m owner --gid-owner 1 --socket-exists --uid-owner 2-2 --suppl-groups -j RETURN", ["-m owner --socket-exists --uid-owner 2 --gid-owner 1 --suppl-groups -j RETURN"]],
+  ['ipv4', 'mangle', "-p tcp --dport 10:10 --sport 5: -j RETURN", ["-p tcp -m tcp --sport 5:65535 --dport 10 -j RETURN"]],
+  ['ipv4', 'mangle', "-m mark --mark 010 -j MARK --set-xmark 5", ["-m mark --mark 0x8 -j MARK --set-xmark 0x5/0xffffffff"]],
+  ['ipv4', 'mangle', "-m conntrack --ctstatus CONFIRMED --ctstate DNAT,SNAT,UNTRACKED,NEW -j RETURN", ["-m conntrack --ctstate NEW,UNTRACKED,SNAT,DNAT --ctstatus CONFIRMED -j RETURN"]],
+  ['ipv4', 'mangle', "-m conntrack --ctstate ESTABLISHED,RELATED -j MESH_DIVERT", ["-m conntrack --ctstate RELATED,ESTABLISHED -j MESH_DIVERT"]],
+  ['ipv4', 'mangle', "-p tcp ! --syn -j RETURN", ["-p tcp -m tcp ! --tcp-flags FIN,SYN,RST,ACK SYN -j RETURN"]],
+  ['ipv4', 'mangle', "-j MARK --and-mark 0xff", ["-j MARK --set-xmark 0x0/0xffffff00"]],
+  ['ipv4', 'mangle', "-j MARK --or-mark 0x10", ["-j MARK --set-xmark 0x10/0x10"]],
+  ['ipv4', 'mangle', "-j MARK --xor-mark 0xff", ["-j MARK --set-xmark 0xff/0x0"]],
+  ['ipv4', 'mangle', "-j CONNMARK --set-mark 5/0xf", ["-j CONNMARK --set-xmark 0x5/0xf"]],
+  ['ipv4', 'mangle', "-j CONNMARK --save-mark --mask 0xff", ["-j CONNMARK --save-mark --nfmask 0xff --ctmask 0xff"]],
+  ['ipv4', 'mangle', "-m comment --comment \"a\\\"b\" -j RETURN", ["-m comment --comment \"a\\\"b\" -j RETURN"]],
+  ['ipv4', 'mangle', "-j LOG --log-prefix \"MESH_OUTPUT:\"", ["-j LOG --log-prefix \"MESH_OUTPUT:\""]],
+  ['ipv4', 'mangle', "-j LOG --log-prefix nospace --log-level 4", ["-j LOG --log-prefix nospace"]],
+  ['ipv4', 'mangle', "-j LOG --log-level debug --log-prefix \"MESH: \"", ["-j LOG --log-prefix \"MESH: \" --log-level 7"]],
+  ['ipv4', 'mangle', "-p 6 -s 1.2.3.4 -j ACCEPT", ["-s 1.2.3.4/32 -p tcp -j ACCEPT"]],
+  ['ipv4', 'mangle', "-p all -j RETURN", ["-j RETURN"]],
+  ['ipv4', 'mangle', "-p tcp ! -s 10.0.0.1/32 ! -d 10.0.0.0/24 ! -i lo ! -o eth0 -j RETURN", ["! -s 10.0.0.1/32 ! -d 10.0.0.0/24 ! -i lo ! -o eth0 -p tcp -j RETURN"]],
+  ['ipv4', 'mangle', "-i eth+ -d 0.0.0.0/0 -p tcp -m multiport --destination-ports 80,443 -j RETURN", ["-i eth+ -p tcp -m multiport --dports 80,443 -j RETURN"]],
+  ['ipv4', 'mangle', "-d 10.1.1.1/255.255.0.0 -j RETURN", ["-d 10.1.0.0/16 -j RETURN"]],
+  ['ipv4', 'raw', "-p udp -j CT --zone 0", ["-p udp -j CT"]],
+  ['ipv4', 'raw', "-p udp --sport 53 -s 127.0.0.53 -j CT --zone 1", ["-s 127.0.0.53/32 -p udp -m udp --sport 53 -j CT --zone 1"]],
+  ['ipv4', 'nat', "-p tcp -j REDIRECT --to-ports 15001-15001", ["-p tcp -j REDIRECT --to-ports 15001"]],
+  ['ipv4', 'mangle', "-p udp --dport domain -j RETURN", ["-p udp -m udp --dport 53 -j RETURN"]],
+  ['ipv6', 'mangle', "-d 2001:DB8:0::1/64 -s ::ffff:1.2.3.4 -j RETURN", ["-s ::ffff:1.2.3.4/128 -d 2001:db8::/64 -j RETURN"]],
+  ['ipv6', 'mangle', "-d fe80:0:0:0:1:0:0:1 -j RETURN", ["-d fe80::1:0:0:1/128 -j RETURN"]],
+  ['ipv6', 'mangle', "-d ::6 -j RETURN", ["-d ::6/128 -j RETURN"]],
+  ['ipv6', 'mangle', "-s ::127.0.0.53 -j RETURN", ["-s ::127.0.0.53/128 -j RETURN"]],
+  ['ipv6', 'mangle', "-s 1:0:0:2:0:0:0:3 -j RETURN", ["-s 1:0:0:2::3/128 -j RETURN"]],
+  ['ipv6', 'mangle', "-d 0:0:1:0:0:1:0:0 -j RETURN", ["-d ::1:0:0:1:0:0/128 -j RETURN"]],
+  ['ipv6', 'mangle', "-s ::/0 -j RETURN", ["-j RETURN"]],
+  ['ipv6', 'mangle', "-p icmpv6 -j RETURN", ["-p ipv6-icmp -j RETURN"]],
+  ['ipv4', 'mangle', "-s 10.0.0.0/8,192.168.0.0/16 -j RETURN", ["-s 10.0.0.0/8 -j RETURN", "-s 192.168.0.0/16 -j RETURN"]],
+];
