@@ -75,4 +75,14 @@ describe('mesh-iptables and mesh-clean-iptables (binary, in a pod namespace)', {
     assert.match(r.stderr, /iptables-save not found .*: install iptables/);
     assert.deepEqual(meshLines(save()), []);
   });
+
+  it('exits 1 saying so without CAP_NET_ADMIN, and applies nothing', async () => {
+    const r = await runCli(['mesh-iptables', '-i', '*'], {
+      prefix: ['ip', 'netns', 'exec', pod.name, 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--inh-caps=-all'],
+      env: cleanEnv(),
+    });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /permission|CAP_NET_ADMIN|root/i);
+    assert.deepEqual(meshLines(save()), []);
+  });
 });
