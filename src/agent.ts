@@ -10,7 +10,13 @@ import { scope } from './log/logger.js';
 import { CaptureListener } from './proxy/listener.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { ProxyStats } from './proxy/stats.js';
-import { startStatusServer, type Readiness, type StatusServer } from './status/server.js';
+import { startStatusServer, type Readiness } from './status/server.js';
+import { startAdminServer, type AdminHooks } from './admin/server.js';
+import { createAgentMetrics } from './metrics/agent-metrics.js';
+import { registerProxyMetrics } from './metrics/proxy-metrics.js';
+import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from './metrics/servers.js';
+import { Registry } from 'prom-client';
+import { buildInfo } from './version/build-info.js';
 
 const log = scope('default');
 
@@ -119,13 +125,13 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   let healthcheckFailed = false;
   let listenersBound = env.DISABLE_PROXY;
   let listeners: CaptureListener[] = [];
-  let status: StatusServer | undefined;
+  const servers: { close(): Promise<void> }[] = [];
   let exiting = false;
 
   const exit = async (code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
-    await Promise.allSettled([status?.close(), ...listeners.map((l) => l.stopAccepting())]);
+    await Promise.allSettled([...servers.map((x) => x.close()), ...listeners.map((l) => l.stopAccepting())]);
     process.exit(code);
   };
 
@@ -176,7 +182,12 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   process.on('SIGTERM', () => agent.drain('SIGTERM'));
   process.on('SIGINT', () => agent.drain('SIGINT'));
 
-  status = await startStatusServer({
+  const agentMetrics = createAgentMetrics();
+  const proxyRegistry = new Registry();
+  registerProxyMetrics(proxyRegistry, stats);
+  const localhostOnly = env.METRICS_LOCALHOST_ACCESS_ONLY;
+
+  const status = await startStatusServer({
     port: mesh.defaultConfig.statusPort ?? env.PROXY_STATUS_PORT,
     readiness: agent.readiness,
     probers: env.MESH_APP_PROBERS,
@@ -187,13 +198,78 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       http2Probing: env.MESH_ENABLE_HTTP2_PROBING,
     },
   });
+  servers.push(status);
+  const app = parseMetricsAnnotations(env.MESH_METRICS_ANNOTATIONS);
+  servers.push(await startMergedMetricsServer({
+    port: PORTS.agentMetrics, agentRegistry: agentMetrics.registry, proxyMetrics: () => proxyRegistry.metrics(),
+    ...(app ? { app } : {}), localhostOnly,
+  }));
   if (!env.DISABLE_PROXY) {
+    // The proxy's own surfaces: its metrics and its admin API.
+    servers.push(await startProxyMetricsServer({ port: env.PROXY_METRICS_PORT, registry: proxyRegistry, localhostOnly }));
+    const admin = await startAdminServer({ port: PORTS.admin, enabled: env.ENABLE_DEBUG_ON_HTTP, hooks: adminHooks(agent, proxyRegistry) });
+    if (admin) servers.push(admin);
     listeners = await listenAll(captureListeners(env, stats));
     listenersBound = true;
   } else {
     log.info('DISABLE_PROXY: no capture listeners; agent surfaces only');
   }
   state = 'LIVE';
-  log.info(`ready in ${Math.round(performance.timeOrigin + performance.now() - startedAt)}ms: `
+  const startupMs = performance.timeOrigin + performance.now() - startedAt;
+  agentMetrics.setStartupDuration(startupMs / 1000);
+  log.info(`ready in ${Math.round(startupMs)}ms: `
     + `${listeners.map((l) => l.name).join(', ') || 'no listeners'}, status ${status.port}`);
+}
+
+/** Istio's node id: `sidecar~<ip>~<pod>.<namespace>~<domain>`. */
+function nodeId(agent: Agent): string {
+  const e = agent.env;
+  return `${agent.options.type}~${e.INSTANCE_IP}~${e.POD_NAME}.${e.POD_NAMESPACE}~${agent.options.domain}`;
+}
+
+/** What the admin API shows and does, read from the running agent. */
+function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
+  const listenerInfo = () => agent.listeners.map((l) => ({ name: l.name, address: l.address, port: l.port }));
+  const clusterInfo = () => (['outbound', 'inbound'] as const).map((direction) => {
+    const s = agent.stats.of(direction);
+    return {
+      name: direction === 'outbound' ? 'PassthroughCluster' : 'InboundPassthroughCluster',
+      address: direction === 'outbound' ? 'original destination' : agent.env.INBOUND_INTERCEPTION_MODE === 'TPROXY' ? 'client address (TPROXY)' : '127.0.0.6',
+      port: 0, cxActive: s.upstreamCxActive, cxTotal: s.upstreamCxTotal, rqTotal: s.rqTotal, connectFail: s.upstreamCxConnectFail,
+    };
+  });
+  return {
+    stats: agent.stats,
+    proxyRegistry,
+    state: agent.state,
+    serverInfo: () => ({
+      version: buildInfo().version,
+      state: agent.state(),
+      uptime_current_epoch: `${Math.round((performance.timeOrigin + performance.now() - agent.startedAt) / 1000)}s`,
+      node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
+      command_line_options: {
+        concurrency: agent.options.concurrency, log_level: agent.options.logLevels.level,
+        component_log_level: Object.fromEntries(agent.options.logLevels.components), drain_time: `${agent.mesh.defaultConfig.drainDurationMs / 1000}s`,
+        termination_drain_time: `${agent.mesh.defaultConfig.terminationDrainDurationMs / 1000}s`,
+      },
+    }),
+    configDump: () => ({
+      bootstrap: {
+        node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
+        admin: { port: PORTS.admin }, proxy_type: agent.options.type, domain: agent.options.domain,
+        mesh_config_source: agent.mesh.source, proxy_config: agent.mesh.defaultConfig,
+        interception_mode: agent.env.INBOUND_INTERCEPTION_MODE || 'REDIRECT',
+      },
+      listeners: listenerInfo(),
+      routes: [],
+      clusters: clusterInfo(),
+      loaded_resources: [],
+      mesh_config: agent.mesh.raw,
+    }),
+    listeners: listenerInfo,
+    clusters: clusterInfo,
+    drainListeners: agent.drainListeners,
+    setHealthcheckFailed: agent.setHealthcheckFailed,
+    quit: agent.quit,
+  };
 }

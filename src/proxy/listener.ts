@@ -61,6 +61,14 @@ export class CaptureListener {
     return `${this.o.direction}_${this.o.port}`;
   }
 
+  get address(): string {
+    return this.o.host;
+  }
+
+  get port(): number {
+    return this.o.port;
+  }
+
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);

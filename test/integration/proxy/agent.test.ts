@@ -1,7 +1,7 @@
 // `pilot-agent proxy` as a real process in a network namespace of the test's own (its fixed ports
 // never touch the host): readiness, `wait` with no flags, drain on SIGTERM, bad configuration.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +50,20 @@ describe('pilot-agent proxy (process)', () => {
     assert.equal(wait.code, 0, `${wait.stderr}\n${proxy.output()}`);
     const ready = await ns.runCli(['request', 'GET', '/healthz/ready', '--debug-port', '15021']);
     assert.equal(ready.code, 0, ready.stderr);
+    const stats = await ns.runCli(['request', 'GET', 'stats']);
+    assert.equal(stats.code, 0, stats.stderr);
+    assert.match(stats.stdout, /^server\.live: 1$/m);
+    assert.match(stats.stdout, /^listener\.0\.0\.0\.0_15001\.downstream_cx_total: 0$|^listener\.[^ ]*15001\.downstream_cx_total: 0$/m);
+    const merged = await ns.runCli(['request', 'GET', '/stats/prometheus', '--debug-port', '15020']);
+    assert.equal(merged.code, 0, merged.stderr);
+    assert.match(merged.stdout, /^# TYPE mesh_build gauge$/m);
+    assert.match(merged.stdout, /^startup_duration_seconds \d/m);
+    assert.match(merged.stdout, /^mesh_requests_active\{direction="outbound"\} 0$/m);
+    const proxyMetrics = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '-e',
+      "require('http').get('http://127.0.0.1:15090/stats/prometheus', (r) => { let b = ''; r.on('data', (d) => b += d); r.on('end', () => process.stdout.write(r.statusCode + '\\n' + b)); })"],
+    { encoding: 'utf8' });
+    assert.match(proxyMetrics.stdout, /^200\n/);
+    assert.match(proxyMetrics.stdout, /^# HELP proxy_connection_terminations /m);
     proxy.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 200));
     const draining = await ns.runCli(['request', 'GET', '/healthz/ready', '--debug-port', '15021']);

@@ -1,0 +1,172 @@
+// The proxy's Prometheus series (15090 `/stats/prometheus`, and the proxy part of 15020). The data
+// plane only bumps plain numbers in ProxyStats; these collectors read them at scrape time, so the
+// hot path never calls prom-client and `/stats` (admin) and Prometheus can never disagree.
+// Names follow Istio's standard metrics with `istio_` → `mesh_`; `direction` (outbound|inbound)
+// plays the part of Istio's `reporter` (docs/METRICS.md lists every series and its source).
+import { Counter, Gauge, Histogram, type MetricType, type Registry } from 'prom-client';
+import { DIRECTIONS, DURATION_BUCKETS_MS, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
+
+/** Every series this module registers, by name: one home for the names (docs and tests use it). */
+export const PROXY_METRIC_NAMES = {
+  requests: 'mesh_requests_total',
+  requestsActive: 'mesh_requests_active',
+  requestDuration: 'mesh_request_duration_milliseconds',
+  requestBytes: 'mesh_request_bytes_total',
+  responseBytes: 'mesh_response_bytes_total',
+  httpProtocolErrors: 'mesh_http_protocol_errors_total',
+  tcpOpened: 'mesh_tcp_connections_opened_total',
+  tcpClosed: 'mesh_tcp_connections_closed_total',
+  tcpReceivedBytes: 'mesh_tcp_received_bytes_total',
+  tcpSentBytes: 'mesh_tcp_sent_bytes_total',
+  tcpPassthrough: 'mesh_tcp_passthrough_connections_total',
+  downstreamActive: 'mesh_downstream_connections_active',
+  upstreamTotal: 'mesh_upstream_connections_total',
+  upstreamActive: 'mesh_upstream_connections_active',
+  upstreamConnectFailures: 'mesh_upstream_connect_failures_total',
+  upstreamConnectTimeouts: 'mesh_upstream_connect_timeouts_total',
+  upstreamRequestErrors: 'mesh_upstream_request_errors_total',
+  loopsRefused: 'mesh_loop_connections_refused_total',
+  connectionTerminations: 'proxy_connection_terminations',
+} as const;
+
+type PerDirection = (d: DirectionStats) => number;
+
+/** A counter per direction whose value is read from the stats at scrape time. */
+function directionCounter(registry: Registry, stats: ProxyStats, name: string, help: string, read: PerDirection): void {
+  new Counter({
+    name, help, labelNames: ['direction'], registers: [registry],
+    collect() {
+      this.reset();
+      for (const direction of DIRECTIONS) this.inc({ direction }, read(stats.of(direction)));
+    },
+  });
+}
+
+function directionGauge(registry: Registry, stats: ProxyStats, name: string, help: string, read: PerDirection): void {
+  new Gauge({
+    name, help, labelNames: ['direction'], registers: [registry],
+    collect() {
+      for (const direction of DIRECTIONS) this.set({ direction }, read(stats.of(direction)));
+    },
+  });
+}
+
+/** Sample of a histogram as prom-client's text formatter takes it. */
+interface HistogramSample {
+  metricName: string;
+  labels: Record<string, string | number>;
+  value: number;
+}
+
+/**
+ * The cumulative Prometheus samples (`_bucket` per bound and `+Inf`, `_sum`, `_count`) of one
+ * direction's request-duration histogram, whose counts in ProxyStats are per bucket.
+ */
+export function durationSamples(name: string, direction: Direction, d: DirectionStats): HistogramSample[] {
+  const h = d.rqDurationMs;
+  const samples: HistogramSample[] = [];
+  let cumulative = 0;
+  h.bounds.forEach((bound, i) => {
+    cumulative += h.counts[i]!;
+    samples.push({ metricName: `${name}_bucket`, labels: { direction, le: bound }, value: cumulative });
+  });
+  samples.push({ metricName: `${name}_bucket`, labels: { direction, le: '+Inf' }, value: h.count });
+  samples.push({ metricName: `${name}_sum`, labels: { direction }, value: h.sum });
+  samples.push({ metricName: `${name}_count`, labels: { direction }, value: h.count });
+  return samples;
+}
+
+/** prom-client types the kind as an enum its JavaScript does not export; the value is the string. */
+const HISTOGRAM = 'histogram' as unknown as MetricType;
+
+/**
+ * prom-client's Histogram only learns through observe(); this one reports the data plane's
+ * fixed-bucket counts as they are at scrape time (the registry calls getForPromString for text).
+ */
+class StatsDurationHistogram extends Histogram<'direction'> {
+  private static readonly help =
+    'Duration of HTTP requests through the proxy, from the first byte of the request to the end of the response, in milliseconds.';
+
+  constructor(registry: Registry, private readonly stats: ProxyStats) {
+    super({
+      name: PROXY_METRIC_NAMES.requestDuration,
+      help: StatsDurationHistogram.help,
+      labelNames: ['direction'],
+      buckets: [...DURATION_BUCKETS_MS],
+      registers: [registry],
+    });
+  }
+
+  getForPromString(): ReturnType<Histogram<'direction'>['get']> {
+    const name = PROXY_METRIC_NAMES.requestDuration;
+    const values = DIRECTIONS.flatMap((direction) => durationSamples(name, direction, this.stats.of(direction)));
+    return Promise.resolve({
+      name, help: StatsDurationHistogram.help, type: HISTOGRAM, aggregator: 'sum', collect: () => undefined,
+      // `le` is a label prom-client's histograms carry; the type does not name it.
+      values: values as Awaited<ReturnType<Histogram<'direction'>['get']>>['values'],
+    });
+  }
+
+  override get(): ReturnType<Histogram<'direction'>['get']> {
+    return this.getForPromString();
+  }
+}
+
+/**
+ * Registers the proxy's collectors on `registry` (never the global one). Nothing is counted here:
+ * every value is read from `stats` when the registry is scraped.
+ */
+export function registerProxyMetrics(registry: Registry, stats: ProxyStats): void {
+  const n = PROXY_METRIC_NAMES;
+  new Counter({
+    name: n.requests,
+    help: 'HTTP requests completed by the proxy, by direction and response status code.',
+    labelNames: ['direction', 'response_code'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const direction of DIRECTIONS) {
+        const codes = [...stats.of(direction).rqByCode].sort(([a], [b]) => a - b);
+        for (const [code, count] of codes) this.inc({ direction, response_code: String(code) }, count);
+      }
+    },
+  });
+  directionGauge(registry, stats, n.requestsActive, 'HTTP requests in progress.', (d) => d.rqActive);
+  new StatsDurationHistogram(registry, stats);
+  directionCounter(registry, stats, n.requestBytes, 'HTTP request body bytes received from clients.', (d) => d.rqBodyBytes);
+  directionCounter(registry, stats, n.responseBytes, 'HTTP response body bytes sent back to clients.', (d) => d.rsBodyBytes);
+  directionCounter(registry, stats, n.httpProtocolErrors, 'Malformed HTTP requests, answered 400.', (d) => d.rqProtocolErrors);
+
+  directionCounter(registry, stats, n.tcpOpened, 'Downstream TCP connections accepted (HTTP and passthrough).', (d) => d.cxTotal);
+  directionCounter(registry, stats, n.tcpClosed, 'Downstream TCP connections closed (HTTP and passthrough).', (d) => d.cxTotal - d.cxActive);
+  directionCounter(registry, stats, n.tcpReceivedBytes, 'Bytes read from downstream connections.', (d) => d.rxBytes);
+  directionCounter(registry, stats, n.tcpSentBytes, 'Bytes written to downstream connections.', (d) => d.txBytes);
+  directionCounter(registry, stats, n.tcpPassthrough, 'Downstream connections carried as raw TCP (not HTTP/1.x).', (d) => d.tcpCxTotal);
+  directionGauge(registry, stats, n.downstreamActive, 'Downstream connections open now.', (d) => d.cxActive);
+
+  directionCounter(registry, stats, n.upstreamTotal, 'Connections opened to upstreams (original destinations).', (d) => d.upstreamCxTotal);
+  directionGauge(registry, stats, n.upstreamActive, 'Upstream connections open now.', (d) => d.upstreamCxActive);
+  directionCounter(registry, stats, n.upstreamConnectFailures, 'Upstream connection attempts that failed.', (d) => d.upstreamCxConnectFail);
+  directionCounter(registry, stats, n.upstreamConnectTimeouts, 'Upstream connection attempts that timed out.', (d) => d.upstreamCxConnectTimeout);
+  directionCounter(registry, stats, n.upstreamRequestErrors,
+    'Requests failed for an upstream reason (refused, reset, timeout), answered 503 or reset.', (d) => d.upstreamRqErrors);
+
+  new Counter({
+    name: n.loopsRefused,
+    help: 'Connections refused because their original destination was one of the proxy\'s own ports.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(stats.loopsRefused);
+    },
+  });
+  new Counter({
+    name: n.connectionTerminations,
+    help: 'Total proxy connection errors: downstream connections, both directions, that ended in an error rather than a close.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(stats.outbound.cxErrors + stats.inbound.cxErrors);
+    },
+  });
+}

@@ -1,0 +1,659 @@
+// The two Prometheus endpoints: 15090 serves the proxy's registry; 15020 serves the merge of the
+// agent's metrics, the proxy's and, when the pod is annotated, the application's (Istio's merged
+// metrics, so one scrape config covers the pod). The merge re-parses every part so the answer is
+// always valid Prometheus text: one HELP/TYPE per family, samples of a family together, no series
+// twice; a part that fails or does not parse is left out and counted, the answer is still 200.
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { gunzipSync } from 'node:zlib';
+import { Registry } from 'prom-client';
+import { AgentError } from '../errors/agent-error.js';
+import { scope, type ScopedLogger } from '../log/logger.js';
+import { SCRAPE_TYPES, scrapeMetrics, type ScrapeMetrics, type ScrapeType } from './agent-metrics.js';
+
+const log = scope('monitoring');
+
+export const METRICS_PATH = '/stats/prometheus';
+export const PROMETHEUS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+/** How long the merged endpoint waits for the application's metrics. */
+export const DEFAULT_APP_TIMEOUT_MS = 5_000;
+/** An application answer larger than this is a failed part (protects the agent's memory). */
+export const MAX_APP_METRICS_BYTES = 32 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Prometheus text (0.0.4): parse, merge, filter, render. Pure.
+
+export type FamilyType = 'counter' | 'gauge' | 'histogram' | 'summary' | 'untyped';
+
+export interface Sample {
+  readonly name: string;
+  /** Label pairs in their order, values unescaped. */
+  readonly labels: readonly (readonly [string, string])[];
+  /** The value as written (a float, `NaN`, `+Inf`, `-Inf`). */
+  readonly value: string;
+  readonly timestamp?: string;
+}
+
+export interface Family {
+  readonly name: string;
+  readonly type: FamilyType;
+  /** Escaped as in the text (`\\` and `\n`); undefined when the family had no HELP line. */
+  readonly help?: string;
+  readonly samples: readonly Sample[];
+}
+
+export class ExpositionError extends Error {
+  constructor(readonly line: number, message: string) {
+    super(`line ${line}: ${message}`);
+    this.name = 'ExpositionError';
+  }
+}
+
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
+const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*/;
+const FLOAT = /^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$/i;
+const TIMESTAMP = /^-?\d+$/;
+const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
+/** OpenMetrics types, as they become 0.0.4 types. */
+const OPEN_METRICS_TYPES: Record<string, FamilyType> = {
+  unknown: 'untyped', info: 'gauge', stateset: 'gauge', gaugehistogram: 'untyped',
+};
+
+/** Sample-name suffixes each type owns (`foo_bucket` belongs to histogram `foo`). */
+function suffixesOf(type: FamilyType, openMetrics: boolean): readonly string[] {
+  switch (type) {
+    case 'histogram': return openMetrics ? ['_bucket', '_sum', '_count', '_created'] : ['_bucket', '_sum', '_count'];
+    case 'summary': return openMetrics ? ['_sum', '_count', '_created'] : ['_sum', '_count'];
+    case 'counter': return openMetrics ? ['_total', '_created'] : [];
+    default: return [];
+  }
+}
+
+interface MutableFamily {
+  name: string;
+  type: FamilyType;
+  typed: boolean;
+  help?: string;
+  samples: Sample[];
+  keys: Set<string>;
+  /** OpenMetrics `info` and `gaugehistogram` families, whose sample names differ from 0.0.4's. */
+  openMetricsType?: 'info' | 'gaugehistogram';
+}
+
+const OPEN_METRICS_SUFFIXES = { info: ['_info'], gaugehistogram: ['_bucket', '_gsum', '_gcount'] } as const;
+
+function seriesKey(s: Sample): string {
+  return `${s.name}{${[...s.labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+}
+
+/** Reads `{a="x",b="y"}` from `text` at `i`; returns the labels and the index after `}`. */
+function parseLabels(text: string, start: number, line: number): { labels: [string, string][]; end: number } {
+  const labels: [string, string][] = [];
+  const seen = new Set<string>();
+  let i = start + 1;
+  const skip = (): void => { while (text[i] === ' ' || text[i] === '\t') i++; };
+  for (;;) {
+    skip();
+    if (text[i] === '}') return { labels, end: i + 1 };
+    const name = LABEL_NAME.exec(text.slice(i))?.[0];
+    if (!name) throw new ExpositionError(line, `bad label name at "${text.slice(i, i + 20)}"`);
+    if (seen.has(name)) throw new ExpositionError(line, `label "${name}" given twice`);
+    seen.add(name);
+    i += name.length;
+    skip();
+    if (text[i] !== '=') throw new ExpositionError(line, `expected "=" after label "${name}"`);
+    i++;
+    skip();
+    if (text[i] !== '"') throw new ExpositionError(line, `expected a quoted value for label "${name}"`);
+    i++;
+    let value = '';
+    for (;;) {
+      const c = text[i];
+      if (c === undefined) throw new ExpositionError(line, `unterminated value of label "${name}"`);
+      if (c === '"') break;
+      if (c === '\\') {
+        const e = text[i + 1];
+        if (e === '\\') value += '\\';
+        else if (e === '"') value += '"';
+        else if (e === 'n') value += '\n';
+        else throw new ExpositionError(line, `bad escape "\\${e ?? ''}" in label "${name}"`);
+        i += 2;
+      } else {
+        value += c;
+        i++;
+      }
+    }
+    i++;
+    labels.push([name, value]);
+    skip();
+    if (text[i] === ',') i++;
+    else if (text[i] !== '}') throw new ExpositionError(line, `expected "," or "}" after label "${name}"`);
+  }
+}
+
+function parseSample(text: string, line: number, openMetrics: boolean): Sample {
+  const name = METRIC_NAME.exec(text)?.[0];
+  if (!name) throw new ExpositionError(line, `bad metric name in "${text.slice(0, 40)}"`);
+  let i = name.length;
+  while (text[i] === ' ' || text[i] === '\t') i++;
+  let labels: [string, string][] = [];
+  if (text[i] === '{') ({ labels, end: i } = parseLabels(text, i, line));
+  else i = name.length;
+  let rest = text.slice(i);
+  // OpenMetrics exemplars (` # {...} 1.0`) have no place in 0.0.4 text.
+  if (openMetrics) rest = rest.replace(/\s#\s.*$/, '');
+  const fields = rest.trim().split(/[ \t]+/);
+  if (!/^[ \t]/.test(rest) || fields.length < 1 || fields.length > 2 || fields[0] === '') {
+    throw new ExpositionError(line, `expected "<value> [<timestamp>]" after ${name}`);
+  }
+  const [value, timestamp] = fields as [string, string | undefined];
+  if (!FLOAT.test(value)) throw new ExpositionError(line, `"${value}" is not a number (${name})`);
+  if (timestamp !== undefined) {
+    if (TIMESTAMP.test(timestamp)) return { name, labels, value, timestamp };
+    // OpenMetrics timestamps are seconds (maybe fractional); 0.0.4 wants integer milliseconds.
+    if (openMetrics && FLOAT.test(timestamp) && Number.isFinite(Number(timestamp))) {
+      return { name, labels, value, timestamp: String(Math.round(Number(timestamp) * 1000)) };
+    }
+    throw new ExpositionError(line, `"${timestamp}" is not a timestamp (${name})`);
+  }
+  return { name, labels, value };
+}
+
+/**
+ * Parses Prometheus text format 0.0.4 (and, with `openMetrics`, OpenMetrics 1.0, converted to
+ * 0.0.4: `# EOF`, `# UNIT`, exemplars and `_created` samples dropped, counters named `_total`).
+ * Throws ExpositionError naming the line for anything a Prometheus server would refuse.
+ */
+export function parseExposition(text: string, options: { openMetrics?: boolean } = {}): Family[] {
+  const openMetrics = options.openMetrics ?? false;
+  const families = new Map<string, MutableFamily>();
+  const order: MutableFamily[] = [];
+  const familyNamed = (name: string): MutableFamily => {
+    let f = families.get(name);
+    if (!f) {
+      f = { name, type: 'untyped', typed: false, samples: [], keys: new Set() };
+      families.set(name, f);
+      order.push(f);
+    }
+    return f;
+  };
+  const owns = (f: MutableFamily, sampleName: string): boolean => sampleName === f.name
+    || (f.openMetricsType ? OPEN_METRICS_SUFFIXES[f.openMetricsType] : suffixesOf(f.type, openMetrics))
+      .some((s) => sampleName === f.name + s);
+  let current: MutableFamily | undefined;
+  /**
+   * The family a sample belongs to, as Prometheus decides it: the family of the previous line if
+   * it owns the name (`foo_bucket` after `# TYPE foo histogram`), else the family of that name,
+   * else a typed family owning the name through its suffix, else a new untyped family.
+   */
+  const familyOfSample = (sampleName: string): MutableFamily => {
+    if (current && owns(current, sampleName)) return current;
+    const exact = families.get(sampleName);
+    if (exact) return exact;
+    for (const suffix of ['_bucket', '_sum', '_count', '_total', '_created', '_info', '_gsum', '_gcount']) {
+      if (!sampleName.endsWith(suffix)) continue;
+      const base = families.get(sampleName.slice(0, -suffix.length));
+      if (base && owns(base, sampleName)) return base;
+    }
+    return familyNamed(sampleName);
+  };
+
+  text.split('\n').forEach((raw, index) => {
+    const lineNo = index + 1;
+    const line = raw.replace(/\r$/, '');
+    if (line.trim() === '') return;
+    if (line.startsWith('#')) {
+      const m = /^#[ \t]+(HELP|TYPE|UNIT|EOF)(?:[ \t]+(\S+)(?:[ \t](.*))?)?$/.exec(line);
+      if (!m) return; // a plain comment
+      const [, keyword, name, rest] = m;
+      if (keyword === 'EOF' || keyword === 'UNIT') {
+        if (openMetrics) return;
+        if (keyword === 'EOF') throw new ExpositionError(lineNo, '"# EOF" in Prometheus text (OpenMetrics sent as text/plain?)');
+        return;
+      }
+      if (!name || !METRIC_NAME.test(name) || METRIC_NAME.exec(name)![0] !== name) {
+        throw new ExpositionError(lineNo, `bad metric name in "${line}"`);
+      }
+      const f = familyNamed(name);
+      current = f;
+      if (keyword === 'HELP') {
+        if (f.help !== undefined) throw new ExpositionError(lineNo, `second HELP for ${name}`);
+        f.help = rest ?? '';
+        return;
+      }
+      const typeText = (rest ?? '').trim();
+      if (f.typed) throw new ExpositionError(lineNo, `second TYPE for ${name}`);
+      if (f.samples.length > 0) throw new ExpositionError(lineNo, `TYPE for ${name} after its samples`);
+      let type: FamilyType | undefined = TYPES.has(typeText) ? (typeText as FamilyType) : undefined;
+      if (openMetrics && type === undefined) type = OPEN_METRICS_TYPES[typeText];
+      if (type === undefined) throw new ExpositionError(lineNo, `unknown type "${typeText}" for ${name}`);
+      f.type = type;
+      f.typed = true;
+      if (openMetrics && (typeText === 'info' || typeText === 'gaugehistogram')) f.openMetricsType = typeText;
+      return;
+    }
+    const sample = parseSample(line, lineNo, openMetrics);
+    const f = familyOfSample(sample.name);
+    current = f;
+    if (openMetrics && sample.name === `${f.name}_created`) return;
+    const key = seriesKey(sample);
+    if (f.keys.has(key)) throw new ExpositionError(lineNo, `series ${key} given twice`);
+    f.keys.add(key);
+    f.samples.push(sample);
+  });
+
+  return order.flatMap((f): Family[] => {
+    let name = f.name;
+    // OpenMetrics names a counter `foo` and its sample `foo_total`; 0.0.4 wants them equal.
+    if (openMetrics && f.type === 'counter' && f.samples.length > 0 && f.samples.every((s) => s.name === `${f.name}_total`)) {
+      name = `${f.name}_total`;
+    }
+    if (f.openMetricsType === 'info') name = `${f.name}_info`;
+    if (f.samples.some((s) => !sampleBelongs(s.name, name, f.type))) {
+      // What 0.0.4 cannot express (gauge histograms...): one untyped family per sample name.
+      const byName = new Map<string, Sample[]>();
+      for (const s of f.samples) byName.set(s.name, [...(byName.get(s.name) ?? []), s]);
+      return [...byName].map(([n, samples]) => ({ name: n, type: 'untyped' as const, samples }));
+    }
+    return [{ name, type: f.type, ...(f.help !== undefined ? { help: f.help } : {}), samples: f.samples }];
+  });
+}
+
+function sampleBelongs(sampleName: string, familyName: string, type: FamilyType): boolean {
+  return sampleName === familyName || suffixesOf(type, false).some((s) => sampleName === familyName + s);
+}
+
+export interface MergeResult {
+  readonly families: Family[];
+  /** Families of a later part left out because an earlier part has the name with another type. */
+  readonly conflicts: string[];
+  /** Series of a later part left out because an earlier part already has them. */
+  readonly duplicateSeries: number;
+}
+
+/**
+ * Merges parts in order: a family that several parts have is printed once, with the first part's
+ * HELP and TYPE and the samples of all parts (a series only once). A later family whose type or
+ * sample names clash with an earlier one is left out whole.
+ */
+export function mergeExpositions(parts: readonly (readonly Family[])[]): MergeResult {
+  const byName = new Map<string, { family: Family; samples: Sample[]; keys: Set<string> }>();
+  /** Sample name → the family that owns it. */
+  const owner = new Map<string, string>();
+  const conflicts: string[] = [];
+  let duplicateSeries = 0;
+  for (const part of parts) {
+    for (const family of part) {
+      const existing = byName.get(family.name);
+      const names = new Set([family.name, ...family.samples.map((s) => s.name)]);
+      const clash = [...names].some((n) => owner.has(n) && owner.get(n) !== family.name)
+        || (existing !== undefined && existing.family.type !== family.type);
+      if (clash) {
+        conflicts.push(family.name);
+        continue;
+      }
+      const entry = existing ?? { family, samples: [], keys: new Set<string>() };
+      if (!existing) byName.set(family.name, entry);
+      for (const n of names) owner.set(n, family.name);
+      for (const s of family.samples) {
+        const key = seriesKey(s);
+        if (entry.keys.has(key)) {
+          duplicateSeries++;
+          continue;
+        }
+        entry.keys.add(key);
+        entry.samples.push(s);
+      }
+    }
+  }
+  const families = [...byName.values()].map(({ family, samples }) => ({ ...family, samples }));
+  return { families, conflicts, duplicateSeries };
+}
+
+/** Keeps the families whose name matches `filter`; with `usedOnly`, those with a non-zero sample. */
+export function filterExposition(families: readonly Family[], options: { filter?: RegExp; usedOnly?: boolean }): Family[] {
+  return families.filter((f) => (options.filter === undefined || options.filter.test(f.name))
+    && (!options.usedOnly || f.samples.some((s) => Number(s.value) !== 0)));
+}
+
+function escapeLabelValue(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+export function renderSample(s: Sample): string {
+  const labels = s.labels.length === 0 ? '' : `{${s.labels.map(([k, v]) => `${k}="${escapeLabelValue(v)}"`).join(',')}}`;
+  return `${s.name}${labels} ${s.value}${s.timestamp !== undefined ? ` ${s.timestamp}` : ''}`;
+}
+
+/** Prometheus text 0.0.4; ends with a newline (empty text for no family). */
+export function renderExposition(families: readonly Family[]): string {
+  const lines: string[] = [];
+  for (const f of families) {
+    if (f.help !== undefined) lines.push(`# HELP ${f.name} ${f.help}`);
+    lines.push(`# TYPE ${f.name} ${f.type}`);
+    for (const s of f.samples) lines.push(renderSample(s));
+  }
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration and access decisions. Pure.
+
+/** Where the application's own metrics are (from MESH_METRICS_ANNOTATIONS). */
+export interface AppScrapeTarget {
+  readonly port: number;
+  readonly path: string;
+  /** Default `localhost`. */
+  readonly host?: string;
+}
+
+/**
+ * MESH_METRICS_ANNOTATIONS, the injector's copy of the pod's `prometheus.io/*` annotations:
+ * `{"scrape":"true","port":"8080","path":"/metrics"}`. Empty → no application metrics;
+ * `scrape` other than "true" → none either. Port defaults to 80 and path to /metrics (Istio's).
+ * Numbers and booleans are accepted for strings. Anything else is an ERR_ENV_VALUE naming the field.
+ */
+export function parseMetricsAnnotations(text: string): AppScrapeTarget | undefined {
+  const variable = 'MESH_METRICS_ANNOTATIONS';
+  if (text.trim() === '') return undefined;
+  const bad = (what: string): AgentError => new AgentError('ERR_ENV_VALUE',
+    `invalid value for environment variable ${variable}: ${JSON.stringify(text)}: ${what}; `
+    + 'expected JSON such as {"scrape":"true","port":"8080","path":"/metrics"}');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw bad(`not JSON (${(err as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad('not a JSON object');
+  const fields = parsed as Record<string, unknown>;
+  const str = (key: string): string | undefined => {
+    const v = fields[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v === 'string') return v.trim();
+    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+    throw bad(`"${key}" is not a string`);
+  };
+  const scrape = str('scrape');
+  if (scrape !== undefined && scrape.toLowerCase() !== 'true') return undefined;
+  const portText = str('port') || '80';
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port < 1 || port > 65535) throw bad(`"port" ${JSON.stringify(portText)} is not a port (1-65535)`);
+  let path = str('path') || '/metrics';
+  if (/\s/.test(path)) throw bad(`"path" ${JSON.stringify(path)} contains white space`);
+  if (!path.startsWith('/')) path = `/${path}`;
+  return { port, path };
+}
+
+/** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.0.0.1`). */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const a = address.toLowerCase().replace(/^\[|\]$/g, '').replace(/%.*$/, '');
+  if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true;
+  const v4 = a.startsWith('::ffff:') ? a.slice('::ffff:'.length) : a;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The merged answer.
+
+export interface MergedSources {
+  readonly agent: () => Promise<string>;
+  readonly proxy: () => Promise<string>;
+  /** The application's text and whether it is OpenMetrics; absent when the pod is not annotated. */
+  readonly app?: () => Promise<{ text: string; openMetrics: boolean }>;
+}
+
+/**
+ * One scrape of the merged endpoint: every part is counted in `scrapes_total{type}`; a part that
+ * fails or does not parse is left out and counted in `scrape_failures_total{type}`. The agent part
+ * is produced last so it already counts this scrape's failures; it is printed first.
+ */
+export async function mergedMetrics(sources: MergedSources, counters: ScrapeMetrics): Promise<string> {
+  const types: ScrapeType[] = sources.app ? ['agent', 'proxy', 'application'] : ['agent', 'proxy'];
+  for (const type of types) counters.countScrape(type);
+  const attempt = async (type: ScrapeType, get: () => Promise<{ text: string; openMetrics: boolean }>): Promise<Family[]> => {
+    try {
+      const { text, openMetrics } = await get();
+      const families = parseExposition(text, { openMetrics });
+      partRecovered(type);
+      return families;
+    } catch (err) {
+      counters.countFailure(type);
+      partFailed(type, err);
+      return [];
+    }
+  };
+  const [proxy, app] = await Promise.all([
+    attempt('proxy', async () => ({ text: await sources.proxy(), openMetrics: false })),
+    sources.app ? attempt('application', sources.app) : Promise.resolve([]),
+  ]);
+  const agent = await attempt('agent', async () => ({ text: await sources.agent(), openMetrics: false }));
+  const merged = mergeExpositions([agent, proxy, app]);
+  if (merged.conflicts.length > 0 || merged.duplicateSeries > 0) {
+    log.debug('merged metrics: left out what clashes with earlier parts', {
+      families: merged.conflicts, duplicateSeries: merged.duplicateSeries,
+    });
+  }
+  return renderExposition(merged.families);
+}
+
+/** Failures are logged when they start or change, not on every scrape. */
+const lastFailure = new Map<ScrapeType, string>();
+function partFailed(type: ScrapeType, err: unknown): void {
+  const message = err instanceof Error ? err.message : String(err);
+  if (lastFailure.get(type) !== message) log.warn(`merged metrics: the ${type} part failed and is left out: ${message}`);
+  else log.debug(`merged metrics: the ${type} part failed again: ${message}`);
+  lastFailure.set(type, message);
+}
+function partRecovered(type: ScrapeType): void {
+  if (lastFailure.delete(type)) log.info(`merged metrics: the ${type} part is back`);
+}
+
+/** GETs the application's metrics, asking for Prometheus text; non-2xx, time-out or too big fail. */
+export function fetchAppMetrics(target: AppScrapeTarget, timeoutMs: number): Promise<{ text: string; openMetrics: boolean }> {
+  return new Promise((resolve, reject) => {
+    const where = `http://${target.host ?? 'localhost'}:${target.port}${target.path}`;
+    const req = request({
+      host: target.host ?? 'localhost',
+      port: target.port,
+      path: target.path,
+      headers: { accept: 'text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1', 'accept-encoding': 'gzip' },
+      signal: AbortSignal.timeout(timeoutMs),
+    }, (res) => {
+      const status = res.statusCode ?? 0;
+      if (status < 200 || status > 299) {
+        res.resume();
+        reject(new Error(`${where} answered ${status}`));
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_APP_METRICS_BYTES) {
+          req.destroy(new Error(`${where}: answer larger than ${MAX_APP_METRICS_BYTES} bytes`));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('error', (err) => reject(new Error(`${where}: ${err.message}`)));
+      res.on('end', () => {
+        try {
+          let body = Buffer.concat(chunks);
+          if ((res.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') body = gunzipSync(body);
+          const openMetrics = /application\/openmetrics-text/i.test(res.headers['content-type'] ?? '');
+          resolve({ text: body.toString('utf8'), openMetrics });
+        } catch (err) {
+          reject(new Error(`${where}: ${(err as Error).message}`));
+        }
+      });
+    });
+    req.on('error', (err) => reject(new Error(err.name === 'AbortError' || err.name === 'TimeoutError'
+      ? `${where}: no answer within ${timeoutMs} ms` : `${where}: ${err.message}`)));
+    req.end();
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Servers.
+
+export interface MetricsServer {
+  readonly port: number;
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers });
+  res.end(body);
+}
+
+/** The request handling both metric ports share: method, path, localhost-only, errors. */
+function metricsHandler(name: string, localhostOnly: boolean, produce: () => Promise<string>): Handler {
+  return async (req, res) => {
+    req.resume();
+    if (localhostOnly && !isLoopbackAddress(req.socket.remoteAddress)) {
+      send(res, 403, 'metrics are served to localhost only (METRICS_LOCALHOST_ACCESS_ONLY)\n');
+      return;
+    }
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== METRICS_PATH) {
+      send(res, 404, `not found: ${path}; metrics are at ${METRICS_PATH}\n`);
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      send(res, 405, `${METRICS_PATH} takes GET\n`, { allow: 'GET, HEAD' });
+      return;
+    }
+    try {
+      send(res, 200, await produce(), { 'content-type': PROMETHEUS_CONTENT_TYPE });
+    } catch (err) {
+      log.error(`${name}: cannot produce metrics: ${(err as Error).message}`);
+      send(res, 500, `cannot produce metrics: ${(err as Error).message}\n`);
+    }
+  };
+}
+
+/** An HTTP server that answers every request through `handler` and never throws on bad input. */
+export function robustServer(handler: Handler, logger: ScopedLogger = log): Server {
+  const server = createServer((req, res) => {
+    handler(req, res).catch((err: unknown) => {
+      logger.error(`unexpected error answering ${req.method ?? '?'} ${req.url ?? '?'}: ${(err as Error).message}`);
+      send(res, 500, 'internal error\n');
+    });
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+  });
+  return server;
+}
+
+function listenOnce(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error): void => reject(err);
+    server.once('error', onError);
+    server.listen({ port, host }, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Listens on `host`, or on `::` (both families) falling back to 0.0.0.0 when IPv6 is off. */
+export async function listenWithFallback(server: Server, port: number, host?: string): Promise<void> {
+  if (host !== undefined) return listenOnce(server, port, host);
+  try {
+    await listenOnce(server, port, '::');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL') throw err;
+    log.debug(`IPv6 is not available (${code}); listening on 0.0.0.0:${port}`);
+    await listenOnce(server, port, '0.0.0.0');
+  }
+}
+
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+async function serve(name: string, server: Server, port: number, host: string | undefined): Promise<MetricsServer> {
+  try {
+    await listenWithFallback(server, port, host);
+  } catch (err) {
+    throw new Error(`${name}: cannot listen on ${host ?? '[::]'}:${port}: ${(err as Error).message}`, { cause: err });
+  }
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error(`${name}: no TCP address`);
+  log.info(`${name} listening on ${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}${METRICS_PATH}`);
+  return { port: address.port, address: address.address, close: () => closeServer(server) };
+}
+
+export interface ProxyMetricsServerOptions {
+  /** 15090 (PROXY_METRICS_PORT); 0 for any. */
+  readonly port: number;
+  readonly host?: string;
+  readonly registry: Registry;
+  /** METRICS_LOCALHOST_ACCESS_ONLY: other peers get 403. */
+  readonly localhostOnly: boolean;
+}
+
+/** 15090: GET /stats/prometheus is the proxy registry. */
+export function startProxyMetricsServer(options: ProxyMetricsServerOptions): Promise<MetricsServer> {
+  const server = robustServer(metricsHandler('proxy metrics', options.localhostOnly, () => options.registry.metrics()));
+  return serve('proxy metrics', server, options.port, options.host);
+}
+
+export interface MergedMetricsServerOptions {
+  /** 15020; 0 for any. */
+  readonly port: number;
+  readonly host?: string;
+  /** The agent's registry; scrapes_total and scrape_failures_total are kept on it. */
+  readonly agentRegistry: Registry;
+  /** The proxy registry's text, in process. */
+  readonly proxyMetrics: () => Promise<string>;
+  /** From MESH_METRICS_ANNOTATIONS (parseMetricsAnnotations). */
+  readonly app?: AppScrapeTarget;
+  readonly localhostOnly: boolean;
+  /** Default DEFAULT_APP_TIMEOUT_MS. */
+  readonly appTimeoutMs?: number;
+}
+
+/** 15020: GET /stats/prometheus is agent, proxy and application metrics merged. */
+export async function startMergedMetricsServer(options: MergedMetricsServerOptions): Promise<MetricsServer> {
+  const counters = scrapeMetrics(options.agentRegistry);
+  let app = options.app;
+  if (app && app.port === options.port && options.port !== 0 && isLoopbackAddress(app.host ?? '127.0.0.1')) {
+    log.warn(`merged metrics: the application metrics port ${app.port} is this server's own; not scraping it`);
+    app = undefined;
+  }
+  // Series start at 0 so rate() works from the first scrape.
+  counters.initialise(SCRAPE_TYPES.filter((t) => t !== 'application' || app !== undefined));
+  const timeoutMs = options.appTimeoutMs ?? DEFAULT_APP_TIMEOUT_MS;
+  const target = app;
+  const sources: MergedSources = {
+    agent: () => options.agentRegistry.metrics(),
+    proxy: options.proxyMetrics,
+    ...(target ? { app: () => fetchAppMetrics(target, timeoutMs) } : {}),
+  };
+  if (target) log.info(`merged metrics include the application's http://${target.host ?? 'localhost'}:${target.port}${target.path}`);
+  const server = robustServer(metricsHandler('merged metrics', options.localhostOnly, () => mergedMetrics(sources, counters)));
+  return serve('merged metrics', server, options.port, options.host);
+}
