@@ -1,0 +1,110 @@
+// The sidecar end to end, as in a pod: a pod namespace and a peer joined by a veth, the pod's rules
+// applied by `pilot-agent mesh-iptables`, the sidecar (`pilot-agent proxy`) running as uid 1337, an
+// app in the pod and a service in the peer. Then: outbound HTTP and raw TCP, inbound HTTP and raw TCP
+// (the app sees 127.0.0.6), a slow request finishing across SIGTERM, and the same traffic failing
+// with the sidecar gone (it really was captured).
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createPod, netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../helpers/pod-netns.js';
+import { binPath, repoRoot } from '../../helpers/repo.js';
+import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+
+const APP = join(repoRoot, 'test', 'fixtures', 'echo-app.mjs');
+
+/** Waits for a child's first line of output (fixtures print `listening ...`). */
+function ready(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
+    child.stdout!.setEncoding('utf8').once('data', () => resolve());
+  });
+}
+
+/** One HTTP GET or one TCP exchange from inside a namespace, by a node one-liner (uid 0: captured). */
+function fetchFrom(ns: Namespace, url: string): { code: number; body: string } {
+  const script = `fetch(${JSON.stringify(url)}, { signal: AbortSignal.timeout(4000) })
+    .then(async (r) => process.stdout.write(r.status + ' ' + await r.text()))
+    .catch((e) => process.stdout.write('000 ' + (e.cause?.code ?? e.name)))`;
+  const r = ns.exec(process.execPath, ['-e', script], { allowFailure: true });
+  const [code = '0', ...rest] = r.stdout.split(' ');
+  return { code: Number(code), body: rest.join(' ') };
+}
+
+function tcpFrom(ns: Namespace, host: string, port: number): string {
+  const script = `const s = require('net').connect(${port}, ${JSON.stringify(host)}, () => s.end('ping\\n'));
+    let got = ''; s.on('data', (d) => got += d); s.on('close', () => process.stdout.write(got));
+    s.on('error', (e) => process.stdout.write('error ' + e.code)); setTimeout(() => process.exit(0), 4000).unref();`;
+  return ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
+}
+
+describe('the sidecar in a pod (REDIRECT)', { skip: netnsSkip }, () => {
+  let pod: Pod;
+  let sidecar: ChildProcess | undefined;
+  const startSidecar = async (): Promise<ChildProcess> => {
+    const child = pod.start('setpriv', ['--reuid=1337', '--regid=1337', '--clear-groups', '--',
+      process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
+    const r = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.equal(r.code, 0, r.stderr);
+    return child;
+  };
+
+  before(async () => {
+    pod = createPod();
+    const init = await runCli(['mesh-iptables', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
+      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
+    assert.equal(init.code, 0, init.stderr);
+    await ready(pod.peer.start(process.execPath, [APP, PEER_V4, '8080', 'peer']));
+    await ready(pod.start(process.execPath, [APP, '0.0.0.0', '9080', 'app']));
+    sidecar = await startSidecar();
+  });
+  after(() => pod?.close());
+
+  it('carries outbound HTTP to the original destination', () => {
+    const r = fetchFrom(pod, `http://${PEER_V4}:8080/hello`);
+    assert.equal(r.code, 200);
+    assert.equal(r.body, `peer saw ${POD_V4} GET /hello\n`);
+  });
+
+  it('carries outbound raw TCP, the server speaking first', () => {
+    assert.equal(tcpFrom(pod, PEER_V4, 8081), `peer-tcp-hello from ${POD_V4}\nping\n`);
+  });
+
+  it('carries inbound HTTP and TCP to the app, which sees 127.0.0.6', () => {
+    const r = fetchFrom(pod.peer, `http://${POD_V4}:9080/in`);
+    assert.equal(r.code, 200);
+    assert.equal(r.body, 'app saw 127.0.0.6 GET /in\n');
+    assert.equal(tcpFrom(pod.peer, POD_V4, 9081), 'app-tcp-hello from 127.0.0.6\nping\n');
+  });
+
+  it('answers 503 for an unreachable upstream and counts it all in /stats', async () => {
+    assert.equal(fetchFrom(pod, `http://${PEER_V4}:8099/nothing`).code, 503);
+    const stats = await runCli(['request', 'GET', 'stats'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.equal(stats.code, 0, stats.stderr);
+    assert.match(stats.stdout, /^http\.outbound\.downstream_rq_2xx: [1-9]/m);
+    assert.match(stats.stdout, /^http\.outbound\.downstream_rq_5xx: [1-9]/m);
+  });
+
+  it('lets a slow inbound request finish across SIGTERM, then exits', async () => {
+    const client = pod.peer.start(process.execPath, ['-e', `fetch('http://${POD_V4}:9080/slow')
+      .then(async (r) => process.stdout.write(r.status + ' ' + await r.text()), (e) => process.stdout.write('000 ' + e.message))`]);
+    let out = '';
+    client.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    const done = new Promise((resolve) => client.on('exit', resolve));
+    await new Promise((r) => setTimeout(r, 500)); // the request is in flight (the app takes 1.5 s)
+    const started = Date.now();
+    sidecar!.kill('SIGTERM');
+    const exited = new Promise<number | null>((resolve) => sidecar!.on('exit', (code) => resolve(code)));
+    await done;
+    assert.equal(out, '200 app saw 127.0.0.6 GET /slow\n');
+    assert.ok(Date.now() - started >= 500, 'the answer came after SIGTERM');
+    assert.equal(await exited, 0);
+  });
+
+  it('fails the same traffic with the sidecar gone: it was captured', async () => {
+    sidecar!.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(fetchFrom(pod, `http://${PEER_V4}:8080/hello`).code, 0);
+    assert.equal(fetchFrom(pod.peer, `http://${POD_V4}:9080/in`).code, 0);
+  });
+});
