@@ -1,46 +1,73 @@
 #!/usr/bin/env bash
-# `make demo`: what pilot-agent can do today, end to end, on an embedded default. The proxy issue
-# turns this into the full sidecar demo (a pod, its capture rules and its sidecar in namespaces).
+# `make demo`: a pod with a sidecar, for real, in network namespaces this script makes and removes.
+# pod (198.19.0.2): an app on :9080 (HTTP) / :9081 (TCP), capture rules from `pilot-agent mesh-iptables`,
+#                   the sidecar `pilot-agent proxy` as uid 1337;
+# peer (198.19.0.1): a service on :8080 (HTTP) / :8081 (TCP).
+# The app talks out to the peer and the peer talks in to the app, over HTTP and raw TCP; then the
+# sidecar's own counters (`pilot-agent request GET /stats`) show what went through it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 agent="$PWD/bin/pilot-agent"
+app="$PWD/test/fixtures/echo-app.mjs"
+node=$(command -v node)
+id=$$
+pod="pa-demo-pod-$id"
+peer="pa-demo-peer-$id"
+pids=()
 step() { printf '\n== %s\n' "$*"; }
 
-step "pilot-agent version (short, then full)"
-"$agent" version
-"$agent" version --short=false
-
-step "an environment variable that does not parse is named, and its default used"
-MESH_CPU_LIMIT=four FILE_DEBOUNCE_DURATION=10 "$agent" version
-
-step "flags are validated before anything is applied: mesh-iptables -m FOO"
-if "$agent" mesh-iptables -m FOO; then echo "unexpected success" >&2; exit 1; else echo "(exit code $?)"; fi
-
-step "completion: source <(pilot-agent completion bash)"
-bash --norc -c "source <('$agent' completion bash) && complete -p pilot-agent"
-
-step "wait and request against the agent's local ports, in a network namespace of the demo's own"
-ns="pa-demo-$$"
-server_pid=
 cleanup() {
-  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-  ip netns del "$ns" 2>/dev/null || true
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  ip netns del "$pod" 2>/dev/null || true
+  ip netns del "$peer" 2>/dev/null || true
 }
 trap cleanup EXIT
-if ! ip netns add "$ns" 2>/dev/null; then
-  echo "skipped: creating a network namespace needs root and iproute2"
-  exit 0
-fi
-ip -n "$ns" link set lo up
-# Until the proxy lands, a stand-in serves the admin port 15000 and the status port 15021,
-# becoming ready one second after start.
-ip netns exec "$ns" node test/fixtures/http-server.mjs --port 15000 --port 15021 --ready-after 1000 >/dev/null &
-server_pid=$!
-echo "\$ pilot-agent wait            # default URL https://:15021/healthz/ready"
-ip netns exec "$ns" "$agent" wait --periodMillis 200
-echo "\$ pilot-agent request GET stats"
-ip netns exec "$ns" "$agent" request GET stats
-echo "\$ pilot-agent request GET /stats --debug-port 8080"
-if ip netns exec "$ns" "$agent" request GET /stats --debug-port 8080; then exit 1; else echo "(exit code $?)"; fi
 
-step "demo finished: everything it made is removed"
+if [ "$(id -u)" -ne 0 ] || ! ip netns add "$pod" 2>/dev/null; then
+  echo "make demo needs root (it makes network namespaces): run it as root" >&2
+  exit 1
+fi
+ip netns add "$peer"
+ip -n "$pod" link set lo up
+ip -n "$peer" link set lo up
+ip -n "$pod" link add pod0 type veth peer name peer0 netns "$peer"
+ip -n "$pod" addr add 198.19.0.2/24 dev pod0
+ip -n "$peer" addr add 198.19.0.1/24 dev peer0
+ip -n "$pod" link set pod0 up
+ip -n "$peer" link set peer0 up
+ip -n "$pod" route add default via 198.19.0.1
+
+in_pod() { ip netns exec "$pod" "$@"; }
+in_peer() { ip netns exec "$peer" "$@"; }
+http_get() { "$node" -e "fetch(process.argv[1]).then(async (r) => process.stdout.write(r.status + ' ' + await r.text()), (e) => console.log('failed:', e.cause?.code ?? e.message))" "$1"; }
+tcp_ping() { "$node" -e "const s=require('net').connect(+process.argv[2], process.argv[1], () => s.end('ping\n')); s.pipe(process.stdout); s.on('error', (e) => console.log('failed:', e.code))" "$1" "$2"; }
+# `ip netns exec` execs its command, so $! is the process itself (ended by PID on exit).
+start() { "$@" > /dev/null & pids+=($!); }
+
+step "init container: pilot-agent mesh-iptables -i '*' -b '*' -d 15020,15021,15090 (explained, then applied)"
+in_pod "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 --dry-run | sed -n '/^# Families/,/^#$/p'
+in_pod "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090
+
+step "the peer service and the app"
+start ip netns exec "$peer" "$node" "$app" 198.19.0.1 8080 peer
+start ip netns exec "$pod" "$node" "$app" 0.0.0.0 9080 app
+
+step "the sidecar: pilot-agent proxy, as uid 1337; pilot-agent wait"
+start ip netns exec "$pod" setpriv --reuid=1337 --regid=1337 --clear-groups -- "$node" "$agent" proxy --log_target stderr
+in_pod "$agent" wait --periodMillis 100 --timeoutSeconds 15
+
+step "app -> peer, HTTP (captured, through 15001)"
+in_pod bash -c "$(declare -f http_get); node=$node; http_get http://198.19.0.1:8080/hello"
+step "app -> peer, raw TCP (the server speaks first)"
+in_pod bash -c "$(declare -f tcp_ping); node=$node; tcp_ping 198.19.0.1 8081"
+step "peer -> app, HTTP (captured, through 15006; the app sees 127.0.0.6)"
+in_peer bash -c "$(declare -f http_get); node=$node; http_get http://198.19.0.2:9080/in"
+step "peer -> app, raw TCP"
+in_peer bash -c "$(declare -f tcp_ping); node=$node; tcp_ping 198.19.0.2 9081"
+step "app -> peer on a closed port: the sidecar answers 503"
+in_pod bash -c "$(declare -f http_get); node=$node; http_get http://198.19.0.1:8099/closed"
+
+step "what went through the sidecar: pilot-agent request GET /stats"
+in_pod "$agent" request GET stats | grep -E '^(http\.(out|in)bound\.downstream_rq_(total|[2-5]xx)|listener\..*downstream_cx_total|cluster\..*upstream_cx_(total|connect_fail)|server\.(live|state))' || true
+
+step "done: the namespaces and processes are removed"

@@ -229,7 +229,9 @@ function nodeId(agent: Agent): string {
 
 /** What the admin API shows and does, read from the running agent. */
 function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
-  const listenerInfo = () => agent.listeners.map((l) => ({ name: l.name, address: l.address, port: l.port }));
+  // The dual-stack `::` listeners are shown as Istio's virtualOutbound/virtualInbound (0.0.0.0_15001),
+  // the names operators' dashboards and `/stats` filters expect.
+  const listenerInfo = () => agent.listeners.map((l) => ({ name: l.name, address: l.address === '::' ? '0.0.0.0' : l.address, port: l.port }));
   const clusterInfo = () => (['outbound', 'inbound'] as const).map((direction) => {
     const s = agent.stats.of(direction);
     return {
