@@ -181,6 +181,16 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
 
   process.on('SIGTERM', () => agent.drain('SIGTERM'));
   process.on('SIGINT', () => agent.drain('SIGINT'));
+  // A proxy carries every connection of the pod: one odd socket error must not take them all down.
+  // Anything that escapes its handler is logged (with its stack) and counted, and the process goes on.
+  process.on('uncaughtException', (err) => {
+    stats.uncaughtErrors++;
+    log.error(`uncaught error (the proxy goes on): ${err.message}`, { stack: err.stack });
+  });
+  process.on('unhandledRejection', (reason) => {
+    stats.uncaughtErrors++;
+    log.error(`unhandled rejection (the proxy goes on): ${String((reason as Error)?.message ?? reason)}`);
+  });
 
   const agentMetrics = createAgentMetrics();
   const proxyRegistry = new Registry();

@@ -73,6 +73,8 @@ export class ProxyStats {
   readonly inbound = new DirectionStats();
   /** Connections refused because their original destination was one of the proxy's own ports. */
   loopsRefused = 0;
+  /** Errors that escaped every handler (logged; the process goes on). */
+  uncaughtErrors = 0;
 
   of(direction: Direction): DirectionStats {
     return direction === 'inbound' ? this.inbound : this.outbound;
