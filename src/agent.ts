@@ -10,6 +10,8 @@ import { scope } from './log/logger.js';
 import { CaptureListener } from './proxy/listener.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { ProxyStats } from './proxy/stats.js';
+import { canSwitchSocketOwner } from './proxy/socket-options.js';
+import { TRANSPARENT_OWNER } from './proxy/upstream.js';
 import { startStatusServer, type Readiness } from './status/server.js';
 import { startAdminServer, type AdminHooks } from './admin/server.js';
 import { createAgentMetrics } from './metrics/agent-metrics.js';
@@ -88,6 +90,11 @@ function captureListeners(env: EnvValues, stats: ProxyStats): CaptureListener[] 
     new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' } }),
   ];
   if (tproxy) {
+    if (process.getuid?.() !== 0 && !canSwitchSocketOwner(TRANSPARENT_OWNER)) {
+      log.warn('TPROXY: this sidecar can neither run as root nor create sockets as root (CAP_SETUID, CAP_SETGID): '
+        + 'its connections to the app will be captured again by the inbound rules; run it as uid 0 / gid 1337 '
+        + '(as Istio does) or grant NET_ADMIN, SETUID and SETGID');
+    }
     // One IP_TRANSPARENT socket per family; the IPv6 one only where the kernel has IPv6.
     listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark } }));
     listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark } }));

@@ -32,6 +32,8 @@ const c = {
   connect: libc.func('int connect(int fd, const void *addr, uint32_t len)'),
   close: libc.func('int close(int fd)'),
   strerror: libc.func('const char *strerror(int errnum)'),
+  setfsuid: libc.func('int setfsuid(uint32_t fsuid)'),
+  setfsgid: libc.func('int setfsgid(uint32_t fsgid)'),
 };
 
 export class SocketOptionError extends Error {
@@ -153,6 +155,33 @@ export interface BindOptions {
   readonly freebind?: boolean;
   /** SO_MARK, so the TPROXY rules route the app's replies back to the proxy. Needs CAP_NET_ADMIN. */
   readonly mark?: number;
+  /**
+   * Create the socket under this filesystem uid/gid (per thread, for this one call): iptables'
+   * owner match sees the socket as theirs. Needs CAP_SETUID/CAP_SETGID, else the socket stays ours.
+   */
+  readonly owner?: { readonly uid: number; readonly gid: number };
+}
+
+/** socket(), under another filesystem uid/gid if asked; false in `switched` when that was refused. */
+function ownedSocket(domain: number, owner: BindOptions['owner']): { fd: number; switched: boolean } {
+  if (!owner) return { fd: c.socket(domain, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) as number, switched: true };
+  const uid = c.setfsuid(owner.uid) as number;
+  const gid = c.setfsgid(owner.gid) as number;
+  // setfsuid answers the previous value; asking again (with an invalid id) tells whether it took.
+  const switched = (c.setfsuid(0xffffffff) as number) === owner.uid && (c.setfsgid(0xffffffff) as number) === owner.gid;
+  try {
+    return { fd: c.socket(domain, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) as number, switched };
+  } finally {
+    c.setfsuid(uid);
+    c.setfsgid(gid);
+  }
+}
+
+/** Whether this process can create sockets under another owner (CAP_SETUID and CAP_SETGID). */
+export function canSwitchSocketOwner(owner: { uid: number; gid: number }): boolean {
+  const { fd, switched } = ownedSocket(AF_INET, owner);
+  if (fd >= 0) c.close(fd);
+  return switched;
 }
 
 /**
@@ -161,7 +190,7 @@ export interface BindOptions {
  */
 export function boundConnectFd(from: string, to: Endpoint, opts: BindOptions): number {
   const v6 = isIPv6(to.address);
-  const fd = c.socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) as number;
+  const { fd } = ownedSocket(v6 ? AF_INET6 : AF_INET, opts.owner);
   check(fd, 'socket');
   try {
     if (opts.transparent) {

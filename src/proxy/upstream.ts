@@ -10,6 +10,15 @@ import type { DirectionStats } from './stats.js';
 export const INBOUND_PASSTHROUGH_V4 = '127.0.0.6';
 export const INBOUND_PASSTHROUGH_V6 = '::6';
 
+/**
+ * The owner of the proxy's TPROXY connections to the app. The capture rules send the proxy's own
+ * (uid 1337) loopback connections to the pod's address back to 15006 (MESH_OUTPUT `-o lo ! -d
+ * 127.0.0.1 --uid-owner 1337 -j MESH_IN_REDIRECT`); a socket owned by root passes (`! --uid-owner
+ * 1337 -j RETURN`). Istio runs TPROXY sidecars as uid 0 / gid 1337 for this reason; a uid-1337
+ * sidecar needs CAP_SETUID and CAP_SETGID to create these sockets as root.
+ */
+export const TRANSPARENT_OWNER = { uid: 0, gid: 0 } as const;
+
 export type UpstreamMode =
   | { readonly kind: 'direct' }
   | { readonly kind: 'passthrough' }
@@ -32,7 +41,7 @@ export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: strin
     return connect({ host: dst.address, port: dst.port, localAddress: source });
   }
   const fd = boundConnectFd(source, dst, mode.kind === 'transparent'
-    ? { transparent: true, mark: mode.mark } : { freebind: true });
+    ? { transparent: true, mark: mode.mark, owner: TRANSPARENT_OWNER } : { freebind: true });
   return new Socket({ fd, readable: true, writable: true });
 }
 

@@ -1,7 +1,7 @@
 // The sidecar end to end, as in a pod: a pod namespace and a peer joined by a veth, the pod's rules
 // applied by `pilot-agent mesh-iptables`, the sidecar (`pilot-agent proxy`) running as uid 1337, an
 // app in the pod and a service in the peer. Then: outbound HTTP and raw TCP, inbound HTTP and raw TCP
-// (the app sees 127.0.0.6), a slow request finishing across SIGTERM, and the same traffic failing
+// (the app sees 127.0.0.6, or in TPROXY mode the client's address), a slow request finishing across SIGTERM, and the same traffic failing
 // with the sidecar gone (it really was captured).
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
@@ -38,11 +38,15 @@ function tcpFrom(ns: Namespace, host: string, port: number): string {
   return ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
 }
 
-describe('the sidecar in a pod (REDIRECT)', { skip: netnsSkip }, () => {
+for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a pod (${mode})`, { skip: netnsSkip }, () => {
   let pod: Pod;
   let sidecar: ChildProcess | undefined;
+  // REDIRECT: the app sees 127.0.0.6; TPROXY: it sees the client's own address.
+  const seenByApp = mode === 'TPROXY' ? PEER_V4 : '127.0.0.6';
   const startSidecar = async (): Promise<ChildProcess> => {
-    const child = pod.start('setpriv', ['--reuid=1337', '--regid=1337', '--clear-groups', '--',
+    // TPROXY needs NET_ADMIN (IP_TRANSPARENT, SO_MARK) and SETUID/SETGID (root-owned app connections).
+    const caps = mode === 'TPROXY' ? ['--inh-caps=+net_admin,+setuid,+setgid', '--ambient-caps=+net_admin,+setuid,+setgid'] : [];
+    const child = pod.start('env', [`INBOUND_INTERCEPTION_MODE=${mode}`, 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', ...caps, '--',
       process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
     const r = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
     assert.equal(r.code, 0, r.stderr);
@@ -51,7 +55,7 @@ describe('the sidecar in a pod (REDIRECT)', { skip: netnsSkip }, () => {
 
   before(async () => {
     pod = createPod();
-    const init = await runCli(['mesh-iptables', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
+    const init = await runCli(['mesh-iptables', '-m', mode, '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
       { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
     assert.equal(init.code, 0, init.stderr);
     await ready(pod.peer.start(process.execPath, [APP, PEER_V4, '8080', 'peer']));
@@ -70,11 +74,11 @@ describe('the sidecar in a pod (REDIRECT)', { skip: netnsSkip }, () => {
     assert.equal(tcpFrom(pod, PEER_V4, 8081), `peer-tcp-hello from ${POD_V4}\nping\n`);
   });
 
-  it('carries inbound HTTP and TCP to the app, which sees 127.0.0.6', () => {
+  it(`carries inbound HTTP and TCP to the app, which sees ${seenByApp}`, () => {
     const r = fetchFrom(pod.peer, `http://${POD_V4}:9080/in`);
     assert.equal(r.code, 200);
-    assert.equal(r.body, 'app saw 127.0.0.6 GET /in\n');
-    assert.equal(tcpFrom(pod.peer, POD_V4, 9081), 'app-tcp-hello from 127.0.0.6\nping\n');
+    assert.equal(r.body, `app saw ${seenByApp} GET /in\n`);
+    assert.equal(tcpFrom(pod.peer, POD_V4, 9081), `app-tcp-hello from ${seenByApp}\nping\n`);
   });
 
   it('answers 503 for an unreachable upstream and counts it all in /stats', async () => {
@@ -96,7 +100,7 @@ describe('the sidecar in a pod (REDIRECT)', { skip: netnsSkip }, () => {
     sidecar!.kill('SIGTERM');
     const exited = new Promise<number | null>((resolve) => sidecar!.on('exit', (code) => resolve(code)));
     await done;
-    assert.equal(out, '200 app saw 127.0.0.6 GET /slow\n');
+    assert.equal(out, `200 app saw ${seenByApp} GET /slow\n`);
     assert.ok(Date.now() - started >= 500, 'the answer came after SIGTERM');
     assert.equal(await exited, 0);
   });
