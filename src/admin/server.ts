@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import { scope as logScope, scopeLevels, setScopeLevel } from '../log/logger.js';
 import { ALL_SCOPES, LEVELS, SCOPE_NAMES, isLevel, isScope, type Level, type ScopeName } from '../log/levels.js';
 import {
-  PROMETHEUS_CONTENT_TYPE, closeServer, filterExposition, parseExposition, renderExposition, robustServer,
+  PROMETHEUS_CONTENT_TYPE, closeServer, filterExposition, listenOnce, parseExposition, renderExposition, robustServer,
 } from '../metrics/servers.js';
 import { DIRECTIONS, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
 
@@ -491,16 +491,6 @@ export function adminRouter(hooks: AdminHooks): (method: string, url: string) =>
   return (method, url) => answer(list, method, url);
 }
 
-function listenLoopback(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
-    server.once('error', onError);
-    server.listen({ port, host }, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-}
 
 /**
  * Starts the admin API on 127.0.0.1:<port> and [::1]:<port> (the latter where IPv6 is on). With
@@ -537,7 +527,7 @@ export async function startAdminServer(options: { port: number; enabled: boolean
   const addresses: string[] = [];
   const v4 = robustServer(handler, log);
   try {
-    await listenLoopback(v4, options.port, '127.0.0.1');
+    await listenOnce(v4, options.port, '127.0.0.1');
   } catch (err) {
     throw new Error(`admin API: cannot listen on 127.0.0.1:${options.port}: ${(err as Error).message}`, { cause: err });
   }
@@ -547,7 +537,7 @@ export async function startAdminServer(options: { port: number; enabled: boolean
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   const v6 = robustServer(handler, log);
   try {
-    await listenLoopback(v6, port, '::1');
+    await listenOnce(v6, port, '::1');
     servers.push(v6);
     addresses.push('::1');
   } catch (err) {

@@ -559,7 +559,8 @@ export function robustServer(handler: Handler, logger: ScopedLogger = log): Serv
   return server;
 }
 
-function listenOnce(server: Server, port: number, host: string): Promise<void> {
+/** Listens on one address; rejects with the bind error (the server is left unbound). */
+export function listenOnce(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);

@@ -1,26 +1,15 @@
 // The builder against istio-iptables' own output: the shared fixtures (exact restore text), then
 // table-driven cases for every flag and their combinations.
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { buildRuleSet, type PodNetwork } from '../../src/iptables/builder.js';
 import { toRestore } from '../../src/iptables/rules.js';
 import { optionsFromArgs } from '../helpers/iptables-options.js';
 import { builderCases as cases, ruleSetFor, type Case } from './builder-cases.js';
 import { assertGolden } from '../helpers/golden.js';
-import { repoRoot } from '../helpers/repo.js';
+import { fixtureCases, fixtureText, haveFixtures, type FixtureCase } from '../helpers/iptables-fixtures.js';
 
-const fixtures = join(repoRoot, '..', 'shared', 'fixtures', 'iptables');
-
-interface FixtureCase {
-  args: string[];
-  env: Record<string, string>;
-  podHasIPv6: boolean;
-  resolvConfNameservers: string[];
-}
-
-function podFor(c: { podHasIPv6: boolean; resolvConfNameservers: string[] }): PodNetwork {
+function podFor(c: FixtureCase): PodNetwork {
   return {
     ipv6: c.podHasIPv6,
     dnsServersV4: c.resolvConfNameservers.filter((s) => !s.includes(':')),
@@ -28,15 +17,12 @@ function podFor(c: { podHasIPv6: boolean; resolvConfNameservers: string[] }): Po
   };
 }
 
-describe('the shared istio-iptables fixtures', { skip: !existsSync(fixtures) && 'no ../shared/fixtures' }, () => {
-  const cases = existsSync(fixtures)
-    ? JSON.parse(readFileSync(join(fixtures, 'cases.json'), 'utf8')) as Record<string, FixtureCase> : {};
-  for (const [name, c] of Object.entries(cases)) {
-    it(`${name}: ${c.args.slice(1).join(' ')}`, () => {
+describe('the shared istio-iptables fixtures', { skip: !haveFixtures && 'no ../shared/fixtures' }, () => {
+  for (const c of fixtureCases()) {
+    it(`${c.name}: ${c.args.slice(1).join(' ')}`, () => {
       const set = buildRuleSet(optionsFromArgs(c.args, c.env), podFor(c));
-      assert.equal(toRestore(set.ipv4), readFileSync(join(fixtures, `${name}.v4.rules`), 'utf8'));
-      const v6File = join(fixtures, `${name}.v6.rules`);
-      if (c.podHasIPv6) assert.equal(toRestore(set.ipv6 ?? []), readFileSync(v6File, 'utf8'));
+      assert.equal(toRestore(set.ipv4), fixtureText(c.name, 'v4'));
+      if (c.podHasIPv6) assert.equal(toRestore(set.ipv6 ?? []), fixtureText(c.name, 'v6'));
       else assert.equal(set.ipv6, undefined);
     });
   }

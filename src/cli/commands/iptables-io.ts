@@ -1,7 +1,6 @@
 // The real side effects of the iptables commands: this machine's files, interfaces and commands.
 import { writeFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import type { CommandRunner } from '../../exec/runner.js';
 import type { IptablesIo } from '../../iptables/run.js';
 import type { CliContext } from '../context.js';
 
@@ -20,4 +19,3 @@ export function iptablesIo(ctx: CliContext, runner: IptablesIo['runner']): Iptab
   };
 }
 
-export type { CommandRunner };

@@ -2,22 +2,13 @@
 // (its addresses, its resolv.conf): the printed restore input must be the fixture, to the byte.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createNetns, type Netns } from '../../helpers/netns.js';
-import { repoRoot } from '../../helpers/repo.js';
+import { fixtureCases, fixtureText, haveFixtures, type FixtureCase } from '../../helpers/iptables-fixtures.js';
 import { cleanEnv } from '../../helpers/run-cli.js';
-
-const fixtures = join(repoRoot, '..', 'shared', 'fixtures', 'iptables');
-
-interface FixtureCase {
-  args: string[];
-  env: Record<string, string>;
-  podHasIPv6: boolean;
-  resolvConfNameservers: string[];
-}
 
 /** The restore sections of the dry-run output, keyed by the comment line that heads them. */
 function sections(stdout: string): Map<string, string> {
@@ -49,9 +40,7 @@ function podNamespace(c: FixtureCase): Netns {
   return ns;
 }
 
-describe('mesh-iptables --dry-run on the fixtures\' pods', { skip: !existsSync(fixtures) && 'no ../shared/fixtures' }, () => {
-  const cases = existsSync(fixtures)
-    ? JSON.parse(readFileSync(join(fixtures, 'cases.json'), 'utf8')) as Record<string, FixtureCase> : {};
+describe('mesh-iptables --dry-run on the fixtures\' pods', { skip: !haveFixtures && 'no ../shared/fixtures' }, () => {
   const made: Netns[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'pa-dry-'));
   after(() => {
@@ -62,7 +51,8 @@ describe('mesh-iptables --dry-run on the fixtures\' pods', { skip: !existsSync(f
     rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const [name, c] of Object.entries(cases)) {
+  for (const c of fixtureCases()) {
+    const name = c.name;
     it(name, async () => {
       const ns = podNamespace(c);
       made.push(ns);
@@ -71,9 +61,9 @@ describe('mesh-iptables --dry-run on the fixtures\' pods', { skip: !existsSync(f
         { env: cleanEnv({ ...c.env, DRY_RUN_FILE_PATH: dryRunFile }) });
       assert.equal(r.code, 0, r.stderr);
       const got = sections(r.stdout);
-      const v4 = readFileSync(join(fixtures, `${name}.v4.rules`), 'utf8');
+      const v4 = fixtureText(name, 'v4');
       assert.equal(got.get('iptables-restore --noflush'), v4);
-      const v6 = c.podHasIPv6 ? readFileSync(join(fixtures, `${name}.v6.rules`), 'utf8') : undefined;
+      const v6 = c.podHasIPv6 ? fixtureText(name, 'v6') : undefined;
       assert.equal(got.get('ip6tables-restore --noflush'), v6);
       assert.equal(readFileSync(dryRunFile, 'utf8'), v4 + (v6 ?? ''));
       assert.match(r.stdout, /^# pilot-agent mesh-iptables --dry-run: nothing was applied\.$/m);
