@@ -6,9 +6,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import { scope as logScope, scopeLevels, setScopeLevel } from '../log/logger.js';
 import { ALL_SCOPES, LEVELS, SCOPE_NAMES, isLevel, isScope, type Level, type ScopeName } from '../log/levels.js';
-import {
-  PROMETHEUS_CONTENT_TYPE, closeServer, filterExposition, listenOnce, parseExposition, renderExposition, robustServer,
-} from '../metrics/servers.js';
+import { filterExposition, parseExposition, renderExposition } from '../metrics/exposition.js';
+import { PROMETHEUS_CONTENT_TYPE, closeServer, listenOnce, robustServer } from '../metrics/servers.js';
 import { DIRECTIONS, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
 
 const log = logScope('default');

@@ -8,9 +8,9 @@ import { configureLogging, defaultLogOptions } from '../../src/log/logger.js';
 import { SCOPE_NAMES } from '../../src/log/levels.js';
 import { scrapeMetrics } from '../../src/metrics/agent-metrics.js';
 import {
-  ExpositionError, filterExposition, isLoopbackAddress, mergeExpositions, mergedMetrics, parseExposition,
-  parseMetricsAnnotations, renderExposition,
-} from '../../src/metrics/servers.js';
+  ExpositionError, filterExposition, mergeExpositions, parseExposition, renderExposition,
+} from '../../src/metrics/exposition.js';
+import { isLoopbackAddress, mergedMetrics, parseMetricsAnnotations } from '../../src/metrics/servers.js';
 import { assertValidPrometheusText, familyOrder, validatePrometheusText } from './prom-text-validator.js';
 
 before(() => configureLogging({ ...defaultLogOptions, outputLevels: new Map(SCOPE_NAMES.map((s) => [s, 'none'])) }));
