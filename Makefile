@@ -29,6 +29,7 @@ demo: build
 bench: build
 	scripts/bench.sh
 	node scripts/bench-iptables.mjs
+	scripts/bench-proxy.sh
 
 # Regenerates the files derived from the code (a test fails while they are stale).
 docs: build

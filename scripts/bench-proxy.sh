@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# `make bench`, the data plane: the same keep-alive HTTP load (wrk) from inside a pod to a peer
+# service, in one run, three ways:
+#   direct  : from a pod namespace with no capture rules, wrk -> the peer service;
+#   nginx   : the same namespace, through nginx (worker_processes 1) as a keep-alive reverse proxy;
+#   sidecar : from a pod namespace with the capture rules (`pilot-agent mesh-iptables`) and
+#             `pilot-agent proxy` running as uid 1337: wrk (uid 0) -> the peer, captured to 15001;
+# and raw TCP throughput (N MiB one way to a sink in the peer), direct and through the sidecar.
+# The peer service is nginx (one worker) serving a 1 KiB static file: C, never the bottleneck, the
+# same for every setup, so the differences are the proxies'. The setups run interleaved, in rounds,
+# and each figure is the median of the rounds (this VM's neighbours make single runs swing 30%).
+# With 2+ CPUs the proxy under test gets CPU 1 to itself and the load side (wrk, the peer) CPU 0.
+#
+# Topology (made here, removed on exit, failure or Ctrl-C; processes ended by their own PIDs):
+#   plain pod 198.19.3.2 --veth-- 198.19.3.1 peer 198.19.2.1 --veth-- 198.19.2.2 captured pod
+#
+#   scripts/bench-proxy.sh          (needs root; without it, says so and exits 0)
+# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
+# BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
+# BENCH_TCP_MIB (1024), BENCH_TCP_RUNS (3), BENCH_PIN (1; 0 = no CPU pinning),
+# BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+# Targets, reported and never fatal: sidecar throughput >= nginx's, p99 within 1 ms of nginx's,
+# sidecar RSS < 60 MB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
+agent_root=$(cd "$(dirname "$agent")/.." && pwd)
+rounds=${BENCH_ROUNDS:-3}
+duration=${BENCH_DURATION:-5}
+warmup=${BENCH_WARMUP:-1}
+conns=${BENCH_CONNECTIONS:-32}
+threads=${BENCH_THREADS:-1}
+tcp_mib=${BENCH_TCP_MIB:-1024}
+tcp_runs=${BENCH_TCP_RUNS:-3}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bench-proxy: skipped (needs root: it makes network namespaces and applies capture rules in them)"
+  exit 0
+fi
+if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
+  echo "bench-proxy: no build next to $agent (run make build)" >&2
+  exit 1
+fi
+
+# Tools: wrk (load), nginx (the peer service and the reference proxy), and what the demo uses.
+export PATH="$PATH:/usr/sbin:/sbin"
+declare -A wanted=([wrk]=wrk [nginx]=nginx [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux)
+missing=()
+for cmd in "${!wanted[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bench-proxy: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
+fi
+node=$(command -v node)
+hz=$(getconf CLK_TCK)
+pin_load=() pin_proxy=()
+if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
+  pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
+fi
+
+id=$$
+pod="pa-bench-pod-$id"     # captured: rules + sidecar
+plain="pa-bench-plain-$id" # no rules: direct and nginx
+peer="pa-bench-peer-$id"
+work=$(mktemp -d /tmp/pa-bench-proxy.XXXXXX)
+chmod 755 "$work" # nginx workers run as nobody
+pids=()
+
+alive() { # exists and is not a zombie
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+stop_pids() { # TERM, up to 8 s (the sidecar drains), then KILL; each by its own PID
+  local pid i any
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for ((i = 0; i < 80; i++)); do
+    any=0
+    for pid in "$@"; do alive "$pid" && any=1; done
+    [ $any -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "$@"; do if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi; done
+}
+forget() { # stopped PIDs leave the list (a reused PID is never signalled)
+  local keep=() p q
+  for p in "${pids[@]}"; do
+    for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+    keep+=("$p")
+  done
+  pids=(${keep[@]+"${keep[@]}"})
+}
+cleanup() {
+  trap - EXIT INT TERM
+  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
+  for ns in "$pod" "$plain" "$peer"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "bench-proxy: interrupted" >&2; exit 130' INT TERM
+
+wait_port() { # ns host port: until a TCP connect succeeds (10 s)
+  local i
+  for ((i = 0; i < 100; i++)); do
+    ip netns exec "$1" bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "bench-proxy: nothing listens on $2:$3 in $1" >&2
+  return 1
+}
+ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; } # utime + stime
+rss_mib() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+now_ns() { date +%s%N; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# ---- namespaces
+for ns in "$pod" "$plain" "$peer"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+link() { # ns ifname addr peer-ifname peer-addr
+  ip -n "$1" link add "$2" type veth peer name "$4" netns "$peer"
+  ip -n "$1" addr add "$3/24" dev "$2"
+  ip -n "$peer" addr add "$5/24" dev "$4"
+  ip -n "$1" link set "$2" up
+  ip -n "$peer" link set "$4" up
+  ip -n "$1" route add default via "$5"
+}
+link "$pod" pod0 198.19.2.2 peer0 198.19.2.1
+link "$plain" plain0 198.19.3.2 peer1 198.19.3.1
+
+# ---- configuration files
+mkdir -p "$work/www" "$work/peer" "$work/proxy"
+head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
+nginx_common() { # prefix dir
+  cat <<EOF
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  client_body_temp_path $1/body;
+  proxy_temp_path $1/proxy;
+  fastcgi_temp_path $1/fastcgi;
+  uwsgi_temp_path $1/uwsgi;
+  scgi_temp_path $1/scgi;
+EOF
+}
+{ nginx_common "$work/peer"; cat <<EOF
+  sendfile on;
+  open_file_cache max=16;
+  default_type text/html;
+  server { listen 8080; root $work/www; }
+}
+EOF
+} > "$work/peer/nginx.conf"
+{ nginx_common "$work/proxy"; cat <<EOF
+  upstream peer { server 198.19.3.1:8080; keepalive 64; keepalive_requests 1000000; keepalive_timeout 300s; }
+  server {
+    listen 127.0.0.1:8000;
+    location / { proxy_pass http://peer; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+} > "$work/proxy/nginx.conf"
+cat > "$work/sink.cjs" <<'EOF'
+// Counts what each connection sends; at its end, answers the count and closes.
+require('net').createServer({ allowHalfOpen: true }, (s) => {
+  let n = 0;
+  s.on('data', (d) => { n += d.length; });
+  s.on('end', () => s.end(String(n)));
+  s.on('error', () => {});
+}).listen(8081);
+EOF
+cat > "$work/send.cjs" <<'EOF'
+// Pushes MIB MiB to HOST:PORT, half-closes, waits for the sink's count; prints MiB/s.
+const [host, port, mib] = process.argv.slice(2);
+const chunk = Buffer.alloc(256 * 1024, 'a');
+let left = (Number(mib) * 1024 * 1024) / chunk.length;
+let t0 = 0n;
+let reply = '';
+const s = require('net').connect(+port, host, () => { t0 = process.hrtime.bigint(); pump(); });
+function pump() {
+  while (left > 0) { left--; if (!s.write(chunk)) { s.once('drain', pump); return; } }
+  s.end();
+}
+s.on('data', (d) => { reply += d; });
+s.on('end', () => {
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+  if (Number(reply) !== Number(mib) * 1048576) { console.error(`the sink got ${reply} bytes`); process.exit(1); }
+  console.log((Number(reply) / 1048576 / secs).toFixed(0));
+});
+s.on('error', (e) => { console.error(e.message); process.exit(1); });
+setTimeout(() => { console.error('timeout'); process.exit(1); }, 60000).unref();
+EOF
+
+# ---- processes
+start_nginx() { # ns dir pin... ; sets $started (master), adds master and worker to pids
+  local ns=$1 dir=$2 i w=
+  shift 2
+  ip netns exec "$ns" "$@" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf" > /dev/null 2>&1 &
+  started=$!
+  pids+=("$started")
+  for ((i = 0; i < 50 && ${#w} == 0; i++)); do
+    w=$(awk '{ print $1 }' "/proc/$started/task/$started/children" 2>/dev/null) || true
+    [ -n "$w" ] || sleep 0.1
+  done
+  [ -n "$w" ] || { echo "bench-proxy: nginx did not start in $ns:" >&2; cat "$dir/error.log" >&2; exit 1; }
+  worker=$w
+  pids+=("$worker")
+}
+start_nginx "$peer" "$work/peer" ${pin_load[@]+"${pin_load[@]}"}
+ip netns exec "$peer" ${pin_load[@]+"${pin_load[@]}"} "$node" "$work/sink.cjs" & pids+=($!)
+start_nginx "$plain" "$work/proxy" ${pin_proxy[@]+"${pin_proxy[@]}"}
+nginx_worker=$worker
+wait_port "$peer" 198.19.2.1 8080
+wait_port "$peer" 198.19.2.1 8081
+wait_port "$plain" 127.0.0.1 8000
+
+ip netns exec "$pod" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$work/iptables.log" 2>&1
+# shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
+ip netns exec "$pod" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
+  "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --log_target stderr > "$work/sidecar.log" 2>&1 &
+sidecar=$!
+pids+=("$sidecar")
+if ! ip netns exec "$pod" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
+  echo "bench-proxy: the sidecar did not become ready:" >&2
+  cat "$work/sidecar.log" >&2
+  exit 1
+fi
+
+# ---- measurements
+declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod)
+declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.0.1:8000/1k.html [sidecar]=http://198.19.2.1:8080/1k.html)
+declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar)
+declare -A rps p50 p99 errs cpu_ticks cpu_ns tcp sent
+setups=(direct nginx sidecar)
+to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
+run_wrk() { # setup
+  local s=$1 out t0 t1 c0=0 c1=0 proxy=${proxy_of[$1]:-}
+  local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
+  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
+  [ -z "$proxy" ] || c0=$(ticks "$proxy")
+  t0=$(now_ns)
+  out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
+  t1=$(now_ns)
+  [ -z "$proxy" ] || c1=$(ticks "$proxy")
+  cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
+  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+  rps[$s]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$out") "
+  p50[$s]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$out")") "
+  p99[$s]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$out")") "
+  sent[$s]=$(( ${sent[$s]:-0} + $(awk '/requests in/ { print $1 }' <<< "$out") ))
+  errs[$s]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$out")
+}
+run_tcp() { # setup
+  local ns=$plain host=198.19.3.1
+  [ "$1" = sidecar ] && ns=$pod host=198.19.2.1
+  tcp[$1]+="$(ip netns exec "$ns" ${pin_load[@]+"${pin_load[@]}"} "$node" "$work/send.cjs" "$host" 8081 "$tcp_mib") "
+}
+
+echo "== bench-proxy: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the peer"
+echo "   sidecar: $agent; CPU pinning: ${pin_proxy[*]:-none} for the proxy, ${pin_load[*]:-none} for the load side"
+for ((r = 1; r <= rounds; r++)); do
+  for s in "${setups[@]}"; do run_wrk "$s"; done
+  printf '   round %d: %s\n' "$r" "$(for s in "${setups[@]}"; do
+    set -- ${rps[$s]}; printf '%s %s req/s  ' "$s" "${!#}"; done)"
+done
+sidecar_rss=$(rss_mib "$sidecar")
+for ((r = 1; r <= tcp_runs; r++)); do run_tcp direct; run_tcp sidecar; done
+sidecar_rss_tcp=$(rss_mib "$sidecar")
+nginx_rss=$(rss_mib "$nginx_worker")
+stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
+counted=$(awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' <<< "$stats")
+# Stop the sidecar the quick way, so that a --cpu-prof profile is written now.
+ip netns exec "$pod" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
+stop_pids "$sidecar"
+forget "$sidecar"
+
+# ---- the table
+declare -A m_rps m_p50 m_p99
+# shellcheck disable=SC2086 # the per-round lists split on spaces
+for s in "${setups[@]}"; do
+  m_rps[$s]=$(median ${rps[$s]}); m_p50[$s]=$(median ${p50[$s]}); m_p99[$s]=$(median ${p99[$s]})
+done
+cpu_pct() { awk -v c="${cpu_ticks[$1]}" -v hz="$hz" -v ns="${cpu_ns[$1]}" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
+r_nginx=$(ratio "${m_rps[sidecar]}" "${m_rps[nginx]}")
+dp99=$(awk -v a="${m_p99[sidecar]}" -v b="${m_p99[nginx]}" 'BEGIN { printf "%+.2f", a - b }')
+rss_ok=$(awk -v a="$sidecar_rss" -v b="$sidecar_rss_tcp" 'BEGIN { print (a * 1.048576 < 60 && b * 1.048576 < 60) }')
+# shellcheck disable=SC2086
+{ tcp_direct=$(median ${tcp[direct]}); tcp_sidecar=$(median ${tcp[sidecar]}); }
+echo
+echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring; RSS at the end"
+row() { printf '%-28s %9s %8s %8s %10s %10s\n' "$@"; }
+row setup req/s "p50 ms" "p99 ms" "proxy CPU" "proxy RSS"
+row "direct (no proxy)" "${m_rps[direct]}" "${m_p50[direct]}" "${m_p99[direct]}" - -
+row "nginx, 1 worker, in the pod" "${m_rps[nginx]}" "${m_p50[nginx]}" "${m_p99[nginx]}" "$(cpu_pct nginx)" "$nginx_rss MiB"
+row "sidecar (captured to 15001)" "${m_rps[sidecar]}" "${m_p50[sidecar]}" "${m_p99[sidecar]}" "$(cpu_pct sidecar)" "$sidecar_rss MiB"
+echo
+printf 'throughput sidecar/nginx   %6sx    target >= 1.00: %s\n' "$r_nginx" "$(verdict "$(awk -v r="$r_nginx" 'BEGIN { print (r >= 1) }')")"
+printf 'throughput sidecar/direct  %6sx\n' "$(ratio "${m_rps[sidecar]}" "${m_rps[direct]}")"
+printf 'p99 sidecar - nginx        %6s ms  target <= 1 ms: %s\n' "$dp99" "$(verdict "$(awk -v d="$dp99" 'BEGIN { print (d <= 1) }')")"
+printf 'sidecar RSS                %6s MiB after HTTP, %s MiB after TCP   target < 60 MB: %s\n' "$sidecar_rss" "$sidecar_rss_tcp" "$(verdict "$rss_ok")"
+printf 'raw TCP, %s MiB one way   direct %s MiB/s, sidecar %s MiB/s (%sx)  (median of %s)\n' "$tcp_mib" "$tcp_direct" "$tcp_sidecar" \
+  "$(ratio "$tcp_sidecar" "$tcp_direct")" "$tcp_runs"
+printf 'the sidecar counted %s outbound HTTP requests; wrk sent %s (+ warm-ups)\n' "${counted:-?}" "${sent[sidecar]}"
+for s in "${setups[@]}"; do
+  if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
+done
+exit 0
