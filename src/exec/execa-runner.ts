@@ -1,12 +1,13 @@
 // The real CommandRunner: runs a program through execa, feeds `input` on stdin, and rejects with a
 // CommandError naming the command, exit code and stderr (unless `allowFailure`). Messages of the
 // programs are asked in English (LC_ALL=C) because callers classify them.
-import { execa } from 'execa';
 import { failedError, notFoundError } from './command-error.js';
 import type { CommandResult, CommandRunner, RunOptions } from './runner.js';
 
 export class ExecaRunner implements CommandRunner {
   async run(command: string, args: readonly string[], options: RunOptions = {}): Promise<CommandResult> {
+    // Loaded on first use: the proxy process, which never runs a command, does not pay for it.
+    const { execa } = await import('execa');
     const r = await execa(command, args, {
       reject: false,
       stripFinalNewline: false,

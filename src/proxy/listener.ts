@@ -53,7 +53,7 @@ export class CaptureListener {
       allowHttp10: o.allowHttp10,
       destinationOf: (socket) => destinations.get(socket),
     });
-    this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => this.onConnection(socket));
+    this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (socket) => this.onConnection(socket));
     this.server.on('error', (err) => log.error(`${o.direction} listener error`, { error: err.message }));
   }
 

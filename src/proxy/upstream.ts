@@ -35,14 +35,15 @@ export function sourceFor(mode: UpstreamMode, dst: Endpoint, client: string | un
 
 /** Opens an upstream connection (connecting; errors arrive as 'error' events). */
 export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: string | undefined): Socket {
-  if (mode.kind === 'direct' || source === undefined) return connect({ host: dst.address, port: dst.port });
+  // Nagle off: a proxy forwards what it has at once (small writes must not wait for ACKs).
+  if (mode.kind === 'direct' || source === undefined) return connect({ host: dst.address, port: dst.port, noDelay: true });
   if (mode.kind === 'passthrough' && !isIPv6(dst.address)) {
     // 127.0.0.6 is a loopback address the kernel owns already: a plain bind works.
-    return connect({ host: dst.address, port: dst.port, localAddress: source });
+    return connect({ host: dst.address, port: dst.port, localAddress: source, noDelay: true });
   }
   const fd = boundConnectFd(source, dst, mode.kind === 'transparent'
     ? { transparent: true, mark: mode.mark, owner: TRANSPARENT_OWNER } : { freebind: true });
-  return new Socket({ fd, readable: true, writable: true });
+  return new Socket({ fd, readable: true, writable: true }).setNoDelay(true);
 }
 
 /** Counts an upstream connection in the stats for as long as it is open. */
