@@ -13,7 +13,6 @@ export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 export type ErrorCode =
   | 'ERR_USAGE'            // unknown command or flag, bad flag value
   | 'ERR_ENV_VALUE'        // an environment variable that does not parse, where it is fatal
-  | 'ERR_NOT_IMPLEMENTED'  // a command whose capability has not landed yet
   | 'ERR_REQUEST_FAILED'   // `request`: transport error or unsuccessful status
   | 'ERR_WAIT_TIMEOUT'     // `wait`: the proxy did not become ready in time
   | 'ERR_IPTABLES_VALIDATION'
@@ -30,7 +29,6 @@ export type ErrorCode =
 const exitCodes: Record<ErrorCode, ExitCode> = {
   ERR_USAGE: ExitCode.usage,
   ERR_ENV_VALUE: ExitCode.usage,
-  ERR_NOT_IMPLEMENTED: ExitCode.failure,
   ERR_REQUEST_FAILED: ExitCode.failure,
   ERR_WAIT_TIMEOUT: ExitCode.failure,
   ERR_IPTABLES_VALIDATION: ExitCode.validationFailed,
