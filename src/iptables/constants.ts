@@ -22,8 +22,13 @@ export type Table = (typeof TABLES)[number];
 
 /** Where the agent's DNS proxy listens; captured DNS is redirected here. */
 export const DNS_PROXY_PORT = 15053;
-/** Source of the proxy's inbound connections to the app (REDIRECT mode), exempt from capture. */
-export const INBOUND_PASSTHROUGH_V4 = '127.0.0.6/32';
-export const INBOUND_PASSTHROUGH_V6 = '::6/128';
+/**
+ * Source of the proxy's (and its probes') connections to the app in REDIRECT mode: the rules exempt
+ * it, so those connections are not captured again. The rules use the CIDR forms.
+ */
+export const INBOUND_PASSTHROUGH_ADDR_V4 = '127.0.0.6';
+export const INBOUND_PASSTHROUGH_ADDR_V6 = '::6';
+export const INBOUND_PASSTHROUGH_V4 = `${INBOUND_PASSTHROUGH_ADDR_V4}/32`;
+export const INBOUND_PASSTHROUGH_V6 = `${INBOUND_PASSTHROUGH_ADDR_V6}/128`;
 export const LOCALHOST_V4 = '127.0.0.1/32';
 export const LOCALHOST_V6 = '::1/128';

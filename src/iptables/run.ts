@@ -59,13 +59,14 @@ export function dryRunText(o: MeshIptablesOptions, pod: PodNetwork, set: RuleSet
 }
 
 export async function runMeshIptables(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
+  let pod: PodNetwork | undefined;
   if (o.skipRuleApply) {
     log.info('--skip-rule-apply: no rule is built or applied');
   } else if (o.cleanupOnly) {
     await runMeshCleanIptables(o, io);
     return;
   } else {
-    const pod = await podNetwork(o, io);
+    pod = await podNetwork(o, io);
     const set = buildRuleSet(o, pod);
     if (o.dryRun) {
       io.stdout.write(dryRunText(o, pod, set));
@@ -74,7 +75,7 @@ export async function runMeshIptables(o: MeshIptablesOptions, io: IptablesIo): P
     }
     await applyAndReport(o, set, io);
   }
-  if (o.runValidation && !o.dryRun) await validate(o, io);
+  if (o.runValidation && !o.dryRun) await validate(o, io, pod ?? await podNetwork(o, io));
 }
 
 export async function runMeshCleanIptables(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
@@ -107,8 +108,7 @@ async function clean(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
     : `removed ${removed} mesh rules and chains and ${result.routesRemoved} policy routes`);
 }
 
-async function validate(o: MeshIptablesOptions, io: IptablesIo): Promise<void> {
-  const pod = await podNetwork({ ...o, dryRun: false }, io);
+async function validate(o: MeshIptablesOptions, io: IptablesIo, pod: PodNetwork): Promise<void> {
   const ipv6Only = pod.ipv6 && !io.localAddresses().some((a) => a.includes('.') && !a.startsWith('127.'));
   const target = validationTarget({ serviceCidrs: o.serviceCidrs, serviceExcludeCidrs: o.serviceExcludeCidrs, ipv6Only });
   const resolve = systemIdResolver();

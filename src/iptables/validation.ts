@@ -26,6 +26,7 @@ import { BlockList, connect, createServer, isIP, type Server, type Socket } from
 import { fileURLToPath } from 'node:url';
 import { AgentError, type ErrorCode } from '../errors/agent-error.js';
 import type { CommandRunner } from '../exec/runner.js';
+import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from './constants.js';
 import { normalizeAddress } from './save-parse.js';
 
 export interface ValidationOptions {
@@ -51,8 +52,6 @@ export interface ValidationResult {
 
 export const DEFAULT_TARGETS_V4 = ['192.0.2.1', '198.51.100.1', '203.0.113.1'] as const;
 export const DEFAULT_TARGETS_V6 = ['2001:db8::1', '2001:db8:1::1', '2001:db8:2::1'] as const;
-export const LOOPBACK_TARGET_V4 = '127.0.0.6';
-export const LOOPBACK_TARGET_V6 = '::6';
 
 function blockList(cidrs: readonly string[]): BlockList {
   const bl = new BlockList();
@@ -99,7 +98,7 @@ export function validationTarget(o: {
     const cidr = o.serviceCidrs.items.find((c) => isIP(c.split('/')[0] ?? '') === want) ?? o.serviceCidrs.items[0];
     if (cidr) return { address: addressIn(cidr), loopback: false };
   }
-  return { address: o.ipv6Only ? LOOPBACK_TARGET_V6 : LOOPBACK_TARGET_V4, loopback: true };
+  return { address: o.ipv6Only ? INBOUND_PASSTHROUGH_ADDR_V6 : INBOUND_PASSTHROUGH_ADDR_V4, loopback: true };
 }
 
 const fail = (message: string, code: ErrorCode = 'ERR_IPTABLES_VALIDATION'): AgentError => new AgentError(code, message);

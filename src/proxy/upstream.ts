@@ -4,11 +4,10 @@
 import { Agent, type AgentOptions } from 'node:http';
 import { Socket, connect, isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
 import { boundConnectFd, type Endpoint } from './socket-options.js';
 import type { DirectionStats } from './stats.js';
 
-export const INBOUND_PASSTHROUGH_V4 = '127.0.0.6';
-export const INBOUND_PASSTHROUGH_V6 = '::6';
 
 /**
  * The owner of the proxy's TPROXY connections to the app. The capture rules send the proxy's own
@@ -28,7 +27,7 @@ export type UpstreamMode =
 export function sourceFor(mode: UpstreamMode, dst: Endpoint, client: string | undefined): string | undefined {
   switch (mode.kind) {
     case 'direct': return undefined;
-    case 'passthrough': return isIPv6(dst.address) ? INBOUND_PASSTHROUGH_V6 : INBOUND_PASSTHROUGH_V4;
+    case 'passthrough': return isIPv6(dst.address) ? INBOUND_PASSTHROUGH_ADDR_V6 : INBOUND_PASSTHROUGH_ADDR_V4;
     case 'transparent': return client?.replace(/^::ffff:(?=\d+\.)/, '');
   }
 }

@@ -25,6 +25,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { connect as http2Connect, constants as h2, type ClientHttp2Session } from 'node:http2';
 import { networkInterfaces } from 'node:os';
 import type { AppProbe, GrpcProbe, HttpGetProbe, TcpSocketProbe } from './app-probers.js';
+import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
 
 export interface ProbeEnv {
   /** INSTANCE_IP: the pod IP; '' outside a pod. */
@@ -43,8 +44,6 @@ export interface ProbeResult {
   readonly message: string;
 }
 
-export const INBOUND_PASSTHROUGH_SOURCE_V4 = '127.0.0.6';
-export const INBOUND_PASSTHROUGH_SOURCE_V6 = '::6';
 /** setTimeout's ceiling; a larger timeoutSeconds would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const NO_VERIFY = { rejectUnauthorized: false } as const;
@@ -175,7 +174,7 @@ function bounded<T>(ms: number, start: (settle: (result: T) => void, fail: (err:
 
 /** True when the host has `::6` configured (the IPv6 inbound passthrough address). */
 function hasPassthroughV6(): boolean {
-  return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.family === 'IPv6' && a.address === '::6'));
+  return Object.values(networkInterfaces()).some((list) => list?.some((a) => a.family === 'IPv6' && a.address === INBOUND_PASSTHROUGH_ADDR_V6));
 }
 
 /** Runs application probes; holds the keep-alive pools when ENABLE_PROBE_KEEPALIVE_CONNECTIONS is on. */
@@ -195,8 +194,8 @@ export class AppProber {
     this.#destination = env.rewriteLegacyLocalhost ? 'localhost' : env.instanceIp || '127.0.0.1';
     const family = isIP(env.instanceIp);
     const loopback = env.instanceIp.startsWith('127.') || env.instanceIp === '::1';
-    this.#sourceForPodIp = family === 4 && !loopback ? INBOUND_PASSTHROUGH_SOURCE_V4
-      : family === 6 && !loopback && hasPassthroughV6() ? INBOUND_PASSTHROUGH_SOURCE_V6 : undefined;
+    this.#sourceForPodIp = family === 4 && !loopback ? INBOUND_PASSTHROUGH_ADDR_V4
+      : family === 6 && !loopback && hasPassthroughV6() ? INBOUND_PASSTHROUGH_ADDR_V6 : undefined;
     if (env.keepAlive) {
       this.#httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 4 });
       this.#httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 4, ...NO_VERIFY });
