@@ -90,7 +90,8 @@ export class HttpHandler {
     if (this.draining) res.shouldKeepAlive = false;
     res.on('close', () => {
       s.rqActive--;
-      s.recordResponse(res.statusCode, performance.now() - started);
+      // A request whose client left before any answer has no status (statusCode would read 200).
+      if (res.headersSent) s.recordResponse(res.statusCode, performance.now() - started);
     });
     if (req.httpVersion === '1.0' && !this.o.allowHttp10) {
       res.writeHead(426, { connection: 'close', 'content-length': 0 }).end();
