@@ -21,9 +21,11 @@ build: deps
 	@echo "built: bin/pilot-agent ($$(bin/pilot-agent version))"
 
 test: build
+	@scripts/proxy-uid-access.sh
 	node --test --test-reporter=spec $(NODE_TESTS)
 
 demo: build
+	@scripts/proxy-uid-access.sh
 	scripts/demo.sh
 
 bench: build
