@@ -1,0 +1,244 @@
+// The typed, validated form of the mesh resources read from `configSources` (Istio's field names
+// and meanings). Everything past the validator trusts these shapes: regexes are compiled, claim
+// keys are parsed into paths, defaults are filled in, lists are never undefined.
+
+/** Where a resource came from: the file and the document's position in it (0-based). */
+export interface ResourceOrigin {
+  readonly file: string;
+  readonly index: number;
+}
+
+export type ResourceKind = 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'RequestAuthentication' | 'AuthorizationPolicy';
+
+export interface ResourceMeta {
+  readonly kind: ResourceKind;
+  /** As written (`networking.mesh.io/v1` or the `v1beta1` alias). */
+  readonly apiVersion: string;
+  readonly name: string;
+  /** metadata.namespace, or the agent's own namespace (POD_NAMESPACE) when absent. */
+  readonly namespace: string;
+  readonly origin: ResourceOrigin;
+}
+
+/** Istio's StringMatch; regexes are full-match (RE2 semantics), compiled once. */
+export type StringMatch =
+  | { readonly kind: 'exact'; readonly value: string }
+  | { readonly kind: 'prefix'; readonly value: string }
+  | { readonly kind: 'regex'; readonly value: string; readonly regex: RegExp }
+  /** `{}` in a header matcher: the header (or claim) is present, whatever its value. */
+  | { readonly kind: 'present' };
+
+/** matchLabels; absent means every workload of the resource's namespace (or all, in the root namespace). */
+export type LabelSelector = Readonly<Record<string, string>>;
+
+// ---- networking.mesh.io: Gateway ----
+
+export type ServerProtocol = 'HTTP' | 'HTTPS' | 'HTTP2' | 'GRPC' | 'TCP' | 'TLS';
+
+export interface GatewayServerHost {
+  /** `*` (any namespace) unless written `ns/host`; `.` is resolved to the Gateway's namespace. */
+  readonly namespace: string;
+  /** `*`, `*.suffix` or an exact name, lower-cased. */
+  readonly host: string;
+}
+
+export interface GatewayTls {
+  readonly mode: 'SIMPLE' | 'MUTUAL' | 'PASSTHROUGH' | 'ISTIO_MUTUAL' | 'AUTO_PASSTHROUGH' | 'OPTIONAL_MUTUAL';
+  readonly httpsRedirect: boolean;
+  readonly serverCertificate?: string;
+  readonly privateKey?: string;
+  readonly credentialName?: string;
+}
+
+export interface GatewayServer {
+  readonly port: { readonly number: number; readonly name: string; readonly protocol: ServerProtocol };
+  readonly hosts: readonly GatewayServerHost[];
+  readonly tls?: GatewayTls;
+  readonly name?: string;
+}
+
+export interface Gateway {
+  readonly meta: ResourceMeta;
+  readonly selector: LabelSelector;
+  readonly servers: readonly GatewayServer[];
+}
+
+// ---- networking.mesh.io: VirtualService ----
+
+/** A header matcher, or a matcher on a validated JWT claim (`@request.auth.claims...` keys). */
+export type HeaderMatch =
+  | { readonly kind: 'header'; /** lower-cased */ readonly name: string; readonly match: StringMatch }
+  | { readonly kind: 'claim'; /** the key as written */ readonly key: string; readonly path: readonly string[]; readonly match: StringMatch };
+
+export interface HttpMatchRequest {
+  readonly name?: string;
+  readonly uri?: StringMatch;
+  readonly method?: StringMatch;
+  readonly authority?: StringMatch;
+  readonly scheme?: StringMatch;
+  readonly headers: readonly HeaderMatch[];
+  /** Matches when none of these is present/matching. */
+  readonly withoutHeaders: readonly HeaderMatch[];
+  readonly queryParams: readonly { readonly name: string; readonly match: StringMatch }[];
+  readonly ignoreUriCase: boolean;
+  readonly port?: number;
+  /** Restricts this match to these gateways (resolved `ns/name`, or `mesh`). */
+  readonly gateways?: readonly string[];
+}
+
+export interface HttpRouteDestination {
+  readonly host: string;
+  readonly port?: number;
+  readonly subset?: string;
+  /** 0–100; a single destination without a weight gets 100. */
+  readonly weight: number;
+}
+
+export interface HttpRoute {
+  readonly name?: string;
+  /** Empty: matches every request. Entries are ORed; fields inside one entry are ANDed. */
+  readonly match: readonly HttpMatchRequest[];
+  readonly route: readonly HttpRouteDestination[];
+  readonly directResponse?: { readonly status: number; readonly body?: string };
+  readonly redirect?: { readonly uri?: string; readonly authority?: string; readonly redirectCode: number };
+  readonly rewrite?: { readonly uri?: string; readonly authority?: string };
+  /** Request header edits applied before forwarding. */
+  readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
+  readonly timeoutMs?: number;
+}
+
+export interface VirtualService {
+  readonly meta: ResourceMeta;
+  /** Lower-cased host patterns (`*`, `*.suffix`, exact). */
+  readonly hosts: readonly string[];
+  /** Resolved to `ns/name` (a bare name is in the VirtualService's namespace), or `mesh`. Absent in the file: `['mesh']`. */
+  readonly gateways: readonly string[];
+  readonly http: readonly HttpRoute[];
+}
+
+// ---- networking.mesh.io: ServiceEntry (names for the DNS proxy) ----
+
+export interface ServiceEntry {
+  readonly meta: ResourceMeta;
+  /** Lower-cased. */
+  readonly hosts: readonly string[];
+  /** IPv4/IPv6 addresses (CIDRs of a single address are reduced to the address). */
+  readonly addresses: readonly string[];
+  readonly ports: readonly { readonly number: number; readonly name: string; readonly protocol?: string }[];
+  readonly location?: 'MESH_EXTERNAL' | 'MESH_INTERNAL';
+  readonly resolution?: 'NONE' | 'STATIC' | 'DNS' | 'DNS_ROUND_ROBIN';
+}
+
+// ---- security.mesh.io: RequestAuthentication ----
+
+export interface JwtRule {
+  readonly issuer: string;
+  readonly audiences: readonly string[];
+  readonly jwksUri?: string;
+  /** Inline JWKS (JSON text), used instead of fetching jwksUri. */
+  readonly jwks?: string;
+  /** Where tokens are read; empty lists: `Authorization: Bearer` and the `access_token` query parameter. */
+  readonly fromHeaders: readonly { readonly name: string; readonly prefix: string }[];
+  readonly fromParams: readonly string[];
+  readonly fromCookies: readonly string[];
+  readonly outputPayloadToHeader?: string;
+  readonly forwardOriginalToken: boolean;
+  readonly outputClaimToHeaders: readonly { readonly header: string; readonly claim: readonly string[] }[];
+}
+
+export interface RequestAuthentication {
+  readonly meta: ResourceMeta;
+  readonly selector?: LabelSelector;
+  readonly jwtRules: readonly JwtRule[];
+}
+
+// ---- security.mesh.io: AuthorizationPolicy ----
+
+export type AuthorizationAction = 'ALLOW' | 'DENY' | 'AUDIT' | 'CUSTOM';
+
+/** Every field a list of values (exact, `prefix*`, `*suffix`, `*`); absent means "no constraint". */
+export interface AuthorizationSource {
+  readonly principals?: readonly string[];
+  readonly notPrincipals?: readonly string[];
+  readonly requestPrincipals?: readonly string[];
+  readonly notRequestPrincipals?: readonly string[];
+  readonly namespaces?: readonly string[];
+  readonly notNamespaces?: readonly string[];
+  readonly ipBlocks?: readonly string[];
+  readonly notIpBlocks?: readonly string[];
+  readonly remoteIpBlocks?: readonly string[];
+  readonly notRemoteIpBlocks?: readonly string[];
+}
+
+export interface AuthorizationOperation {
+  readonly hosts?: readonly string[];
+  readonly notHosts?: readonly string[];
+  readonly ports?: readonly string[];
+  readonly notPorts?: readonly string[];
+  readonly methods?: readonly string[];
+  readonly notMethods?: readonly string[];
+  readonly paths?: readonly string[];
+  readonly notPaths?: readonly string[];
+}
+
+export interface AuthorizationCondition {
+  /** As written, e.g. `request.auth.claims[groups]`, `request.headers[x-id]`, `source.ip`. */
+  readonly key: string;
+  /** For `request.auth.claims[...]` keys: the parsed claim path. */
+  readonly claimPath?: readonly string[];
+  /** For `request.headers[...]` keys: the lower-cased header name. */
+  readonly header?: string;
+  readonly values?: readonly string[];
+  readonly notValues?: readonly string[];
+}
+
+export interface AuthorizationRule {
+  /** Entries ORed; empty: any source. */
+  readonly from: readonly AuthorizationSource[];
+  /** Entries ORed; empty: any operation. */
+  readonly to: readonly AuthorizationOperation[];
+  /** All must hold. */
+  readonly when: readonly AuthorizationCondition[];
+}
+
+export interface AuthorizationPolicy {
+  readonly meta: ResourceMeta;
+  readonly selector?: LabelSelector;
+  /** Default ALLOW. */
+  readonly action: AuthorizationAction;
+  /** ALLOW with no rules matches nothing (denies all); `rules: [{}]` matches everything. */
+  readonly rules: readonly AuthorizationRule[];
+}
+
+// ---- the whole set ----
+
+/** A resource that did not validate: one line for the operator, naming file, resource and field. */
+export interface Rejection {
+  readonly file: string;
+  readonly index: number;
+  readonly kind?: string;
+  readonly name?: string;
+  readonly namespace?: string;
+  /** The offending field path, e.g. `spec.http[0].match[1].uri.regex`. */
+  readonly field: string;
+  readonly message: string;
+}
+
+/** Every accepted resource, in file order (files sorted by path, then document order). */
+export interface ResourceSnapshot {
+  /** Increases with every change that took effect. */
+  readonly version: number;
+  readonly gateways: readonly Gateway[];
+  readonly virtualServices: readonly VirtualService[];
+  readonly serviceEntries: readonly ServiceEntry[];
+  readonly requestAuthentications: readonly RequestAuthentication[];
+  readonly authorizationPolicies: readonly AuthorizationPolicy[];
+}
+
+/** The workload this agent serves: its namespace (POD_NAMESPACE) and labels (./etc/mesh/pod/labels). */
+export interface Workload {
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export const ROOT_NAMESPACE = 'mesh-system';
