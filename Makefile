@@ -32,6 +32,7 @@ bench: build
 	scripts/bench.sh
 	node scripts/bench-iptables.mjs
 	scripts/bench-proxy.sh
+	scripts/bench-gateway.sh
 
 # Regenerates the files derived from the code (a test fails while they are stale).
 docs: build

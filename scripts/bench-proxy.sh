@@ -24,6 +24,7 @@
 # sidecar RSS < 60 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
 agent_root=$(cd "$(dirname "$agent")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
@@ -43,19 +44,7 @@ if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
   exit 1
 fi
 
-# Tools: wrk (load), nginx (the peer service and the reference proxy), and what the demo uses.
-export PATH="$PATH:/usr/sbin:/sbin"
-declare -A wanted=([wrk]=wrk [nginx]=nginx [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux)
-missing=()
-for cmd in "${!wanted[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "bench-proxy: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
-fi
+ensure_bench_tools
 node=$(command -v node)
 hz=$(getconf CLK_TCK)
 pin_load=() pin_proxy=()
@@ -71,30 +60,6 @@ work=$(mktemp -d /tmp/pa-bench-proxy.XXXXXX)
 chmod 755 "$work" # nginx workers run as nobody
 pids=()
 
-alive() { # exists and is not a zombie
-  local state
-  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
-}
-stop_pids() { # TERM, up to 8 s (the sidecar drains), then KILL; each by its own PID
-  local pid i any
-  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for ((i = 0; i < 80; i++)); do
-    any=0
-    for pid in "$@"; do alive "$pid" && any=1; done
-    [ $any -eq 0 ] && break
-    sleep 0.1
-  done
-  for pid in "$@"; do if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi; done
-}
-forget() { # stopped PIDs leave the list (a reused PID is never signalled)
-  local keep=() p q
-  for p in "${pids[@]}"; do
-    for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
-    keep+=("$p")
-  done
-  pids=(${keep[@]+"${keep[@]}"})
-}
 cleanup() {
   trap - EXIT INT TERM
   [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
@@ -104,19 +69,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "bench-proxy: interrupted" >&2; exit 130' INT TERM
 
-wait_port() { # ns host port: until a TCP connect succeeds (10 s)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    ip netns exec "$1" bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "bench-proxy: nothing listens on $2:$3 in $1" >&2
-  return 1
-}
-ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; } # utime + stime
-rss_mib() { awk -v f="${2:-VmRSS}" '$1 == f ":" { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-now_ns() { date +%s%N; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---- namespaces
 for ns in "$pod" "$plain" "$peer"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
@@ -134,24 +86,6 @@ link "$plain" plain0 198.19.3.2 peer1 198.19.3.1
 # ---- configuration files
 mkdir -p "$work/www" "$work/peer" "$work/proxy"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
-nginx_common() { # prefix dir
-  cat <<EOF
-worker_processes 1;
-daemon off;
-pid $1/nginx.pid;
-error_log $1/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  keepalive_timeout 300s;
-  client_body_temp_path $1/body;
-  proxy_temp_path $1/proxy;
-  fastcgi_temp_path $1/fastcgi;
-  uwsgi_temp_path $1/uwsgi;
-  scgi_temp_path $1/scgi;
-EOF
-}
 { nginx_common "$work/peer"; cat <<EOF
   sendfile on;
   open_file_cache max=16;
@@ -201,20 +135,6 @@ setTimeout(() => { console.error('timeout'); process.exit(1); }, 60000).unref();
 EOF
 
 # ---- processes
-start_nginx() { # ns dir pin... ; sets $started (master), adds master and worker to pids
-  local ns=$1 dir=$2 i w=
-  shift 2
-  ip netns exec "$ns" "$@" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf" > /dev/null 2>&1 &
-  started=$!
-  pids+=("$started")
-  for ((i = 0; i < 50 && ${#w} == 0; i++)); do
-    w=$(awk '{ print $1 }' "/proc/$started/task/$started/children" 2>/dev/null) || true
-    [ -n "$w" ] || sleep 0.1
-  done
-  [ -n "$w" ] || { echo "bench-proxy: nginx did not start in $ns:" >&2; cat "$dir/error.log" >&2; exit 1; }
-  worker=$w
-  pids+=("$worker")
-}
 start_nginx "$peer" "$work/peer" ${pin_load[@]+"${pin_load[@]}"}
 ip netns exec "$peer" ${pin_load[@]+"${pin_load[@]}"} "$node" "$work/sink.cjs" & pids+=($!)
 start_nginx "$plain" "$work/proxy" ${pin_proxy[@]+"${pin_proxy[@]}"}
@@ -241,7 +161,6 @@ declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.
 declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar)
 declare -A rps p50 p99 errs cpu_ticks cpu_ns tcp sent
 setups=(direct nginx sidecar)
-to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
 run_wrk() { # setup
   local s=$1 out t0 t1 c0=0 c1=0 proxy=${proxy_of[$1]:-}
   local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
@@ -267,8 +186,6 @@ run_tcp() { # setup
 
 echo "== bench-proxy: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the peer"
 echo "   sidecar: $agent; CPU pinning: ${pin_proxy[*]:-none} for the proxy, ${pin_load[*]:-none} for the load side"
-last() { eval "set -- \$1"; [ $# -gt 0 ] && echo "${!#}"; } # the last word of a list
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 round_ratio='' round_dp99=''
 for ((r = 1; r <= rounds; r++)); do
   for s in "${setups[@]}"; do run_wrk "$s"; done

@@ -3,8 +3,12 @@
 # pod (198.19.0.2): an app on :9080 (HTTP) / :9081 (TCP), capture rules from `pilot-agent mesh-iptables`,
 #                   the sidecar `pilot-agent proxy` as uid 1337;
 # peer (198.19.0.1): a service on :8080 (HTTP) / :8081 (TCP).
+# gateway (198.19.1.1, joined to the pod by a second veth): the ingress gateway `pilot-agent proxy
+#                   router`, routing by the claims of Istio's sample JWTs to the app (198.19.1.2).
 # The app talks out to the peer and the peer talks in to the app, over HTTP and raw TCP; then the
-# sidecar's own counters (`pilot-agent request GET /stats`) show what went through it.
+# sidecar's own counters (`pilot-agent request GET /stats`) show what went through it. Then a client
+# calls the gateway with no token, a bad token and the two sample tokens, with and without a policy
+# that requires one, and `pilot-agent request GET /debug/decisions` shows why each got its answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 agent="$PWD/bin/pilot-agent"
@@ -13,13 +17,18 @@ node=$(command -v node)
 id=$$
 pod="pa-demo-pod-$id"
 peer="pa-demo-peer-$id"
+gw="pa-demo-gw-$id"
+gwdir=$(mktemp -d)
 pids=()
 step() { printf '\n== %s\n' "$*"; }
 
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true # before their files go
   ip netns del "$pod" 2>/dev/null || true
   ip netns del "$peer" 2>/dev/null || true
+  ip netns del "$gw" 2>/dev/null || true
+  rm -rf "$gwdir"
 }
 trap cleanup EXIT
 
@@ -36,6 +45,13 @@ ip -n "$peer" addr add 198.19.0.1/24 dev peer0
 ip -n "$pod" link set pod0 up
 ip -n "$peer" link set peer0 up
 ip -n "$pod" route add default via 198.19.0.1
+ip netns add "$gw"
+ip -n "$gw" link set lo up
+ip -n "$pod" link add pod1 type veth peer name gw0 netns "$gw"
+ip -n "$pod" addr add 198.19.1.2/24 dev pod1
+ip -n "$gw" addr add 198.19.1.1/24 dev gw0
+ip -n "$pod" link set pod1 up
+ip -n "$gw" link set gw0 up
 
 in_pod() { ip netns exec "$pod" "$@"; }
 in_peer() { ip netns exec "$peer" "$@"; }
@@ -69,5 +85,80 @@ in_pod bash -c "$(declare -f http_get); node=$node; http_get http://198.19.0.1:8
 
 step "what went through the sidecar: pilot-agent request GET /stats"
 in_pod "$agent" request GET stats | grep -E '^(http\.(out|in)bound\.downstream_rq_(total|[2-5]xx)|listener\..*downstream_cx_total|cluster\..*upstream_cx_(total|connect_fail)|server\.(live|state))' || true
+
+step "the ingress gateway: pilot-agent proxy router, with a Gateway, a VirtualService routing on the groups claim, a RequestAuthentication"
+jwt="$PWD/test/fixtures/jwt"
+mkdir -p "$gwdir/etc/mesh/resources" "$gwdir/etc/mesh/pod"
+echo 'mesh="ingressgateway"' > "$gwdir/etc/mesh/pod/labels"
+cat > "$gwdir/etc/mesh/resources/gateway.yaml" <<EOF
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: ingressgateway, namespace: mesh-system}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: app, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [ingressgateway]
+  http:
+  - match:
+    - uri: {prefix: /headers}
+      headers:
+        "@request.auth.claims.groups": {exact: group1}
+    route:
+    - destination: {host: 198.19.1.2, port: {number: 9080}}
+---
+apiVersion: security.mesh.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: mesh-system}
+spec:
+  selector: {matchLabels: {mesh: ingressgateway}}
+  jwtRules:
+  - issuer: testing@secure.istio.io
+    jwksUri: http://127.0.0.1:9999/jwks.json
+EOF
+sed -n '/^---$/!p' "$gwdir/etc/mesh/resources/gateway.yaml" | grep -E '^(kind|  - match|    - uri|        "@request|    - destination|    jwksUri)' | sed 's/^/   /'
+in_gw() { ip netns exec "$gw" "$@"; }
+start ip netns exec "$gw" "$node" -e "require('http').createServer((q, r) => r.end(require('fs').readFileSync('$jwt/jwks.json'))).listen(9999, '127.0.0.1')"
+cd "$gwdir"  # the gateway reads ./etc/mesh/... from its working directory
+start env POD_NAMESPACE=mesh-system FILE_DEBOUNCE_DURATION=50ms ip netns exec "$gw" "$node" "$agent" proxy router --log_target stderr
+cd - > /dev/null
+in_gw "$agent" wait --periodMillis 100 --timeoutSeconds 15
+call() {
+  local label=$1; shift
+  printf '   %-46s -> ' "$label"
+  in_gw "$node" -e "fetch('http://127.0.0.1:8080/headers', { headers: process.argv[1] ? { authorization: 'Bearer ' + process.argv[1] } : {} })
+    .then(async (r) => { const b = await r.text(); console.log(r.status, r.status === 200 ? 'routed to ' + JSON.parse(b).app : b.trim()); }, (e) => console.log('failed:', e.message))" "${1:-}"
+}
+call "no token"
+call "a token that does not verify" "$(sed 's/.$/x/' "$jwt/groups-scope.jwt")"
+call "demo.jwt (no groups claim)" "$(cat "$jwt/demo.jwt")"
+call "groups-scope.jwt (groups: [group1, group2])" "$(cat "$jwt/groups-scope.jwt")"
+
+step "add an AuthorizationPolicy denying requests without a principal (hot reload, no restart)"
+cat > "$gwdir/etc/mesh/resources/require-jwt.yaml" <<EOF
+apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: require-jwt, namespace: mesh-system}
+spec:
+  selector: {matchLabels: {mesh: ingressgateway}}
+  action: DENY
+  rules:
+  - from:
+    - source: {notRequestPrincipals: ["*"]}
+EOF
+sleep 0.5
+call "no token"
+call "groups-scope.jwt" "$(cat "$jwt/groups-scope.jwt")"
+
+step "why: pilot-agent request GET /debug/decisions (last 3)"
+in_gw "$agent" request GET '/debug/decisions?limit=3' | "$node" -e "let t = ''; process.stdin.on('data', (d) => t += d).on('end', () => {
+  for (const d of JSON.parse(t).decisions) console.log('  ', d.status, 'jwt=' + d.jwt, '|', d.authz, '|', d.route ?? '-'); })"
 
 step "done: the namespaces and processes are removed"

@@ -8,17 +8,29 @@ import { loadMeshConfig, type MeshConfig } from './config/mesh-config.js';
 import { AgentError } from './errors/agent-error.js';
 import { scope } from './log/logger.js';
 import { CaptureListener } from './proxy/listener.js';
+import type { RequestDecider } from './proxy/http-handler.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { ProxyStats } from './proxy/stats.js';
 import { canSwitchSocketOwner } from './proxy/socket-options.js';
 import { TRANSPARENT_OWNER } from './proxy/upstream.js';
 import { startStatusServer, type Readiness } from './status/server.js';
-import { startAdminServer, type AdminHooks } from './admin/server.js';
+import { startAdminServer } from './admin/server.js';
+import { adminHooks } from './agent-admin.js';
+import { MeshResources } from './agent-resources.js';
+import { readWorkload } from './config/resources/workload.js';
+import { DecisionLog } from './gateway/decisions.js';
+import { GatewayRouter } from './gateway/router.js';
+import { AccessLog } from './log/access-log.js';
 import { createAgentMetrics } from './metrics/agent-metrics.js';
-import { registerProxyMetrics } from './metrics/proxy-metrics.js';
+import { registerDnsMetrics } from './dns/metrics.js';
+import { parseResolvConf } from './dns/resolv-conf.js';
+import { startDnsProxy, type DnsProxy } from './dns/server.js';
+import { registerDecisionMetrics, registerProxyMetrics } from './metrics/proxy-metrics.js';
 import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from './metrics/servers.js';
-import { Registry } from 'prom-client';
-import { buildInfo } from './version/build-info.js';
+import { Counter, Registry } from 'prom-client';
+import { inboundDecider } from './security/inbound-decider.js';
+import { JwtAuthenticator } from './security/jwt/authenticator.js';
+import { RequestSecurity } from './security/request-security.js';
 
 const log = scope('default');
 
@@ -42,6 +54,11 @@ export interface Agent {
   readonly mesh: MeshConfig;
   readonly stats: ProxyStats;
   readonly listeners: readonly CaptureListener[];
+  /** `proxy router` only. */
+  readonly router: GatewayRouter | undefined;
+  readonly resources: MeshResources;
+  readonly decisions: DecisionLog;
+  readonly security: RequestSecurity;
   readonly startedAt: number;
   state(): AgentState;
   readiness(): Readiness;
@@ -76,7 +93,7 @@ function localAddressCache(): () => ReadonlySet<string> {
   };
 }
 
-function captureListeners(env: EnvValues, stats: ProxyStats): CaptureListener[] {
+function captureListeners(env: EnvValues, stats: ProxyStats, inbound: RequestDecider): CaptureListener[] {
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
   const common = {
@@ -96,10 +113,10 @@ function captureListeners(env: EnvValues, stats: ProxyStats): CaptureListener[] 
         + '(as Istio does) or grant NET_ADMIN, SETUID and SETGID');
     }
     // One IP_TRANSPARENT socket per family; the IPv6 one only where the kernel has IPv6.
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark } }));
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark } }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound }));
   } else {
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' } }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' }, decider: inbound }));
   }
   return listeners;
 }
@@ -123,33 +140,75 @@ async function listenAll(listeners: CaptureListener[]): Promise<CaptureListener[
   return bound;
 }
 
+/** The access log: the mesh config's `accessLogFile`; when unset, a gateway logs to stdout (a sidecar does not). */
+function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type']): AccessLog | undefined {
+  const path = mesh.accessLogFile ?? (type === 'router' ? '/dev/stdout' : '');
+  return path === '' ? undefined : new AccessLog(path, mesh.accessLogEncoding);
+}
+
 export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<void> {
   const startedAt = performance.timeOrigin;
+  const cwd = process.cwd();
   const mesh = loadMeshConfig(options.meshConfigPath, readOptional(options.meshConfigPath), env.PROXY_CONFIG);
   log.info(`mesh config from ${mesh.source}; drain ${mesh.defaultConfig.terminationDrainDurationMs}ms on SIGTERM`);
   const stats = new ProxyStats();
   let state: AgentState = 'INITIALIZING';
   let healthcheckFailed = false;
   let listenersBound = env.DISABLE_PROXY;
+  let configLoaded = false;
   let listeners: CaptureListener[] = [];
   const servers: { close(): Promise<void> }[] = [];
   let exiting = false;
 
+  const agentMetrics = createAgentMetrics();
+  const proxyRegistry = new Registry();
+  registerProxyMetrics(proxyRegistry, stats);
+  const decisions = new DecisionLog();
+  decisions.sink = accessLogOf(mesh, options.type);
+  registerDecisionMetrics(proxyRegistry, decisions);
+  const authenticator = new JwtAuthenticator({
+    refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
+    insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
+    log: (level, message) => log[level](`jwks: ${message}`),
+  });
+  const security = new RequestSecurity(authenticator, decisions);
+  const router = options.type === 'router' && !env.DISABLE_PROXY
+    ? new GatewayRouter({ stats, security, decisions, allowHttp10: env.PILOT_HTTP10, forward100Continue: env.ENABLE_100_CONTINUE_HEADERS, host: '::' })
+    : undefined;
+  // The DNS proxy starts after the resources' first read; it gets the ServiceEntries from then on.
+  let dnsProxy: DnsProxy | undefined;
+  const resources = new MeshResources({
+    dns: { setServiceEntries: (entries) => dnsProxy?.setServiceEntries(entries) },
+    cwd, configSources: mesh.configSources, workload: readWorkload(cwd, env.POD_NAMESPACE || 'default'),
+    debounceMs: env.FILE_DEBOUNCE_DURATION, security, ...(router ? { router } : {}),
+    rejects: new Counter({
+      name: 'mesh_config_rejects_total', help: 'Configuration resources rejected (not valid); the last good version stays in force.',
+      labelNames: ['kind'], registers: [agentMetrics.registry],
+    }),
+    onWatchFailure: () => agentMetrics.incFileWatcherFailures(),
+  });
+
   const exit = async (code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
-    await Promise.allSettled([...servers.map((x) => x.close()), ...listeners.map((l) => l.stopAccepting())]);
+    resources.close();
+    authenticator.close();
+    await Promise.allSettled([...servers.map((x) => x.close()), ...listeners.map((l) => l.stopAccepting()), router?.close()]);
     process.exit(code);
   };
+  const activeConnections = (): number => listeners.reduce((n, l) => n + l.activeConnections, router?.activeConnections ?? 0);
 
   const agent: Agent = {
-    options, env, mesh, stats, startedAt,
+    options, env, mesh, stats, startedAt, router, resources, decisions, security,
     get listeners() { return listeners; },
     state: () => state,
     readiness: () => {
       if (state === 'DRAINING') return { ready: false, reason: 'draining' };
       if (healthcheckFailed) return { ready: false, reason: 'health check failed (POST /healthcheck/ok to clear)' };
-      if (!listenersBound) return { ready: false, reason: `listeners not bound: ${PORTS.outbound}, ${PORTS.inbound}` };
+      if (!configLoaded) return { ready: false, reason: `configuration not loaded yet from ${resources.directories.join(', ')}` };
+      if (!listenersBound) return { ready: false, reason: `listeners not bound: ${router ? 'gateway ports' : `${PORTS.outbound}, ${PORTS.inbound}`}` };
+      const unbound = router?.unbound() ?? [];
+      if (unbound.length > 0) return { ready: false, reason: `gateway ports not bound: ${unbound.join(', ')}` };
       return { ready: true };
     },
     drain: (reason) => {
@@ -161,13 +220,13 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
         void l.stopAccepting();
         l.drainHttp();
       }
+      void router?.close();
       const deadline = setTimeout(() => void exit(0), drainMs);
       deadline.unref();
       if (env.EXIT_ON_ZERO_ACTIVE_CONNECTIONS) {
         setTimeout(() => {
           const poll = setInterval(() => {
-            const active = listeners.reduce((n, l) => n + l.activeConnections, 0);
-            if (active === 0) {
+            if (activeConnections() === 0) {
               clearInterval(poll);
               log.info('no active connections left: exiting');
               void exit(0);
@@ -181,6 +240,7 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
         void l.stopAccepting();
         l.drainHttp();
       }
+      void router?.close();
     },
     setHealthcheckFailed: (failed) => { healthcheckFailed = failed; },
     quit: () => { log.info('quit requested'); void exit(0); },
@@ -199,11 +259,7 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     log.error(`unhandled rejection (the proxy goes on): ${String((reason as Error)?.message ?? reason)}`);
   });
 
-  const agentMetrics = createAgentMetrics();
-  const proxyRegistry = new Registry();
-  registerProxyMetrics(proxyRegistry, stats);
   const localhostOnly = env.METRICS_LOCALHOST_ACCESS_ONLY;
-
   const status = await startStatusServer({
     port: mesh.defaultConfig.statusPort ?? env.PROXY_STATUS_PORT,
     readiness: agent.readiness,
@@ -221,74 +277,33 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     port: PORTS.agentMetrics, agentRegistry: agentMetrics.registry, proxyMetrics: () => proxyRegistry.metrics(),
     ...(app ? { app } : {}), localhostOnly,
   }));
+  await resources.start();
+  configLoaded = true;
   if (!env.DISABLE_PROXY) {
     // The proxy's own surfaces: its metrics and its admin API.
     servers.push(await startProxyMetricsServer({ port: env.PROXY_METRICS_PORT, registry: proxyRegistry, localhostOnly }));
     const admin = await startAdminServer({ port: PORTS.admin, enabled: env.ENABLE_DEBUG_ON_HTTP, hooks: adminHooks(agent, proxyRegistry) });
     if (admin) servers.push(admin);
-    listeners = await listenAll(captureListeners(env, stats));
+    // A gateway has no capture: its listeners are the Gateway servers' ports (opened by the resources).
+    if (!router) listeners = await listenAll(captureListeners(env, stats, inboundDecider(security, decisions)));
     listenersBound = true;
   } else {
     log.info('DISABLE_PROXY: no capture listeners; agent surfaces only');
   }
+  if (env.MESH_META_DNS_CAPTURE || env.MESH_META_ENABLE_DNS_SERVER) {
+    // The DNS proxy is the agent's, not the data plane's: it runs with DISABLE_PROXY too.
+    const dns = await startDnsProxy({
+      address: env.DNS_PROXY_ADDR, domain: options.domain, parallel: env.DNS_FORWARD_PARALLEL,
+      resolver: parseResolvConf(readOptional('/etc/resolv.conf') ?? ''),
+      metrics: registerDnsMetrics([agentMetrics.registry, proxyRegistry]),
+    });
+    servers.push(dns);
+    dns.setServiceEntries(resources.snapshot?.serviceEntries ?? []);
+    dnsProxy = dns;
+  }
   state = 'LIVE';
   const startupMs = performance.timeOrigin + performance.now() - startedAt;
   agentMetrics.setStartupDuration(startupMs / 1000);
-  log.info(`ready in ${Math.round(startupMs)}ms: `
-    + `${listeners.map((l) => l.name).join(', ') || 'no listeners'}, status ${status.port}`);
-}
-
-/** Istio's node id: `sidecar~<ip>~<pod>.<namespace>~<domain>`. */
-function nodeId(agent: Agent): string {
-  const e = agent.env;
-  return `${agent.options.type}~${e.INSTANCE_IP}~${e.POD_NAME}.${e.POD_NAMESPACE}~${agent.options.domain}`;
-}
-
-/** What the admin API shows and does, read from the running agent. */
-function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
-  // The dual-stack `::` listeners are shown as Istio's virtualOutbound/virtualInbound (0.0.0.0_15001),
-  // the names operators' dashboards and `/stats` filters expect.
-  const listenerInfo = () => agent.listeners.map((l) => ({ name: l.name, address: l.address === '::' ? '0.0.0.0' : l.address, port: l.port }));
-  const clusterInfo = () => (['outbound', 'inbound'] as const).map((direction) => {
-    const s = agent.stats.of(direction);
-    return {
-      name: direction === 'outbound' ? 'PassthroughCluster' : 'InboundPassthroughCluster',
-      address: direction === 'outbound' ? 'original destination' : agent.env.INBOUND_INTERCEPTION_MODE === 'TPROXY' ? 'client address (TPROXY)' : '127.0.0.6',
-      port: 0, cxActive: s.upstreamCxActive, cxTotal: s.upstreamCxTotal, rqTotal: s.rqTotal, connectFail: s.upstreamCxConnectFail,
-    };
-  });
-  return {
-    stats: agent.stats,
-    proxyRegistry,
-    state: agent.state,
-    serverInfo: () => ({
-      version: buildInfo().version,
-      state: agent.state(),
-      uptime_current_epoch: `${Math.round((performance.timeOrigin + performance.now() - agent.startedAt) / 1000)}s`,
-      node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
-      command_line_options: {
-        concurrency: agent.options.concurrency, log_level: agent.options.logLevels.level,
-        component_log_level: Object.fromEntries(agent.options.logLevels.components), drain_time: `${agent.mesh.defaultConfig.drainDurationMs / 1000}s`,
-        termination_drain_time: `${agent.mesh.defaultConfig.terminationDrainDurationMs / 1000}s`,
-      },
-    }),
-    configDump: () => ({
-      bootstrap: {
-        node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
-        admin: { port: PORTS.admin }, proxy_type: agent.options.type, domain: agent.options.domain,
-        mesh_config_source: agent.mesh.source, proxy_config: agent.mesh.defaultConfig,
-        interception_mode: agent.env.INBOUND_INTERCEPTION_MODE || 'REDIRECT',
-      },
-      listeners: listenerInfo(),
-      routes: [],
-      clusters: clusterInfo(),
-      loaded_resources: [],
-      mesh_config: agent.mesh.raw,
-    }),
-    listeners: listenerInfo,
-    clusters: clusterInfo,
-    drainListeners: agent.drainListeners,
-    setHealthcheckFailed: agent.setHealthcheckFailed,
-    quit: agent.quit,
-  };
+  const names = [...listeners.map((l) => l.name), ...(router?.info().map((l) => l.name) ?? [])];
+  log.info(`ready in ${Math.round(startupMs)}ms: ${names.join(', ') || 'no listeners'}, status ${status.port}`);
 }

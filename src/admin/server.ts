@@ -25,6 +25,10 @@ export interface AdminHooks {
   readonly drainListeners: () => void;
   readonly setHealthcheckFailed: (failed: boolean) => void;
   readonly quit: () => void;
+  /** The last request decisions (JWT, policy, route), oldest first. */
+  readonly decisions: () => readonly unknown[];
+  /** Counters beyond ProxyStats, for /stats. */
+  readonly extraStats: () => readonly StatValue[];
 }
 
 export interface AdminServer {
@@ -53,6 +57,8 @@ export interface EnvoyStatsInput {
   readonly uptimeSeconds: number;
   /** Bytes: V8 heap used, V8 heap reserved, resident set. */
   readonly memory: { readonly allocated: number; readonly heapSize: number; readonly physical: number };
+  /** More counters by name (request decisions, configuration rejects). */
+  readonly extra?: readonly StatValue[];
 }
 
 export interface StatValue {
@@ -128,6 +134,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${cluster}.upstream_cx_connect_fail`, d.upstreamCxConnectFail);
     add(`${cluster}.upstream_cx_connect_timeout`, d.upstreamCxConnectTimeout);
     add(`${cluster}.upstream_rq_error`, d.upstreamRqErrors);
+    add(`${cluster}.upstream_rq_timeout`, d.upstreamRqTimeouts);
   }
   add('server.live', input.state === 'LIVE' ? 1 : 0);
   add('server.state', STATE_NUMBER[input.state]);
@@ -137,6 +144,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
   add('server.memory_physical_size', input.memory.physical);
   add('server.total_connections', input.stats.outbound.cxActive + input.stats.inbound.cxActive);
   add('server.loop_connections_refused', input.stats.loopsRefused);
+  for (const v of input.extra ?? []) values.push(v);
   const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   return { values: values.sort(byName), histograms: histograms.sort(byName) };
 }
@@ -374,6 +382,7 @@ function endpoints(hooks: AdminHooks): Endpoint[] {
       state: hooks.state(),
       uptimeSeconds: process.uptime(),
       memory: { allocated: memory.heapUsed, heapSize: memory.heapTotal, physical: memory.rss },
+      extra: hooks.extraStats(),
     });
   };
   const list: Endpoint[] = [
@@ -396,6 +405,16 @@ function endpoints(hooks: AdminHooks): Endpoint[] {
     {
       path: '/config_dump', mutates: false, help: 'listeners, routes, clusters, loaded resources and bootstrap settings (JSON)',
       handle: () => ok(`${JSON.stringify(hooks.configDump(), null, 2)}\n`, JSON_TYPE),
+    },
+    {
+      path: '/debug/decisions', mutates: false,
+      help: 'why the last requests got their answers: JWT outcome, policy, route (JSON; ?limit=N)',
+      handle: (params) => {
+        const limit = Number(params.get('limit') ?? '');
+        const all = hooks.decisions();
+        const shown = Number.isInteger(limit) && limit > 0 ? all.slice(-limit) : all;
+        return ok(`${JSON.stringify({ decisions: shown }, null, 2)}\n`, JSON_TYPE);
+      },
     },
     {
       path: '/clusters', mutates: false, help: 'upstream clusters and their hosts (?format=json)',

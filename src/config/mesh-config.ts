@@ -22,6 +22,9 @@ export interface MeshConfig {
   readonly defaultConfig: ProxyConfig;
   /** `configSources[].address` values (`fs://DIR`). */
   readonly configSources: readonly string[];
+  /** Istio's `accessLogFile`: undefined when not set (the gateway then logs to /dev/stdout); '' turns it off. */
+  readonly accessLogFile?: string;
+  readonly accessLogEncoding: 'TEXT' | 'JSON';
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
 }
@@ -99,5 +102,12 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     if (typeof address !== 'string') throw bad(path, `configSources[${i}].address`, 'expected a string such as fs://./etc/mesh/resources');
     return address;
   });
-  return { source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc };
+  const accessLogFile = doc['accessLogFile'];
+  if (accessLogFile !== undefined && typeof accessLogFile !== 'string') throw bad(path, 'accessLogFile', 'expected a path such as /dev/stdout, or "" for none');
+  const encoding = doc['accessLogEncoding'] ?? 'TEXT';
+  if (encoding !== 'TEXT' && encoding !== 'JSON') throw bad(path, 'accessLogEncoding', `${JSON.stringify(encoding)} is not TEXT or JSON`);
+  return {
+    source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc,
+    ...(accessLogFile !== undefined ? { accessLogFile } : {}), accessLogEncoding: encoding,
+  };
 }

@@ -4,6 +4,7 @@
 // Names follow Istio's standard metrics with `istio_` → `mesh_`; `direction` (outbound|inbound)
 // plays the part of Istio's `reporter` (docs/METRICS.md lists every series and its source).
 import { Counter, Gauge, Histogram, type MetricType, type Registry } from 'prom-client';
+import type { DecisionLog } from '../gateway/decisions.js';
 import { DIRECTIONS, DURATION_BUCKETS_MS, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
 
 /** Every series this module registers, by name: one home for the names (docs and tests use it). */
@@ -27,6 +28,7 @@ export const PROXY_METRIC_NAMES = {
   upstreamRequestErrors: 'mesh_upstream_request_errors_total',
   loopsRefused: 'mesh_loop_connections_refused_total',
   connectionTerminations: 'proxy_connection_terminations',
+  decisions: 'mesh_request_decisions_total',
 } as const;
 
 type PerDirection = (d: DirectionStats) => number;
@@ -167,6 +169,19 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
     collect() {
       this.reset();
       this.inc(stats.outbound.cxErrors + stats.inbound.cxErrors);
+    },
+  });
+}
+
+/** `mesh_request_decisions_total{stage, outcome}`: why requests got their answers (JWT, policy, route). */
+export function registerDecisionMetrics(registry: Registry, decisions: DecisionLog): void {
+  new Counter({
+    name: PROXY_METRIC_NAMES.decisions,
+    help: 'Request decisions by stage (jwt: absent|valid|invalid; authz: allowed|denied; route: routed|no_route|direct_response|redirect).',
+    labelNames: ['stage', 'outcome'], registers: [registry],
+    collect() {
+      this.reset();
+      for (const [stage, byOutcome] of decisions.counts) for (const [outcome, n] of byOutcome) this.inc({ stage, outcome }, n);
     },
   });
 }

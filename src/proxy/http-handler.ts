@@ -1,8 +1,9 @@
-// L7 handling of HTTP/1.x connections, inbound or outbound: requests are parsed by Node's HTTP
-// server machinery (fed the already-accepted sockets), forwarded to the connection's original
-// destination over a keep-alive pool, and streamed both ways with back-pressure (pipe).
+// L7 handling of HTTP/1.x connections (sidecar inbound and outbound, gateway): requests are parsed
+// by Node's HTTP server machinery (fed the already-accepted sockets), a decider says where each one
+// goes (the connection's original destination, a route, or a local answer such as 401), and the
+// request is forwarded over a keep-alive pool and streamed both ways with back-pressure (pipe).
 import {
-  Server, request, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse,
+  STATUS_CODES, Server, request, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse,
 } from 'node:http';
 import type { Socket } from 'node:net';
 import { scope } from '../log/logger.js';
@@ -11,6 +12,46 @@ import type { Endpoint } from './socket-options.js';
 import type { DirectionStats } from './stats.js';
 
 const log = scope('default');
+
+/** Forward the request to `address:port`, edited as given. */
+export interface ForwardTarget {
+  readonly kind: 'forward';
+  readonly address: string;
+  readonly port: number;
+  /** Replaces the request target (path and query). */
+  readonly path?: string;
+  /** Lower-case names of request headers not to forward (e.g. a JWT the rule does not forward). */
+  readonly removeHeaders?: readonly string[];
+  /** Request headers to set (replacing any of the same name). */
+  readonly setHeaders?: readonly (readonly [string, string])[];
+  /** No response head within this time: 504. */
+  readonly timeoutMs?: number;
+}
+
+/** Answer locally (401, 403, 404, a redirect...) without going upstream. */
+export interface LocalReply {
+  readonly kind: 'reply';
+  readonly status: number;
+  readonly body: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export type Verdict = ForwardTarget | LocalReply;
+
+/** Where requests go: policy and routing plug in here. Synchronous when it can (the hot path). */
+export interface RequestDecider {
+  decide(req: IncomingMessage, dst: Endpoint | undefined): Verdict | Promise<Verdict>;
+  /** Once per request, when its response is complete or abandoned (status undefined: no answer sent). */
+  completed?(req: IncomingMessage, verdict: Verdict | undefined, status: number | undefined, durationMs: number): void;
+}
+
+/** The sidecar's default: every request to the connection's original destination. */
+export const ORIGINAL_DESTINATION: RequestDecider = {
+  decide: (_req, dst) => (dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION),
+};
+
+const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: ';
+const NO_DESTINATION: LocalReply = { kind: 'reply', status: 503, body: `${UPSTREAM_FAILURE}no original destination\n` };
 
 export interface HttpHandlerOptions {
   readonly stats: DirectionStats;
@@ -21,12 +62,14 @@ export interface HttpHandlerOptions {
   readonly allowHttp10: boolean;
   /** Where each accepted connection was going; set by the listener before handing it over. */
   readonly destinationOf: (socket: Socket) => Endpoint | undefined;
+  /** Default ORIGINAL_DESTINATION. */
+  readonly decider?: RequestDecider;
 }
 
 /** Headers that describe one hop and are not forwarded (RFC 9110 7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
-function forwardedHeaders(raw: readonly string[], dropExpect: boolean): string[] {
+function forwardedHeaders(raw: readonly string[], dropExpect: boolean, target?: ForwardTarget): string[] {
   const named = new Set<string>();
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.toLowerCase() === 'connection') {
@@ -37,12 +80,17 @@ function forwardedHeaders(raw: readonly string[], dropExpect: boolean): string[]
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     if (HOP_BY_HOP.has(name) || named.has(name) || (dropExpect && name === 'expect')) continue;
+    if (target?.removeHeaders?.includes(name)) continue;
+    if (target?.setHeaders?.some(([n]) => n === name)) continue;
     out.push(raw[i]!, raw[i + 1]!);
   }
+  if (target?.setHeaders) for (const [n, v] of target.setHeaders) out.push(n, v);
   return out;
 }
 
-const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: ';
+function sendReply(res: ServerResponse, reply: LocalReply): void {
+  res.writeHead(reply.status, { 'content-type': 'text/plain', ...reply.headers, 'content-length': Buffer.byteLength(reply.body) }).end(reply.body);
+}
 
 export class HttpHandler {
   readonly server: Server;
@@ -88,38 +136,77 @@ export class HttpHandler {
     s.rqTotal++;
     s.rqActive++;
     if (this.draining) res.shouldKeepAlive = false;
+    let verdict: Verdict | undefined;
     res.on('close', () => {
       s.rqActive--;
       // A request whose client left before any answer has no status (statusCode would read 200).
-      if (res.headersSent) s.recordResponse(res.statusCode, performance.now() - started);
+      const status = res.headersSent ? res.statusCode : undefined;
+      const ms = performance.now() - started;
+      if (status !== undefined) s.recordResponse(status, ms);
+      this.decider.completed?.(req, verdict, status, ms);
     });
     if (req.httpVersion === '1.0' && !this.o.allowHttp10) {
       res.writeHead(426, { connection: 'close', 'content-length': 0 }).end();
       return;
     }
-    const dst = this.o.destinationOf(req.socket);
-    if (!dst) {
-      res.writeHead(503, { 'content-type': 'text/plain' }).end(`${UPSTREAM_FAILURE}no original destination\n`);
-      return;
+    const decided = this.decide(req);
+    const go = (v: Verdict): void => {
+      verdict = v;
+      if (v.kind === 'reply') {
+        // The body was not read: after a local answer the connection cannot be reused safely.
+        if (!req.complete) res.shouldKeepAlive = false;
+        sendReply(res, v);
+      } else {
+        this.send(req, res, v, expectContinue);
+      }
+    };
+    if (decided instanceof Promise) decided.then(go, (err: Error) => go(decisionFailed(err)));
+    else go(decided);
+  }
+
+  private get decider(): RequestDecider {
+    return this.o.decider ?? ORIGINAL_DESTINATION;
+  }
+
+  /** The decider's verdict; a decider that throws answers 500 instead of taking the process down. */
+  private decide(req: IncomingMessage): Verdict | Promise<Verdict> {
+    try {
+      return this.decider.decide(req, this.o.destinationOf(req.socket));
+    } catch (err) {
+      return decisionFailed(err as Error);
     }
-    const headers = forwardedHeaders(req.rawHeaders, !expectContinue) as unknown as OutgoingHttpHeaders;
+  }
+
+  private send(req: IncomingMessage, res: ServerResponse, target: ForwardTarget, expectContinue: boolean): void {
+    const s = this.o.stats;
     const up = request({
       agent: this.agent,
-      host: dst.address,
-      port: dst.port,
+      host: target.address,
+      port: target.port,
       method: req.method,
-      path: req.url,
-      headers,
+      path: target.path ?? req.url,
+      headers: forwardedHeaders(req.rawHeaders, !expectContinue, target) as unknown as OutgoingHttpHeaders,
       setHost: false,
-      localAddress: sourceFor(this.o.upstream, dst, req.socket.remoteAddress),
+      localAddress: sourceFor(this.o.upstream, target, req.socket.remoteAddress),
     });
     if (expectContinue) up.on('continue', () => res.writeContinue());
+    if (target.timeoutMs) {
+      const timer = setTimeout(() => {
+        if (res.headersSent) return;
+        s.upstreamRqTimeouts++;
+        res.writeHead(504, { 'content-type': 'text/plain', connection: 'close' }).end('upstream request timeout\n');
+        up.destroy();
+      }, target.timeoutMs);
+      up.once('response', () => clearTimeout(timer));
+      res.once('close', () => clearTimeout(timer));
+    }
     up.on('response', (upRes: IncomingMessage) => {
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, forwardedHeaders(upRes.rawHeaders, false));
       upRes.pipe(res);
       upRes.on('error', () => res.destroy());
     });
     up.on('error', (err: NodeJS.ErrnoException) => {
+      if (res.headersSent && res.statusCode === 504) return;
       s.upstreamRqErrors++;
       if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'ETIMEDOUT') {
         s.upstreamCxConnectFail++;
@@ -137,16 +224,29 @@ export class HttpHandler {
     req.pipe(up);
   }
 
-  /** Upgrade (WebSocket) and CONNECT: the request head goes up as is, then bytes flow both ways. */
+  /** Upgrade (WebSocket) and CONNECT: decided like a request; the head goes up as is, then bytes flow both ways. */
   private tunnel(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    const dst = this.o.destinationOf(socket);
-    if (!dst) {
-      socket.destroy();
-      return;
-    }
-    const upstream = connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, socket.remoteAddress));
-    let lines = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
-    for (let i = 0; i < req.rawHeaders.length; i += 2) lines += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
+    socket.on('error', () => undefined);
+    const decided = this.decide(req);
+    const go = (v: Verdict): void => {
+      if (socket.destroyed) return;
+      if (v.kind === 'reply') {
+        socket.end(`HTTP/1.1 ${v.status} ${STATUS_CODES[v.status] ?? ''}\r\ncontent-type: text/plain\r\n`
+          + `${Object.entries(v.headers ?? {}).map(([n, x]) => `${n}: ${x}\r\n`).join('')}`
+          + `content-length: ${Buffer.byteLength(v.body)}\r\nconnection: close\r\n\r\n${v.body}`);
+        return;
+      }
+      this.open(req, socket, head, v);
+    };
+    if (decided instanceof Promise) decided.then(go, (err: Error) => go(decisionFailed(err)));
+    else go(decided);
+  }
+
+  private open(req: IncomingMessage, socket: Socket, head: Buffer, target: ForwardTarget): void {
+    const upstream = connectUpstream(this.o.upstream, target, sourceFor(this.o.upstream, target, socket.remoteAddress));
+    const raw = target.removeHeaders || target.setHeaders ? editedRawHeaders(req.rawHeaders, target) : req.rawHeaders;
+    let lines = `${req.method} ${target.path ?? req.url} HTTP/${req.httpVersion}\r\n`;
+    for (let i = 0; i < raw.length; i += 2) lines += `${raw[i]}: ${raw[i + 1]}\r\n`;
     upstream.write(`${lines}\r\n`);
     if (head.length > 0) upstream.write(head);
     upstream.on('error', (err) => {
@@ -157,4 +257,21 @@ export class HttpHandler {
     socket.on('error', () => upstream.destroy());
     socket.pipe(upstream).pipe(socket);
   }
+}
+
+/** A tunnel keeps its hop-by-hop headers (Upgrade, Connection): only the target's own edits apply. */
+function editedRawHeaders(raw: readonly string[], target: ForwardTarget): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (target.removeHeaders?.includes(name) || target.setHeaders?.some(([n]) => n === name)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  for (const [n, v] of target.setHeaders ?? []) out.push(n, v);
+  return out;
+}
+
+function decisionFailed(err: Error): LocalReply {
+  log.error(`request decision failed: ${err.message}`, { stack: err.stack });
+  return { kind: 'reply', status: 500, body: 'internal error deciding this request\n' };
 }

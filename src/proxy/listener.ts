@@ -4,10 +4,10 @@
 // server-first protocols (the server speaks first: SMTP, MySQL) are not held up.
 import { Server, type Socket } from 'node:net';
 import { scope } from '../log/logger.js';
-import { HttpHandler } from './http-handler.js';
+import { HttpHandler, type RequestDecider } from './http-handler.js';
 import { originalDestination, transparentListenerFd, type Endpoint } from './socket-options.js';
 import { sniff } from './sniff.js';
-import type { Direction, ProxyStats } from './stats.js';
+import type { Direction, DirectionStats, ProxyStats } from './stats.js';
 import { relay } from './tcp-relay.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
@@ -31,6 +31,8 @@ export interface CaptureListenerOptions {
   readonly localAddresses: () => ReadonlySet<string>;
   readonly forward100Continue: boolean;
   readonly allowHttp10: boolean;
+  /** Where HTTP requests go; default: the original destination (policy plugs in inbound). */
+  readonly decider?: RequestDecider;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
@@ -38,6 +40,21 @@ const destinations = new WeakMap<Socket, Endpoint>();
 function isLocal(address: string, local: ReadonlySet<string>): boolean {
   const a = address.replace(/^::ffff:(?=\d+\.)/, '');
   return a.startsWith('127.') || a === '::1' || local.has(a);
+}
+
+/** Counts an accepted connection in `stats` (and keeps it in `open`) until it closes. */
+export function trackDownstream(downstream: Socket, stats: DirectionStats, open: Set<Socket>): void {
+  stats.cxTotal++;
+  stats.cxActive++;
+  open.add(downstream);
+  downstream.on('close', (hadError) => {
+    stats.cxActive--;
+    stats.rxBytes += downstream.bytesRead;
+    stats.txBytes += downstream.bytesWritten;
+    if (hadError) stats.cxErrors++;
+    open.delete(downstream);
+  });
+  downstream.on('error', () => { /* counted on close; never fatal */ });
 }
 
 export class CaptureListener {
@@ -52,6 +69,7 @@ export class CaptureListener {
       forward100Continue: o.forward100Continue,
       allowHttp10: o.allowHttp10,
       destinationOf: (socket) => destinations.get(socket),
+      ...(o.decider ? { decider: o.decider } : {}),
     });
     this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (socket) => this.onConnection(socket));
     this.server.on('error', (err) => log.error(`${o.direction} listener error`, { error: err.message }));
@@ -100,18 +118,7 @@ export class CaptureListener {
   }
 
   private onConnection(downstream: Socket): void {
-    const stats = this.o.stats.of(this.o.direction);
-    stats.cxTotal++;
-    stats.cxActive++;
-    this.open.add(downstream);
-    downstream.on('close', (hadError) => {
-      stats.cxActive--;
-      stats.rxBytes += downstream.bytesRead;
-      stats.txBytes += downstream.bytesWritten;
-      if (hadError) stats.cxErrors++;
-      this.open.delete(downstream);
-    });
-    downstream.on('error', () => { /* counted on close; never fatal */ });
+    trackDownstream(downstream, this.o.stats.of(this.o.direction), this.open);
 
     const dst = this.o.transparent
       ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 }

@@ -61,6 +61,8 @@ export class DirectionStats {
   upstreamCxConnectTimeout = 0;
   /** Requests failed for an upstream reason (refused, reset, timeout): answered 503 or reset. */
   upstreamRqErrors = 0;
+  /** Requests answered 504 because the route's timeout passed before the upstream's response head. */
+  upstreamRqTimeouts = 0;
 
   recordResponse(status: number, durationMs: number): void {
     this.rqByCode.set(status, (this.rqByCode.get(status) ?? 0) + 1);

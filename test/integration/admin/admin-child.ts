@@ -27,6 +27,8 @@ const server = await startAdminServer({
     clusters: () => [],
     drainListeners: () => undefined,
     setHealthcheckFailed: () => undefined,
+    decisions: () => [],
+    extraStats: () => [],
     quit: () => {
       void server?.close().then(() => process.exit(0));
     },

@@ -62,6 +62,8 @@ function hooks(calls: Calls, state: { value: ServerState }, stats: ProxyStats, r
     drainListeners: () => { calls.drain++; },
     setHealthcheckFailed: (failed) => { calls.healthcheck.push(failed); },
     quit: () => { calls.quit++; },
+    decisions: () => [{ listener: 'gateway_8080', path: '/headers', jwt: 'absent', authz: 'allowed: no policies', route: 'no route', status: 404 }],
+    extraStats: () => [{ name: 'http.gateway.decisions.route.no_route', value: 1 }],
   };
 }
 
@@ -85,6 +87,14 @@ describe('admin API (real server)', () => {
     server = started;
   });
   after(() => server?.close());
+
+  it('/debug/decisions lists the last decisions; /stats shows the extra counters', async () => {
+    const answer = await get('/debug/decisions');
+    assert.equal(answer.status, 200);
+    const body = JSON.parse(answer.body) as { decisions: { route: string; status: number }[] };
+    assert.deepEqual(body.decisions.map((d) => [d.route, d.status]), [['no route', 404]]);
+    assert.match((await get('/stats')).body, /^http\.gateway\.decisions\.route\.no_route: 1$/m);
+  });
 
   it('listens on the loopback addresses only', () => {
     assert.ok(server.port > 0);

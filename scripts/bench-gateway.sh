@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# `make bench`, the ingress gateway: the same keep-alive HTTP load (wrk), every request carrying
+# Istio's sample token (groups-scope.jwt, RS256), in one run, two ways:
+#   nginx   : nginx (worker_processes 1) as a reverse proxy, passing the requests on (no JWT check);
+#   gateway : `pilot-agent proxy router` validating the JWT (RequestAuthentication), matching the
+#             VirtualService rule on `@request.auth.claims.groups` and routing;
+# both to the same upstream, nginx serving a 1 KiB file. All in one network namespace made here
+# (removed on exit); with 2+ CPUs the proxy under test gets CPU 1, wrk and the upstream CPU 0.
+# The access logs are off on both sides (nginx `access_log off`, mesh config `accessLogFile: ""`).
+#   scripts/bench-gateway.sh          (needs root; without it, says so and exits 0)
+# Environment: PILOT_AGENT_BIN, BENCH_ROUNDS (3), BENCH_DURATION (5), BENCH_WARMUP (1),
+# BENCH_CONNECTIONS (32), BENCH_THREADS (1), BENCH_PIN (1). Target, reported: gateway >= nginx.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
+agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
+jwt_dir=$PWD/test/fixtures/jwt
+rounds=${BENCH_ROUNDS:-3}
+duration=${BENCH_DURATION:-5}
+warmup=${BENCH_WARMUP:-1}
+conns=${BENCH_CONNECTIONS:-32}
+threads=${BENCH_THREADS:-1}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bench-gateway: skipped (needs root: it makes a network namespace)"
+  exit 0
+fi
+ensure_bench_tools
+node=$(command -v node)
+pin_load=() pin_proxy=()
+if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
+  pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
+fi
+
+ns="pa-bench-gw-$$"
+work=$(mktemp -d /tmp/pa-bench-gateway.XXXXXX)
+chmod 755 "$work" # nginx workers run as nobody
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
+  ip netns del "$ns" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "bench-gateway: interrupted" >&2; exit 130' INT TERM
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+
+# ---- the upstream (nginx, 1 KiB on :8080) and the reference proxy (nginx on :8001)
+mkdir -p "$work/www" "$work/upstream" "$work/proxy" "$work/gw/etc/mesh/resources" "$work/gw/etc/mesh/pod" "$work/gw/etc/mesh/config"
+head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
+{ nginx_common "$work/upstream"; cat <<EOF
+  sendfile on;
+  open_file_cache max=16;
+  default_type text/html;
+  server { listen 127.0.0.1:8080; root $work/www; }
+}
+EOF
+} > "$work/upstream/nginx.conf"
+{ nginx_common "$work/proxy"; cat <<EOF
+  upstream app { server 127.0.0.1:8080; keepalive 64; keepalive_requests 1000000; keepalive_timeout 300s; }
+  server {
+    listen 127.0.0.1:8001;
+    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+} > "$work/proxy/nginx.conf"
+start_nginx "$ns" "$work/upstream" ${pin_load[@]+"${pin_load[@]}"}
+start_nginx "$ns" "$work/proxy" ${pin_proxy[@]+"${pin_proxy[@]}"}
+nginx_worker=$worker
+
+# ---- the gateway: Gateway :8000, a claim-matching route, the RequestAuthentication (inline key set)
+echo 'mesh="ingressgateway"' > "$work/gw/etc/mesh/pod/labels"
+echo 'accessLogFile: ""' > "$work/gw/etc/mesh/config/mesh"
+cat > "$work/gw/etc/mesh/resources/gateway.yaml" <<EOF
+apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: ingressgateway, namespace: mesh-system}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8000, name: http, protocol: HTTP}
+    hosts: ["*"]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: app, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [ingressgateway]
+  http:
+  - match:
+    - uri: {prefix: /1k}
+      headers:
+        "@request.auth.claims.groups": {exact: group1}
+    route:
+    - destination: {host: 127.0.0.1, port: {number: 8080}}
+---
+apiVersion: security.mesh.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: mesh-system}
+spec:
+  selector: {matchLabels: {mesh: ingressgateway}}
+  jwtRules:
+  - issuer: testing@secure.istio.io
+    jwks: '$(tr -d '\n' < "$jwt_dir/jwks.json")'
+EOF
+cd "$work/gw" # the gateway reads ./etc/mesh/... from its working directory
+env POD_NAMESPACE=mesh-system ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} \
+  "$node" "$agent" proxy router --log_target stderr > "$work/gateway.log" 2>&1 &
+gateway=$!
+pids+=("$gateway")
+cd - > /dev/null
+if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
+  echo "bench-gateway: the gateway did not become ready:" >&2
+  cat "$work/gateway.log" >&2
+  exit 1
+fi
+wait_port "$ns" 127.0.0.1 8001
+token=$(cat "$jwt_dir/groups-scope.jwt")
+check=$(ip netns exec "$ns" "$node" -e "fetch('http://127.0.0.1:8000/1k.html', { headers: { authorization: 'Bearer $token' } }).then((r) => console.log(r.status), (e) => console.log(e.message))")
+if [ "$check" != 200 ]; then
+  echo "bench-gateway: a request with the token got $check, not 200" >&2
+  cat "$work/gateway.log" >&2
+  exit 1
+fi
+# env, ip netns exec and taskset exec in turn: $gateway is the node process itself.
+
+# ---- measurements
+declare -A url_of=([nginx]=http://127.0.0.1:8001/1k.html [gateway]=http://127.0.0.1:8000/1k.html)
+declare -A proxy_of=([nginx]=$nginx_worker [gateway]=$gateway)
+declare -A rps p50 p99 errs cpu_ticks cpu_ns
+setups=(nginx gateway)
+hz=$(getconf CLK_TCK)
+run_wrk() { # setup
+  local s=$1 out t0 t1 c0 c1 proxy=${proxy_of[$1]}
+  local wrk=(ip netns exec "$ns" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" -H "Authorization: Bearer $token")
+  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
+  c0=$(ticks "$proxy") t0=$(now_ns)
+  out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
+  c1=$(ticks "$proxy") t1=$(now_ns)
+  cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
+  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+  rps[$s]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$out") "
+  p50[$s]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$out")") "
+  p99[$s]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$out")") "
+  errs[$s]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$out")
+}
+echo "== bench-gateway: wrk -t$threads -c$conns with a JWT on every request, ${rounds} rounds of ${warmup}s + ${duration}s per setup"
+round_ratio=''
+for ((r = 1; r <= rounds; r++)); do
+  for s in "${setups[@]}"; do run_wrk "$s"; done
+  rr=$(ratio "$(last "${rps[gateway]}")" "$(last "${rps[nginx]}")")
+  round_ratio+="$rr "
+  printf '   round %d: nginx %s req/s (p99 %s ms)  gateway %s req/s (p99 %s ms)  gateway/nginx %sx\n' "$r" \
+    "$(last "${rps[nginx]}")" "$(last "${p99[nginx]}")" "$(last "${rps[gateway]}")" "$(last "${p99[gateway]}")" "$rr"
+done
+gw_rss=$(rss_mib "$gateway")
+counters=$(ip netns exec "$ns" "$agent" request GET stats 2>/dev/null | grep -E '^http\.gateway\.decisions\.(jwt\.valid|route\.routed):' | tr '\n' ' ' || true)
+
+echo
+echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring"
+row() { printf '%-34s %9s %8s %8s %10s\n' "$@"; }
+cpu_pct() { awk -v c="${cpu_ticks[$1]}" -v hz="$hz" -v ns="${cpu_ns[$1]}" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
+row setup req/s "p50 ms" "p99 ms" "proxy CPU"
+declare -A label=([nginx]='nginx, 1 worker (no JWT check)' [gateway]='gateway (JWT + claim route)')
+# shellcheck disable=SC2086 # the per-round lists split on spaces
+for s in "${setups[@]}"; do
+  row "${label[$s]}" "$(printf '%.0f' "$(median ${rps[$s]})")" "$(printf '%.2f' "$(median ${p50[$s]})")" \
+    "$(printf '%.2f' "$(median ${p99[$s]})")" "$(cpu_pct "$s")"
+done
+# shellcheck disable=SC2086
+r_nginx=$(median $round_ratio)
+printf 'throughput gateway/nginx  %6sx  (median of per-round ratios)  target >= 1.00: %s\n' "$r_nginx" \
+  "$(awk -v r="$r_nginx" 'BEGIN { print (r >= 1) ? "met" : "MISSED" }')"
+printf 'gateway RSS %s MiB; its counters: %s\n' "$gw_rss" "${counters:-?}"
+for s in "${setups[@]}"; do
+  if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
+done
+exit 0

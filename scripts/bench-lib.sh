@@ -1,0 +1,95 @@
+# Shell functions shared by the benches (sourced). They expect `pids` (an array of the PIDs to end
+# on exit) and, for start_nginx, `work` (a scratch directory).
+alive() { # exists and is not a zombie
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+stop_pids() { # TERM, up to 8 s (the sidecar drains), then KILL; each by its own PID
+  local pid i any
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for ((i = 0; i < 80; i++)); do
+    any=0
+    for pid in "$@"; do alive "$pid" && any=1; done
+    [ $any -eq 0 ] && break
+    sleep 0.1
+  done
+  for pid in "$@"; do if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi; done
+}
+forget() { # stopped PIDs leave the list (a reused PID is never signalled)
+  local keep=() p q
+  for p in "${pids[@]}"; do
+    for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+    keep+=("$p")
+  done
+  pids=(${keep[@]+"${keep[@]}"})
+}
+
+wait_port() { # ns host port: until a TCP connect succeeds (10 s)
+  local i
+  for ((i = 0; i < 100; i++)); do
+    ip netns exec "$1" bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "bench: nothing listens on $2:$3 in $1" >&2
+  return 1
+}
+ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; } # utime + stime
+rss_mib() { awk -v f="${2:-VmRSS}" '$1 == f ":" { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+now_ns() { date +%s%N; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+nginx_common() { # prefix dir
+  cat <<EOF
+worker_processes 1;
+daemon off;
+pid $1/nginx.pid;
+error_log $1/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  keepalive_timeout 300s;
+  client_body_temp_path $1/body;
+  proxy_temp_path $1/proxy;
+  fastcgi_temp_path $1/fastcgi;
+  uwsgi_temp_path $1/uwsgi;
+  scgi_temp_path $1/scgi;
+EOF
+}
+
+start_nginx() { # ns dir pin... ; sets $started (master), adds master and worker to pids
+  local ns=$1 dir=$2 i w=
+  shift 2
+  ip netns exec "$ns" "$@" nginx -e "$dir/error.log" -p "$dir" -c "$dir/nginx.conf" > /dev/null 2>&1 &
+  started=$!
+  pids+=("$started")
+  for ((i = 0; i < 50 && ${#w} == 0; i++)); do
+    w=$(awk '{ print $1 }' "/proc/$started/task/$started/children" 2>/dev/null) || true
+    [ -n "$w" ] || sleep 0.1
+  done
+  [ -n "$w" ] || { echo "bench: nginx did not start in $ns:" >&2; cat "$dir/error.log" >&2; exit 1; }
+  worker=$w
+  pids+=("$worker")
+}
+
+to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
+
+last() { eval "set -- \$1"; [ $# -gt 0 ] && echo "${!#}"; } # the last word of a list
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+# Tools: wrk (load), nginx (the peer service and the reference proxy), iproute2, iptables, setpriv, taskset.
+ensure_bench_tools() {
+  export PATH="$PATH:/usr/sbin:/sbin"
+  local cmd missing=()
+  declare -A wanted=([wrk]=wrk [nginx]=nginx [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux)
+  for cmd in "${!wanted[@]}"; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "bench: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
+  fi
+}

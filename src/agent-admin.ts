@@ -1,0 +1,83 @@
+// What the admin API (15000) shows and does, read from the running agent: Istio's node id,
+// listeners and clusters under the names operators' dashboards expect, the config dump with the
+// loaded resources, the request decisions.
+import type { Registry } from 'prom-client';
+import type { AdminHooks, StatValue } from './admin/server.js';
+import type { Agent } from './agent.js';
+import { PORTS } from './agent.js';
+import { loadedResources } from './agent-resources.js';
+import { buildInfo } from './version/build-info.js';
+
+/** Istio's node id: `sidecar~<ip>~<pod>.<namespace>~<domain>`. */
+function nodeId(agent: Agent): string {
+  const e = agent.env;
+  return `${agent.options.type}~${e.INSTANCE_IP}~${e.POD_NAME}.${e.POD_NAMESPACE}~${agent.options.domain}`;
+}
+
+/** What the admin API shows and does, read from the running agent. */
+export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
+  // The dual-stack `::` listeners are shown as Istio's virtualOutbound/virtualInbound (0.0.0.0_15001),
+  // the names operators' dashboards and `/stats` filters expect.
+  const listenerInfo = () => [
+    ...agent.listeners.map((l) => ({ name: l.name, address: l.address === '::' ? '0.0.0.0' : l.address, port: l.port })),
+    ...(agent.router?.info() ?? []).map((l) => ({ name: l.name, address: l.address, port: l.port })),
+  ];
+  const clusterInfo = () => (['outbound', 'inbound'] as const).map((direction) => {
+    const s = agent.stats.of(direction);
+    return {
+      name: direction === 'outbound' ? 'PassthroughCluster' : 'InboundPassthroughCluster',
+      address: direction === 'outbound' ? 'original destination' : agent.env.INBOUND_INTERCEPTION_MODE === 'TPROXY' ? 'client address (TPROXY)' : '127.0.0.6',
+      port: 0, cxActive: s.upstreamCxActive, cxTotal: s.upstreamCxTotal, rqTotal: s.rqTotal, connectFail: s.upstreamCxConnectFail,
+    };
+  });
+  return {
+    stats: agent.stats,
+    proxyRegistry,
+    state: agent.state,
+    serverInfo: () => ({
+      version: buildInfo().version,
+      state: agent.state(),
+      uptime_current_epoch: `${Math.round((performance.timeOrigin + performance.now() - agent.startedAt) / 1000)}s`,
+      node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
+      command_line_options: {
+        concurrency: agent.options.concurrency, log_level: agent.options.logLevels.level,
+        component_log_level: Object.fromEntries(agent.options.logLevels.components), drain_time: `${agent.mesh.defaultConfig.drainDurationMs / 1000}s`,
+        termination_drain_time: `${agent.mesh.defaultConfig.terminationDrainDurationMs / 1000}s`,
+      },
+    }),
+    configDump: () => ({
+      bootstrap: {
+        node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
+        admin: { port: PORTS.admin }, proxy_type: agent.options.type, domain: agent.options.domain,
+        mesh_config_source: agent.mesh.source, proxy_config: agent.mesh.defaultConfig,
+        interception_mode: agent.env.INBOUND_INTERCEPTION_MODE || 'REDIRECT',
+      },
+      listeners: listenerInfo(),
+      routes: agent.router ? agent.resources.snapshot?.virtualServices ?? [] : [],
+      clusters: clusterInfo(),
+      loaded_resources: loadedResources(agent.resources.snapshot),
+      configuration_version: agent.resources.snapshot?.version ?? 0,
+      rejected_resources: agent.resources.lastRejections,
+      jwks: agent.security.authenticator.keyStatus(),
+      mesh_config: agent.mesh.raw,
+    }),
+    listeners: listenerInfo,
+    clusters: clusterInfo,
+    drainListeners: agent.drainListeners,
+    setHealthcheckFailed: agent.setHealthcheckFailed,
+    quit: agent.quit,
+    decisions: () => agent.decisions.recent(),
+    extraStats: () => extraStats(agent),
+  };
+}
+
+/** Decision counts (`http.<listener kind>.decisions.<stage>.<outcome>`) for /stats. */
+function extraStats(agent: Agent): StatValue[] {
+  const out: StatValue[] = [];
+  const kind = agent.router ? 'gateway' : 'inbound';
+  for (const [stage, byOutcome] of agent.decisions.counts) {
+    for (const [outcome, value] of byOutcome) out.push({ name: `http.${kind}.decisions.${stage}.${outcome}`, value });
+  }
+  for (const [kind, value] of agent.resources.rejectCounts) out.push({ name: `config.rejects.${kind}`, value });
+  return out;
+}

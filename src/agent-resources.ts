@@ -1,0 +1,120 @@
+// The agent's view of the mesh resources: read from the configSources directories, watched, and
+// applied to what uses them — the JWT and policy checks (sidecar and gateway), the gateway's
+// listeners and routes, the DNS proxy's names. A rejected resource never displaces the last good one.
+import type { Counter } from 'prom-client';
+import { formatRejection } from './config/resources/format.js';
+import { sourceDirectories, watchResources } from './config/resources/watcher.js';
+import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from './config/resources/workload.js';
+import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from './config/resources/types.js';
+import { planListeners } from './gateway/listener-plan.js';
+import type { GatewayRouter } from './gateway/router.js';
+import { buildRouteTable } from './gateway/routing/index.js';
+import { scope } from './log/logger.js';
+import type { RequestSecurity } from './security/request-security.js';
+
+const log = scope('default');
+
+/** The last rejections kept for /config_dump. */
+const KEPT_REJECTIONS = 50;
+
+export interface MeshResourcesOptions {
+  readonly cwd: string;
+  readonly configSources: readonly string[];
+  readonly workload: Workload;
+  readonly debounceMs: number;
+  readonly security: RequestSecurity;
+  readonly router?: GatewayRouter;
+  readonly dns?: { setServiceEntries(entries: readonly ServiceEntry[]): void };
+  readonly rejects: Counter<'kind'>;
+  readonly onWatchFailure: () => void;
+}
+
+export class MeshResources {
+  private current: ResourceSnapshot | undefined;
+  private readonly rejections: Rejection[] = [];
+  /** Rejections by kind since start (/stats `config.rejects.<kind>`). */
+  readonly rejectCounts = new Map<string, number>();
+  private watcher: { close(): void } | undefined;
+  private applying: Promise<void> = Promise.resolve();
+  readonly directories: readonly string[];
+
+  constructor(private readonly o: MeshResourcesOptions) {
+    this.directories = sourceDirectories(o.configSources, o.cwd);
+  }
+
+  /** Reads every source, applies it, then watches for changes. Resolves once the first state is in force. */
+  async start(): Promise<void> {
+    const watcher = await watchResources({
+      directories: [...this.directories],
+      defaultNamespace: this.o.workload.namespace,
+      debounceMs: this.o.debounceMs,
+      onChange: (snapshot) => { void this.apply(snapshot); },
+      onRejection: (r) => this.reject(r),
+      onWatchFailure: (dir, err) => {
+        this.o.onWatchFailure();
+        log.warn(`cannot watch ${dir} (${err.message}): polling it instead`);
+      },
+    });
+    this.watcher = watcher;
+    await this.apply(watcher.snapshot());
+  }
+
+  get snapshot(): ResourceSnapshot | undefined {
+    return this.current;
+  }
+
+  get lastRejections(): readonly Rejection[] {
+    return this.rejections;
+  }
+
+  close(): void {
+    this.watcher?.close();
+  }
+
+  private reject(r: Rejection): void {
+    log.warn(`configuration rejected: ${formatRejection(r)}`);
+    const kind = r.kind ?? 'unknown';
+    this.o.rejects.inc({ kind });
+    this.rejectCounts.set(kind, (this.rejectCounts.get(kind) ?? 0) + 1);
+    this.rejections.push(r);
+    if (this.rejections.length > KEPT_REJECTIONS) this.rejections.shift();
+  }
+
+  /** Applies snapshots one after the other (a listener change takes a moment). */
+  private apply(snapshot: ResourceSnapshot): Promise<void> {
+    this.applying = this.applying.then(() => this.applyNow(snapshot)).catch((err: Error) => {
+      log.error(`applying configuration version ${snapshot.version} failed: ${err.message}`, { stack: err.stack });
+    });
+    return this.applying;
+  }
+
+  private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
+    const { workload } = this.o;
+    const rules = requestAuthenticationsFor(snapshot, workload).flatMap((r) => r.jwtRules);
+    const policies = authorizationPoliciesFor(snapshot, workload);
+    this.o.security.configure(rules, policies);
+    this.o.dns?.setServiceEntries(snapshot.serviceEntries);
+    if (this.o.router) {
+      const gateways = gatewaysFor(snapshot, workload);
+      const plan = planListeners(gateways, this.o.cwd);
+      const table = buildRouteTable(gateways, snapshot.virtualServices);
+      for (const warning of [...plan.warnings, ...table.warnings]) log.warn(`gateway: ${warning}`);
+      await this.o.router.update(table, plan.ports);
+    }
+    this.current = snapshot;
+    log.info(`configuration version ${snapshot.version} in force: ${summary(snapshot)}; `
+      + `${rules.length} JWT rule(s) and ${policies.length} authorization policy(ies) select this workload`);
+  }
+}
+
+function summary(s: ResourceSnapshot): string {
+  return `${s.gateways.length} Gateway, ${s.virtualServices.length} VirtualService, ${s.serviceEntries.length} ServiceEntry, `
+    + `${s.requestAuthentications.length} RequestAuthentication, ${s.authorizationPolicies.length} AuthorizationPolicy`;
+}
+
+/** The loaded resources as /config_dump lists them. */
+export function loadedResources(s: ResourceSnapshot | undefined): { kind: string; namespace: string; name: string; file: string }[] {
+  if (!s) return [];
+  return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.requestAuthentications, ...s.authorizationPolicies]
+    .map((r) => ({ kind: r.meta.kind, namespace: r.meta.namespace, name: r.meta.name, file: `${r.meta.origin.file}[${r.meta.origin.index}]` }));
+}

@@ -1,0 +1,106 @@
+// Why each request got the answer it got: the JWT outcome, the policy outcome and the route, kept
+// for the last few hundred requests (`pilot-agent request GET /debug/decisions`) and counted by
+// outcome (metrics, /stats), and written to the access log. Shared by the gateway and the
+// sidecar's inbound policy checks.
+import type { IncomingMessage } from 'node:http';
+
+export type DecisionStage = 'jwt' | 'authz' | 'route';
+
+export interface Decision {
+  /** ISO time the request arrived. */
+  readonly time: string;
+  /** The listener: `gateway_8080`, `inbound`. */
+  readonly listener: string;
+  readonly method: string;
+  readonly authority: string;
+  readonly path: string;
+  /** `absent`, `valid`, or `invalid: <reason>`. */
+  readonly jwt: string;
+  /** `iss/sub` of a valid token. */
+  readonly principal?: string;
+  /** `allowed: ...` or `denied: ...`, with the policy that decided. */
+  readonly authz: string;
+  /** Which rule matched, or why none did (gateway only). */
+  readonly route?: string;
+  /** `host:port` the request went to. */
+  readonly upstream?: string;
+  /** Undefined: the client left before an answer. */
+  readonly status?: number;
+  readonly durationMs: number;
+}
+
+/** A decision being made: filled in as the request passes each stage. */
+export interface DecisionDraft {
+  time: string;
+  listener: string;
+  method: string;
+  authority: string;
+  path: string;
+  jwt: string;
+  principal?: string;
+  authz: string;
+  route?: string;
+  upstream?: string;
+}
+
+export const DECISION_LOG_SIZE = 500;
+
+/** Where finished decisions also go (the access log). */
+export interface DecisionSink {
+  write(decision: Decision): void;
+}
+
+/** A ring of the last decisions plus counts by stage and outcome. */
+export class DecisionLog {
+  private readonly ring: (Decision | undefined)[];
+  private next = 0;
+  private readonly drafts = new WeakMap<IncomingMessage, DecisionDraft>();
+  /** The access log, when one is configured. */
+  sink: DecisionSink | undefined;
+  /** `stage` → `outcome` → count. Outcomes are short words: absent/valid/invalid, allowed/denied, routed/no_route... */
+  readonly counts = new Map<DecisionStage, Map<string, number>>();
+
+  constructor(readonly capacity = DECISION_LOG_SIZE) {
+    this.ring = new Array<Decision | undefined>(capacity);
+  }
+
+  count(stage: DecisionStage, outcome: string): void {
+    let byOutcome = this.counts.get(stage);
+    if (!byOutcome) this.counts.set(stage, (byOutcome = new Map()));
+    byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
+  }
+
+  /** Starts the decision of a request, as it arrives on `listener`. */
+  begin(req: IncomingMessage, listener: string): DecisionDraft {
+    const draft: DecisionDraft = {
+      time: new Date().toISOString(), listener, method: req.method ?? 'GET',
+      authority: req.headers.host ?? '', path: req.url ?? '/', jwt: 'absent', authz: '',
+    };
+    this.drafts.set(req, draft);
+    return draft;
+  }
+
+  /** Records the decision begun for `req` once its answer is complete (status undefined: abandoned). */
+  complete(req: IncomingMessage, status: number | undefined, durationMs: number): void {
+    const draft = this.drafts.get(req);
+    if (!draft) return;
+    const decision: Decision = { ...draft, ...(status !== undefined ? { status } : {}), durationMs };
+    this.record(decision);
+    this.sink?.write(decision);
+  }
+
+  record(decision: Decision): void {
+    this.ring[this.next] = decision;
+    this.next = (this.next + 1) % this.capacity;
+  }
+
+  /** Oldest first, at most `limit` of the newest. */
+  recent(limit = this.capacity): Decision[] {
+    const out: Decision[] = [];
+    for (let i = 0; i < this.capacity; i++) {
+      const d = this.ring[(this.next + i) % this.capacity];
+      if (d) out.push(d);
+    }
+    return out.slice(Math.max(0, out.length - limit));
+  }
+}

@@ -1,0 +1,243 @@
+// `pilot-agent proxy router`: listens on the ports of the Gateway servers that select this
+// workload, and for each request checks the JWT and the policies, then routes by the
+// VirtualServices bound to those gateways (claims included). Listeners follow configuration
+// changes: a new port opens, a removed one stops accepting (its connections finish), and routes
+// change for the next request without touching established connections.
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
+import { createSecureContext, Server as TlsServer, type SecureContext, type TLSSocket } from 'node:tls';
+import { scope } from '../log/logger.js';
+import { HttpHandler, type ForwardTarget, type RequestDecider, type Verdict } from '../proxy/http-handler.js';
+import { trackDownstream } from '../proxy/listener.js';
+import type { ProxyStats } from '../proxy/stats.js';
+import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
+import type { DecisionDraft, DecisionLog } from './decisions.js';
+import type { CertificateFiles, PortPlan } from './listener-plan.js';
+import { pickDestination, route, type RouteTable } from './routing/index.js';
+
+const log = scope('default');
+
+export interface GatewayRouterOptions {
+  readonly stats: ProxyStats;
+  readonly security: RequestSecurity;
+  readonly decisions: DecisionLog;
+  readonly allowHttp10: boolean;
+  readonly forward100Continue: boolean;
+  /** Address to listen on (`::`: both families). */
+  readonly host: string;
+}
+
+const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
+
+/** One listening port of the gateway. */
+class GatewayListener {
+  readonly server: NetServer;
+  readonly http: HttpHandler;
+  readonly open = new Set<Socket>();
+  bound = false;
+  error?: string;
+
+  constructor(readonly plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions) {
+    const stats = o.stats.inbound;
+    this.http = new HttpHandler({
+      stats, upstream: { kind: 'direct' }, forward100Continue: o.forward100Continue, allowHttp10: o.allowHttp10,
+      destinationOf: () => undefined, decider,
+    });
+    const take = (socket: Socket): void => {
+      trackDownstream(socket, stats, this.open);
+      socket.setNoDelay(true);
+      this.http.server.emit('connection', socket);
+    };
+    if (plan.protocol === 'HTTPS') {
+      const contexts = loadContexts(plan.certificates);
+      const tls = new TlsServer({
+        ...(contexts[0] ? { cert: readFileSync(plan.certificates[0]!.cert), key: readFileSync(plan.certificates[0]!.key) } : {}),
+        SNICallback: (servername, done) => done(null, contextFor(contexts, servername)),
+      });
+      tls.on('secureConnection', (socket: TLSSocket) => take(socket));
+      tls.on('tlsClientError', () => { stats.cxErrors++; });
+      this.server = tls;
+    } else {
+      this.server = new NetServer({ noDelay: true }, take);
+    }
+    this.server.on('error', (err) => log.error(`gateway listener ${plan.port} error: ${err.message}`));
+  }
+
+  get name(): string {
+    return `gateway_${this.plan.port}`;
+  }
+
+  listen(host: string): Promise<void> {
+    return new Promise((resolve) => {
+      const fail = (err: Error): void => {
+        this.error = err.message;
+        log.error(`gateway: cannot listen on port ${this.plan.port}: ${err.message}`);
+        resolve();
+      };
+      this.server.once('error', fail);
+      this.server.listen({ host, port: this.plan.port, backlog: 1024, ipv6Only: false }, () => {
+        this.server.off('error', fail);
+        this.bound = true;
+        resolve();
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.http.drain();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+interface LoadedContext {
+  readonly hosts: readonly string[];
+  readonly context: SecureContext;
+}
+
+function loadContexts(certs: readonly CertificateFiles[]): LoadedContext[] {
+  return certs.flatMap((c) => {
+    try {
+      return [{ hosts: c.hosts, context: createSecureContext({ cert: readFileSync(c.cert), key: readFileSync(c.key) }) }];
+    } catch (err) {
+      log.error(`gateway: cannot load certificate ${c.cert} / ${c.key}: ${(err as Error).message}`);
+      return [];
+    }
+  });
+}
+
+function hostMatches(pattern: string, name: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.startsWith('*.')) return name.endsWith(pattern.slice(1));
+  return pattern === name;
+}
+
+/** The certificate whose server hosts name the SNI host (exact before wildcard), else the first. */
+function contextFor(contexts: readonly LoadedContext[], servername: string): SecureContext | undefined {
+  const name = servername.toLowerCase();
+  return (contexts.find((c) => c.hosts.includes(name))
+    ?? contexts.find((c) => c.hosts.some((h) => h !== '*' && hostMatches(h, name)))
+    ?? contexts[0])?.context;
+}
+
+function samePlan(a: PortPlan, b: PortPlan): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+export class GatewayRouter {
+  private table: RouteTable | undefined;
+  private readonly listeners = new Map<number, GatewayListener>();
+
+  constructor(private readonly o: GatewayRouterOptions) {}
+
+  /** Applies a new configuration: routes at once, listeners opened and closed to match the plan. */
+  async update(table: RouteTable, ports: readonly PortPlan[]): Promise<void> {
+    this.table = table;
+    const wanted = new Map(ports.map((p) => [p.port, p]));
+    for (const [port, listener] of this.listeners) {
+      const plan = wanted.get(port);
+      if (plan && samePlan(plan, listener.plan) && listener.bound) continue;
+      log.info(`gateway: ${plan ? 'reopening' : 'closing'} port ${port}`);
+      this.listeners.delete(port);
+      await listener.close();
+    }
+    for (const plan of ports) {
+      if (this.listeners.has(plan.port)) continue;
+      const listener = new GatewayListener(plan, this.decider(plan), this.o);
+      this.listeners.set(plan.port, listener);
+      await listener.listen(this.o.host);
+      if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port} for ${plan.gateways.join(', ')}`);
+    }
+  }
+
+  /** Ready when every planned port is bound. */
+  unbound(): string[] {
+    return [...this.listeners.values()].filter((l) => !l.bound).map((l) => `${l.plan.port} (${l.error ?? 'binding'})`);
+  }
+
+  get activeConnections(): number {
+    let n = 0;
+    for (const l of this.listeners.values()) n += l.open.size;
+    return n;
+  }
+
+  info(): { name: string; address: string; port: number; protocol: string; gateways: readonly string[] }[] {
+    return [...this.listeners.values()].map((l) => ({
+      name: l.name, address: this.o.host === '::' ? '0.0.0.0' : this.o.host, port: l.plan.port, protocol: l.plan.protocol, gateways: l.plan.gateways,
+    }));
+  }
+
+  /** Drain: stop accepting everywhere; keep-alive connections close after their current response. */
+  async close(): Promise<void> {
+    await Promise.all([...this.listeners.values()].map((l) => l.close()));
+  }
+
+  private decider(plan: PortPlan): RequestDecider {
+    const scheme = plan.protocol === 'HTTPS' ? 'https' : 'http';
+    const listener = `gateway_${plan.port}`;
+    return {
+      decide: (req) => {
+        const draft = this.o.decisions.begin(req, listener);
+        if (plan.httpsRedirect) {
+          draft.route = 'https redirect (tls.httpsRedirect)';
+          return { kind: 'reply', status: 301, body: '', headers: { location: `https://${hostOnly(draft.authority)}${draft.path}` } };
+        }
+        const outcome = this.o.security.check(req, { port: plan.port, ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}) }, draft);
+        if (outcome instanceof Promise) return outcome.then((x) => this.routeRequest(req, x, draft, plan.port, scheme));
+        return this.routeRequest(req, outcome, draft, plan.port, scheme);
+      },
+      completed: (req, _verdict, status, durationMs) => this.o.decisions.complete(req, status, durationMs),
+    };
+  }
+
+  private routeRequest(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict {
+    if (security.reply) return security.reply;
+    const table = this.table;
+    if (!table) return NOT_FOUND;
+    const authn = security.authn;
+    const decision = route(table, {
+      port, host: draft.authority, method: draft.method, path: draft.path, scheme, headers: req.headers,
+      claims: authn.outcome === 'valid' ? authn.claims : undefined,
+      ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}),
+    });
+    draft.route = decision.reason;
+    switch (decision.kind) {
+      case 'no-host':
+      case 'no-route':
+        this.o.decisions.count('route', 'no_route');
+        return NOT_FOUND;
+      case 'direct':
+        this.o.decisions.count('route', 'direct_response');
+        return { kind: 'reply', status: decision.status, body: decision.body ?? '' };
+      case 'redirect':
+        this.o.decisions.count('route', 'redirect');
+        return { kind: 'reply', status: decision.status, body: '', headers: { location: decision.location } };
+      case 'route': {
+        this.o.decisions.count('route', 'routed');
+        const dst = pickDestination(decision.destinations);
+        if (!dst) {
+          draft.route += ' (every destination has weight 0)';
+          return { kind: 'reply', status: 503, body: 'no healthy upstream' };
+        }
+        draft.upstream = `${dst.host}:${dst.port}`;
+        const { setHeaders, removeHeaders, path: tokenlessPath } = this.o.security.upstreamEdits(authn, draft.path);
+        const forwardedFor = req.headers['x-forwarded-for'];
+        const client = req.socket.remoteAddress?.replace(/^::ffff:(?=\d+\.)/, '') ?? '';
+        setHeaders.push(['x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client], ['x-forwarded-proto', scheme]);
+        const rh = decision.requestHeaders;
+        if (rh) {
+          for (const [n, v] of Object.entries({ ...rh.add, ...rh.set })) setHeaders.push([n.toLowerCase(), v]);
+          removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
+        }
+        if (decision.rewrite?.authority) setHeaders.push(['host', decision.rewrite.authority]);
+        const path = decision.rewrite?.path ?? tokenlessPath;
+        const target: ForwardTarget = {
+          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders,
+          ...(path !== undefined && path !== draft.path ? { path } : {}),
+          ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
+        };
+        return target;
+      }
+    }
+  }
+}

@@ -1,0 +1,253 @@
+// AuthorizationPolicy evaluation in Istio's order: CUSTOM (not supported here: never matches, and
+// said so in the reason), then DENY (any match denies), then ALLOW (when any ALLOW policy applies,
+// one must match). AUDIT policies are evaluated for the record and never change the outcome. Pure.
+import type {
+  AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule, AuthorizationSource,
+} from '../../config/resources/types.js';
+import { claimValues, parsePolicyClaimKey } from '../claims.js';
+import { ipInBlocks, parseIp } from './cidr.js';
+import { matchAny, matchValue } from './values.js';
+
+export interface AuthzRequest {
+  readonly method: string;
+  /** Without the query string (one is stripped if present). */
+  readonly path: string;
+  /** Without port, lower-case. */
+  readonly host: string;
+  /** The destination port. */
+  readonly port: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** `iss/sub` of a valid JWT. */
+  readonly principal?: string;
+  /** The validated JWT payload. */
+  readonly claims?: unknown;
+  readonly audiences?: readonly string[];
+  /** `azp` of a valid JWT. */
+  readonly presenter?: string;
+  /** The peer address of the connection. */
+  readonly sourceIp?: string;
+  /** The original client (X-Forwarded-For, as trusted); the peer address when absent. */
+  readonly remoteIp?: string;
+  /** mTLS peer identity: absent in this product unless mTLS is in use. */
+  readonly sourcePrincipal?: string;
+  readonly sourceNamespace?: string;
+  readonly destinationIp?: string;
+  readonly sni?: string;
+}
+
+export interface AuthzDecision {
+  readonly allowed: boolean;
+  /** For the decision log: `denied by DENY policy ns/name rule 0`, `allowed by ALLOW policy ns/name`... */
+  readonly reason: string;
+  /** `ns/name` of the policy that decided, if one did. */
+  readonly policy?: string;
+  readonly action?: AuthorizationAction;
+  readonly ruleIndex?: number;
+  /** AUDIT policies that matched (`ns/name`): the request is to be logged, nothing else. */
+  readonly audited?: readonly string[];
+  /** CUSTOM policies (`ns/name`), which this agent does not support: treated as not matching. */
+  readonly unsupported?: readonly string[];
+}
+
+/** The request's attributes, each derived at most once and only when a policy reads it. */
+class AuthzView {
+  private hostsCache: readonly string[] | undefined;
+  private pathCache: string | undefined;
+  private sourceCache: Uint8Array | null | undefined;
+  private remoteCache: Uint8Array | null | undefined;
+  private destinationCache: Uint8Array | null | undefined;
+  private portText: string | undefined;
+
+  constructor(readonly req: AuthzRequest) {}
+
+  get path(): string {
+    if (this.pathCache === undefined) {
+      const q = this.req.path.indexOf('?');
+      this.pathCache = q < 0 ? this.req.path : this.req.path.slice(0, q);
+    }
+    return this.pathCache;
+  }
+
+  get port(): string {
+    return (this.portText ??= String(this.req.port));
+  }
+
+  /**
+   * The host as policy values may name it: bare, and with a port (the Host header's, else the
+   * destination port), so `foo.com` matches on any port and `foo.com:8080` on that port only.
+   */
+  get hosts(): readonly string[] {
+    if (!this.hostsCache) {
+      const host = this.req.host.toLowerCase();
+      const m = /:(\d+)$/.exec(this.header('host') ?? '');
+      this.hostsCache = [host, `${host}:${m ? m[1] : this.port}`];
+    }
+    return this.hostsCache;
+  }
+
+  get sourceIp(): Uint8Array | undefined {
+    if (this.sourceCache === undefined) this.sourceCache = (this.req.sourceIp !== undefined && parseIp(this.req.sourceIp)) || null;
+    return this.sourceCache ?? undefined;
+  }
+
+  get remoteIp(): Uint8Array | undefined {
+    if (this.req.remoteIp === undefined) return this.sourceIp;
+    if (this.remoteCache === undefined) this.remoteCache = parseIp(this.req.remoteIp) ?? null;
+    return this.remoteCache ?? undefined;
+  }
+
+  get destinationIp(): Uint8Array | undefined {
+    if (this.destinationCache === undefined) this.destinationCache = (this.req.destinationIp !== undefined && parseIp(this.req.destinationIp)) || null;
+    return this.destinationCache ?? undefined;
+  }
+
+  header(name: string): string | undefined {
+    const v = this.req.headers[name];
+    return typeof v === 'string' ? v : v === undefined ? undefined : v.join(',');
+  }
+}
+
+const set = (v: readonly string[] | undefined): v is readonly string[] => v !== undefined && v.length > 0;
+
+/** Any pattern matches the attribute (an absent attribute matches none). */
+function anyMatches(patterns: readonly string[], attribute: string | undefined): boolean {
+  for (const p of patterns) if (matchValue(p, attribute)) return true;
+  return false;
+}
+
+/** A positive field holds when any value matches; a `not` field when none does; unset fields hold. */
+function field(values: readonly string[] | undefined, notValues: readonly string[] | undefined, attribute: string | undefined): boolean {
+  return (!set(values) || anyMatches(values, attribute)) && (!set(notValues) || !anyMatches(notValues, attribute));
+}
+
+function sourceMatches(s: AuthorizationSource, view: AuthzView): boolean {
+  const r = view.req;
+  return field(s.requestPrincipals, s.notRequestPrincipals, r.principal)
+    && field(s.principals, s.notPrincipals, r.sourcePrincipal)
+    && field(s.namespaces, s.notNamespaces, r.sourceNamespace)
+    && (!set(s.ipBlocks) || ipInBlocks(s.ipBlocks, view.sourceIp))
+    && (!set(s.notIpBlocks) || !ipInBlocks(s.notIpBlocks, view.sourceIp))
+    && (!set(s.remoteIpBlocks) || ipInBlocks(s.remoteIpBlocks, view.remoteIp))
+    && (!set(s.notRemoteIpBlocks) || !ipInBlocks(s.notRemoteIpBlocks, view.remoteIp));
+}
+
+/** Host values are compared case-insensitively, against the host bare and with its port. */
+function anyHostMatches(patterns: readonly string[], view: AuthzView): boolean {
+  const hosts = view.hosts;
+  for (const p of patterns) {
+    const lower = p.toLowerCase();
+    for (const h of hosts) if (matchValue(lower, h)) return true;
+  }
+  return false;
+}
+
+function operationMatches(o: AuthorizationOperation, view: AuthzView): boolean {
+  return field(o.methods, o.notMethods, view.req.method)
+    && field(o.paths, o.notPaths, view.path)
+    && (!set(o.ports) || o.ports.includes(view.port))
+    && (!set(o.notPorts) || !o.notPorts.includes(view.port))
+    && (!set(o.hosts) || anyHostMatches(o.hosts, view))
+    && (!set(o.notHosts) || !anyHostMatches(o.notHosts, view));
+}
+
+const HEADER_KEY = /^request\.headers\[([^\]]+)\]$/;
+
+/** The condition's attribute: its values (a list for claims and audiences), undefined when missing. */
+function attribute(c: AuthorizationCondition, view: AuthzView): readonly string[] | undefined | 'unknown' {
+  const r = view.req;
+  const one = (v: string | undefined): readonly string[] | undefined => (v === undefined ? undefined : [v]);
+  if (c.claimPath || c.key.startsWith('request.auth.claims[')) {
+    const path = c.claimPath ?? (() => { const p = parsePolicyClaimKey(c.key); return p.ok ? p.path : undefined; })();
+    if (!path) return 'unknown';
+    return r.claims === undefined || r.claims === null ? undefined : claimValues(r.claims, path);
+  }
+  if (c.header !== undefined) return one(view.header(c.header));
+  const header = HEADER_KEY.exec(c.key);
+  if (header) return one(view.header(header[1]!.toLowerCase()));
+  switch (c.key) {
+    case 'request.auth.principal': return one(r.principal);
+    case 'request.auth.audiences': return r.audiences;
+    case 'request.auth.presenter': return one(r.presenter);
+    case 'source.namespace': return one(r.sourceNamespace);
+    case 'source.principal': return one(r.sourcePrincipal);
+    case 'destination.port': return [view.port];
+    case 'connection.sni': return one(r.sni);
+    default: return 'unknown';
+  }
+}
+
+function ipCondition(c: AuthorizationCondition, ip: Uint8Array | undefined): boolean {
+  if (set(c.values) && !ipInBlocks(c.values, ip)) return false;
+  if (set(c.notValues) && ip && ipInBlocks(c.notValues, ip)) return false;
+  return true;
+}
+
+/**
+ * A `when` condition: `values` holds when any value matches (any element, for list attributes),
+ * `notValues` when none does; a missing attribute fails `values` and satisfies `notValues`. A key
+ * this evaluator does not know fails closed: it holds in a DENY policy and fails in any other.
+ */
+function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: AuthorizationAction): boolean {
+  switch (c.key) {
+    case 'source.ip': return ipCondition(c, view.sourceIp);
+    case 'remote.ip': return ipCondition(c, view.remoteIp);
+    case 'destination.ip': return ipCondition(c, view.destinationIp);
+  }
+  const values = attribute(c, view);
+  if (values === 'unknown') return action === 'DENY';
+  if (set(c.values) && (values === undefined || !matchAny(c.values, values))) return false;
+  if (set(c.notValues) && values !== undefined && matchAny(c.notValues, values)) return false;
+  return true;
+}
+
+function ruleMatches(rule: AuthorizationRule, view: AuthzView, action: AuthorizationAction): boolean {
+  if (rule.from.length > 0 && !rule.from.some((s) => sourceMatches(s, view))) return false;
+  if (rule.to.length > 0 && !rule.to.some((o) => operationMatches(o, view))) return false;
+  for (const c of rule.when) if (!conditionHolds(c, view, action)) return false;
+  return true;
+}
+
+/** The index of the first matching rule, or -1 (no rules: never matches). */
+function matchingRule(policy: AuthorizationPolicy, view: AuthzView): number {
+  return policy.rules.findIndex((r) => ruleMatches(r, view, policy.action));
+}
+
+const id = (p: AuthorizationPolicy): string => `${p.meta.namespace}/${p.meta.name}`;
+
+/** Evaluates the policies that select this workload (selection is the caller's). */
+export function evaluate(policies: readonly AuthorizationPolicy[], req: AuthzRequest): AuthzDecision {
+  if (policies.length === 0) return { allowed: true, reason: 'no policies' };
+  const view = new AuthzView(req);
+  let unsupported: string[] | undefined;
+  let audited: string[] | undefined;
+  let allowCount = 0;
+  for (const p of policies) {
+    if (p.action === 'CUSTOM') (unsupported ??= []).push(id(p));
+    else if (p.action === 'ALLOW') allowCount++;
+    else if (p.action === 'AUDIT' && matchingRule(p, view) >= 0) (audited ??= []).push(id(p));
+  }
+  const extras = {
+    ...(audited ? { audited } : {}),
+    ...(unsupported ? { unsupported } : {}),
+  };
+  const note = unsupported ? `; CUSTOM ${unsupported.join(', ')} ignored (not supported)` : '';
+
+  for (const p of policies) {
+    if (p.action !== 'DENY') continue;
+    const rule = matchingRule(p, view);
+    if (rule >= 0) {
+      return { allowed: false, reason: `denied by DENY policy ${id(p)} rule ${rule}${note}`, policy: id(p), action: 'DENY', ruleIndex: rule, ...extras };
+    }
+  }
+  if (allowCount === 0) {
+    return { allowed: true, reason: `no DENY policy matched and no ALLOW policy applies${note}`, ...extras };
+  }
+  for (const p of policies) {
+    if (p.action !== 'ALLOW') continue;
+    const rule = matchingRule(p, view);
+    if (rule >= 0) {
+      return { allowed: true, reason: `allowed by ALLOW policy ${id(p)}${note}`, policy: id(p), action: 'ALLOW', ruleIndex: rule, ...extras };
+    }
+  }
+  return { allowed: false, reason: `no ALLOW policy matched (${allowCount} apply)${note}`, ...extras };
+}

@@ -1,0 +1,373 @@
+// RequestAuthentication as Istio has Envoy's jwt_authn do it: find the token (token-source), check
+// its shape, issuer, time and audience (verify), its signature against the rule's keys (jwks,
+// key-set), and remember verified tokens (token-cache).
+//
+// `authenticate` returns a plain value whenever it can: no token, a token refused by the cheap
+// checks, or a token verified before (the cache). Only a token that needs a signature check (or a
+// key set still being fetched) yields a promise, so the steady state of a client re-sending its
+// token costs a header read, a Map lookup and no promise. Callers test `instanceof Promise`.
+import type { JwtRule } from '../../config/resources/types.js';
+import { claimAt } from '../claims.js';
+import { discoveryUrl, fetchTextWith, InlineKeys, isHttpUrl, MissingKeys, nodeFetchText, RemoteKeys, type KeySource, type KeyStatus, type Log } from './jwks.js';
+import type { KeySet, KeyEntry } from './key-set.js';
+import { ABSENT, describeLocation, invalid, type AuthnResult, type InvalidToken, type TokenLocation, type ValidToken } from './result.js';
+import { TokenCache } from './token-cache.js';
+import { cookieWithout, findToken, planLocations, urlWithoutParam, type FoundToken, type RequestHeaders, type TokenPlan } from './token-source.js';
+import { checkAudience, checkTime, decodeToken, isDecoded, verifySignature, type DecodedToken } from './verify.js';
+
+export type { AuthnReason, AuthnResult, InvalidToken, TokenLocation, ValidToken } from './result.js';
+export type { KeyStatus } from './jwks.js';
+
+export interface JwtAuthenticatorOptions {
+  /** PILOT_JWT_PUB_KEY_REFRESH_INTERVAL, in ms. */
+  readonly refreshIntervalMs: number;
+  /** JWKS_RESOLVER_INSECURE_SKIP_VERIFY: fetch https key sets without verifying the certificate. */
+  readonly insecureSkipVerify: boolean;
+  /** Time-out of one key set fetch; default 5000. */
+  readonly fetchTimeoutMs?: number;
+  /** Verified tokens kept; default 10000, 0 disables the cache. */
+  readonly cacheSize?: number;
+  /** The clock, in ms since the epoch; default Date.now. */
+  readonly now?: () => number;
+  /** Replaces the built-in node:http/https client (insecureSkipVerify is then the fetch's business). */
+  readonly fetch?: typeof fetch;
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** Least time between two on-demand refetches of one key set (unknown kid, no keys); default 1000. */
+  readonly minRefetchIntervalMs?: number;
+}
+
+export interface AuthnRequest {
+  readonly headers: RequestHeaders;
+  /** The request target: path and query. */
+  readonly url: string;
+}
+
+/** Edits of the request before it is forwarded upstream. */
+export interface UpstreamEdits {
+  /** Lower-case names of headers to drop. */
+  readonly removeHeaders: string[];
+  /** Lower-case names and values to set (replacing any of the same name). */
+  readonly setHeaders: [string, string][];
+  /** The request target to forward (without the token's query parameter, when it was there). */
+  readonly url: string;
+}
+
+export interface AuthnStats {
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+  /** Signature computations (one per candidate key tried). */
+  readonly signatureVerifications: number;
+  readonly cacheSize: number;
+}
+
+interface RuleState {
+  readonly rule: JwtRule;
+  readonly keys: KeySource;
+}
+
+interface Plan {
+  readonly rules: readonly RuleState[];
+  readonly tokens: TokenPlan;
+  readonly issuers: ReadonlySet<string>;
+  /** Lower-case names of every header some rule writes (payload and claims). */
+  readonly outputHeaders: readonly string[];
+}
+
+interface Cached {
+  readonly result: ValidToken;
+  readonly source: KeySource;
+  /** The key set it was verified with: a changed set means verify again. */
+  readonly keys: KeySet;
+}
+
+type Outcome = AuthnResult | Promise<AuthnResult>;
+
+const EMPTY_PLAN: Plan = { rules: [], tokens: planLocations([]), issuers: new Set(), outputHeaders: [] };
+const CR_LF_NUL = /[\r\n\0]/;
+
+const noop = (): void => undefined;
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const child of Object.values(v)) deepFreeze(child);
+  }
+  return v;
+}
+
+/** A claim as a header value: a string as is, anything else as JSON text; none for absent or unsafe. */
+function claimHeaderValue(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  return CR_LF_NUL.test(text) ? undefined : text;
+}
+
+/** The payload part of a compact JWS, as sent: base64url, unpadded (what Envoy forwards). */
+function payloadSegment(token: string): string {
+  const first = token.indexOf('.');
+  return token.slice(first + 1, token.indexOf('.', first + 1));
+}
+
+export class JwtAuthenticator {
+  private readonly now: () => number;
+  private readonly log: Log;
+  private readonly remoteOptions: ConstructorParameters<typeof RemoteKeys>[1];
+  private readonly cache: TokenCache<Cached>;
+  /** Remote key sets by URL, kept across setRules while still named. */
+  private remotes = new Map<string, RemoteKeys>();
+  /** Parsed inline key sets by text, kept across setRules while still used. */
+  private inlines = new Map<string, InlineKeys>();
+  /** Verifications under way, by token: concurrent requests with one new token verify it once. */
+  private readonly pending = new Map<string, { readonly location: TokenLocation; readonly result: Promise<AuthnResult> }>();
+  private plan: Plan = EMPTY_PLAN;
+  private counters = { cacheHits: 0, cacheMisses: 0, signatureVerifications: 0 };
+  private readonly countVerification = (): void => {
+    this.counters.signatureVerifications += 1;
+  };
+
+  constructor(opts: JwtAuthenticatorOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? noop;
+    this.cache = new TokenCache(opts.cacheSize ?? 10_000);
+    this.remoteOptions = {
+      refreshIntervalMs: opts.refreshIntervalMs,
+      fetchTimeoutMs: opts.fetchTimeoutMs ?? 5000,
+      minRefetchIntervalMs: opts.minRefetchIntervalMs ?? 1000,
+      fetchText: opts.fetch === undefined ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify }) : fetchTextWith(opts.fetch),
+      now: this.now,
+      log: this.log,
+    };
+  }
+
+  /** Takes the rules that apply to this workload (all its RequestAuthentications, concatenated). */
+  setRules(rules: readonly JwtRule[]): void {
+    const remotes = new Map<string, RemoteKeys>();
+    const inlines = new Map<string, InlineKeys>();
+    const states = rules.map((rule): RuleState => ({ rule, keys: this.keySourceFor(rule, remotes, inlines) }));
+    for (const [url, source] of this.remotes) if (!remotes.has(url)) source.close();
+    this.remotes = remotes;
+    this.inlines = inlines;
+    const outputHeaders = new Set<string>();
+    for (const rule of rules) {
+      if (rule.outputPayloadToHeader !== undefined && rule.outputPayloadToHeader !== '') outputHeaders.add(rule.outputPayloadToHeader.toLowerCase());
+      for (const o of rule.outputClaimToHeaders) outputHeaders.add(o.header.toLowerCase());
+    }
+    this.plan = {
+      rules: states,
+      tokens: planLocations(rules),
+      issuers: new Set(rules.map((r) => r.issuer)),
+      outputHeaders: [...outputHeaders],
+    };
+    // Results name their rule; verifications under way finish against the old plan and are not cached.
+    this.cache.clear();
+    this.pending.clear();
+  }
+
+  authenticate(req: AuthnRequest): AuthnResult | Promise<AuthnResult> {
+    const plan = this.plan;
+    if (plan.rules.length === 0) return ABSENT;
+    let found: FoundToken | undefined;
+    try {
+      found = findToken(plan.tokens, req.headers, req.url);
+      if (found === undefined) return ABSENT;
+      const hit = this.cache.get(found.token, this.now());
+      if (hit !== undefined && hit.result.location === found.at.location && hit.source.current === hit.keys) {
+        this.counters.cacheHits += 1;
+        return hit.result;
+      }
+      this.counters.cacheMisses += 1;
+      const pending = this.pending.get(found.token);
+      if (pending !== undefined && pending.location === found.at.location) return pending.result;
+      const outcome = this.check(plan, found);
+      if (!(outcome instanceof Promise)) return outcome;
+      const at = found.at.location;
+      const settled = outcome.catch((e: unknown) => this.unexpected(e, at));
+      this.track(found, settled);
+      return settled;
+    } catch (e) {
+      return found === undefined ? ABSENT : this.unexpected(e, found.at.location);
+    }
+  }
+
+  /** Not expected: every check returns its failure. A bug must neither let a token through nor throw. */
+  private unexpected(e: unknown, location: TokenLocation): InvalidToken {
+    this.log('error', `JWT check failed unexpectedly: ${(e as Error).stack ?? String(e)}`);
+    return invalid({ reason: 'malformed', message: 'JWT could not be checked' }, location);
+  }
+
+  upstreamEdits(result: AuthnResult, req: { readonly url: string; readonly headers?: RequestHeaders }): UpstreamEdits {
+    let url = req.url;
+    const removeHeaders: string[] = [];
+    const setHeaders: [string, string][] = [];
+    if (result.outcome === 'valid') {
+      const { rule, location } = result;
+      if (!rule.forwardOriginalToken) {
+        if (location.kind === 'header') removeHeaders.push(location.name);
+        else if (location.kind === 'param') url = urlWithoutParam(url, location.name);
+        else if (req.headers !== undefined) {
+          const rest = cookieWithout(req.headers.cookie, location.name);
+          if (rest === undefined) removeHeaders.push('cookie');
+          else setHeaders.push(['cookie', rest]);
+        }
+      }
+      if (rule.outputPayloadToHeader !== undefined && rule.outputPayloadToHeader !== '') {
+        setHeaders.push([rule.outputPayloadToHeader.toLowerCase(), payloadSegment(result.token)]);
+      }
+      for (const { header, claim } of rule.outputClaimToHeaders) {
+        const value = claimHeaderValue(claimAt(result.claims, claim));
+        if (value !== undefined) setHeaders.push([header.toLowerCase(), value]);
+      }
+    }
+    // Headers a rule writes are this filter's word about the token: a client's own copy is dropped.
+    for (const name of this.plan.outputHeaders) {
+      if (!removeHeaders.includes(name) && !setHeaders.some(([n]) => n === name)) removeHeaders.push(name);
+    }
+    return { removeHeaders, setHeaders, url };
+  }
+
+  keyStatus(): KeyStatus[] {
+    return [...this.remotes.values()].map((r) => r.status());
+  }
+
+  /** Counters for stats and tests. */
+  stats(): AuthnStats {
+    return { ...this.counters, cacheSize: this.cache.size };
+  }
+
+  close(): void {
+    for (const source of this.remotes.values()) source.close();
+    this.remotes.clear();
+    this.cache.clear();
+    this.pending.clear();
+    this.plan = EMPTY_PLAN;
+  }
+
+  private keySourceFor(rule: JwtRule, remotes: Map<string, RemoteKeys>, inlines: Map<string, InlineKeys>): KeySource {
+    if (rule.jwks !== undefined && rule.jwks !== '') {
+      let inline = inlines.get(rule.jwks) ?? this.inlines.get(rule.jwks);
+      if (inline === undefined) {
+        inline = new InlineKeys(rule.jwks);
+        if (inline.error !== undefined) this.log('error', `RequestAuthentication issuer ${rule.issuer}: ${inline.whyNoKeys()}; its tokens are refused`);
+        else if (inline.skipped.length > 0) this.log('warn', `RequestAuthentication issuer ${rule.issuer}: inline jwks keys left out: ${inline.skipped.join('; ')}`);
+      }
+      inlines.set(rule.jwks, inline);
+      return inline;
+    }
+    let url: string | undefined;
+    let discovery = false;
+    if (rule.jwksUri !== undefined && rule.jwksUri !== '') {
+      if (!isHttpUrl(rule.jwksUri)) {
+        const why = `jwksUri ${JSON.stringify(rule.jwksUri)} is not an http(s) URL`;
+        this.log('error', `RequestAuthentication issuer ${rule.issuer}: ${why}; its tokens are refused`);
+        return new MissingKeys(why);
+      }
+      url = rule.jwksUri;
+    } else {
+      url = discoveryUrl(rule.issuer);
+      discovery = true;
+      if (url === undefined) {
+        const why = `the rule has neither jwksUri nor jwks, and issuer ${JSON.stringify(rule.issuer)} is not an http(s) URL to discover keys from`;
+        this.log('error', `RequestAuthentication issuer ${rule.issuer}: ${why}; its tokens are refused`);
+        return new MissingKeys(why);
+      }
+    }
+    const key = discovery ? `discovery ${url}` : url;
+    let remote = remotes.get(key) ?? this.remotes.get(key);
+    if (remote === undefined) {
+      remote = new RemoteKeys(url, this.remoteOptions, discovery);
+      remote.start();
+    }
+    remotes.set(key, remote);
+    return remote;
+  }
+
+  private track(found: FoundToken, result: Promise<AuthnResult>): void {
+    const entry = { location: found.at.location, result };
+    this.pending.set(found.token, entry);
+    void result.finally(() => {
+      if (this.pending.get(found.token) === entry) this.pending.delete(found.token);
+    });
+  }
+
+  /** The cheap checks, then the rules for the token's issuer that read where it was found. */
+  private check(plan: Plan, found: FoundToken): Outcome {
+    const location = found.at.location;
+    const d = decodeToken(found.token);
+    if (!isDecoded(d)) return invalid(d, location);
+    if (d.iss === undefined) return invalid({ reason: 'unknown_issuer', message: 'JWT has no "iss" claim' }, location);
+    const candidates = found.at.rules.map((i) => plan.rules[i]!).filter((s) => s.rule.issuer === d.iss);
+    if (candidates.length === 0) {
+      const message = plan.issuers.has(d.iss)
+        ? `JWT issuer ${JSON.stringify(d.iss)} is not accepted in ${describeLocation(location)}`
+        : `JWT issuer ${JSON.stringify(d.iss)} is not configured`;
+      return invalid({ reason: 'unknown_issuer', message }, location, d.iss);
+    }
+    const time = checkTime(d, this.now());
+    if (time !== undefined) return invalid(time, location, d.iss);
+    return this.tryRules(plan, found, d, candidates, 0, undefined);
+  }
+
+  /** Several rules may name one issuer (several RequestAuthentications): the first that accepts wins. */
+  private tryRules(plan: Plan, found: FoundToken, d: DecodedToken, rules: readonly RuleState[], from: number, first: InvalidToken | undefined): Outcome {
+    for (let i = from; i < rules.length; i++) {
+      const outcome = this.attempt(plan, found, d, rules[i]!);
+      if (outcome instanceof Promise) {
+        return outcome.then((r) => (r.outcome === 'invalid' ? this.tryRules(plan, found, d, rules, i + 1, first ?? r) : r));
+      }
+      if (outcome.outcome !== 'invalid') return outcome;
+      first ??= outcome;
+    }
+    return first!;
+  }
+
+  private attempt(plan: Plan, found: FoundToken, d: DecodedToken, state: RuleState): Outcome {
+    const audience = checkAudience(d, state.rule.audiences);
+    if (audience !== undefined) return invalid(audience, found.at.location, d.iss);
+    if (state.keys.current === undefined) {
+      // Never fetched: join the fetch under way (startup) or start one, unless one just failed.
+      const fetching = state.keys.refetch();
+      if (fetching !== undefined) return fetching.then(() => this.withKeys(plan, found, d, state, false));
+    }
+    return this.withKeys(plan, found, d, state, true);
+  }
+
+  private withKeys(plan: Plan, found: FoundToken, d: DecodedToken, state: RuleState, mayRefetch: boolean): Outcome {
+    const keys = state.keys.current;
+    if (keys === undefined) {
+      return invalid({ reason: 'no_keys', message: `no keys to verify JWTs of issuer ${JSON.stringify(d.iss)}: ${state.keys.whyNoKeys()}` }, found.at.location, d.iss);
+    }
+    if (mayRefetch && d.kid !== undefined && !keys.hasKid(d.kid)) {
+      // A kid the set does not have: the issuer may have rotated its keys.
+      const fetching = state.keys.refetch();
+      if (fetching !== undefined) return fetching.then(() => this.withKeys(plan, found, d, state, false));
+    }
+    const selection = keys.select(d.alg, d.kid);
+    if (!selection.ok) {
+      const message = selection.reason === 'unknown_kid' ? `${selection.message}, from ${state.keys.describe()}` : selection.message;
+      return invalid({ reason: selection.reason, message }, found.at.location, d.iss);
+    }
+    return this.verified(plan, found, d, state, keys, selection.keys);
+  }
+
+  private async verified(plan: Plan, found: FoundToken, d: DecodedToken, state: RuleState, keys: KeySet, candidates: readonly KeyEntry[]): Promise<AuthnResult> {
+    const failure = await verifySignature(found.token, d.alg, candidates, this.countVerification);
+    if (failure !== undefined) return invalid(failure, found.at.location, d.iss);
+    const issuer = d.iss!;
+    const subject = d.sub ?? '';
+    const result: ValidToken = {
+      outcome: 'valid',
+      issuer,
+      subject,
+      principal: `${issuer}/${subject}`,
+      audiences: Object.freeze([...d.audiences]),
+      ...(d.azp === undefined ? {} : { presenter: d.azp }),
+      claims: deepFreeze(d.payload),
+      rule: state.rule,
+      location: found.at.location,
+      token: found.token,
+    };
+    Object.freeze(result);
+    if (plan === this.plan) this.cache.set(found.token, { result, source: state.keys, keys }, d.exp === undefined ? Infinity : d.exp * 1000);
+    return result;
+  }
+}

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, it } from 'node:test';
+import { DecisionLog, type Decision } from '../../src/gateway/decisions.js';
+
+const request = (url: string): IncomingMessage => ({ method: 'GET', url, headers: { host: 'example.com' } }) as unknown as IncomingMessage;
+
+describe('DecisionLog', () => {
+  it('keeps the newest decisions, oldest first, up to its capacity', () => {
+    const log = new DecisionLog(3);
+    for (let i = 0; i < 5; i++) {
+      const req = request(`/${i}`);
+      log.begin(req, 'gateway_8080');
+      log.complete(req, 200, i);
+    }
+    assert.deepEqual(log.recent().map((d) => d.path), ['/2', '/3', '/4']);
+    assert.deepEqual(log.recent(2).map((d) => d.path), ['/3', '/4']);
+  });
+
+  it('a draft filled in by the stages becomes the decision, sent to the sink too', () => {
+    const log = new DecisionLog();
+    const seen: Decision[] = [];
+    log.sink = { write: (d) => seen.push(d) };
+    const req = request('/headers');
+    const draft = log.begin(req, 'gateway_8080');
+    draft.jwt = 'valid';
+    draft.principal = 'iss/sub';
+    draft.authz = 'allowed: no policies';
+    draft.route = 'vs mesh-system/app rule 0';
+    log.complete(req, 200, 1.5);
+    assert.equal(seen.length, 1);
+    assert.deepEqual({ ...seen[0], time: '' }, {
+      time: '', listener: 'gateway_8080', method: 'GET', authority: 'example.com', path: '/headers', jwt: 'valid',
+      principal: 'iss/sub', authz: 'allowed: no policies', route: 'vs mesh-system/app rule 0', status: 200, durationMs: 1.5,
+    });
+  });
+
+  it('an abandoned request has no status; a request never begun is not recorded', () => {
+    const log = new DecisionLog();
+    const req = request('/x');
+    log.begin(req, 'inbound');
+    log.complete(req, undefined, 3);
+    log.complete(request('/never-begun'), 200, 1);
+    assert.deepEqual(log.recent().map((d) => [d.path, d.status]), [['/x', undefined]]);
+  });
+
+  it('counts outcomes by stage', () => {
+    const log = new DecisionLog();
+    log.count('jwt', 'valid');
+    log.count('jwt', 'valid');
+    log.count('route', 'no_route');
+    assert.deepEqual([...log.counts.get('jwt')!], [['valid', 2]]);
+    assert.deepEqual([...log.counts.get('route')!], [['no_route', 1]]);
+  });
+});
