@@ -1,6 +1,6 @@
 // Which ports the gateway listens on, and how, from the Gateway servers that select it. Pure: the
 // certificate files are named here and read by the router.
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Gateway, GatewayServer } from '../config/resources/types.js';
 
 /** Where `tls.credentialName: NAME` is read from (a mounted Secret, Istio's gateway file-mount layout). */
@@ -35,10 +35,10 @@ function certificateOf(server: GatewayServer, cwd: string): CertificateFiles | u
   if (!tls) return undefined;
   const hosts = server.hosts.map((h) => h.host);
   if (tls.serverCertificate && tls.privateKey) {
-    return { cert: join(cwd, tls.serverCertificate), key: join(cwd, tls.privateKey), hosts };
+    return { cert: resolve(cwd, tls.serverCertificate), key: resolve(cwd, tls.privateKey), hosts };
   }
   if (tls.credentialName) {
-    const dir = join(cwd, CREDENTIALS_DIR, tls.credentialName);
+    const dir = resolve(cwd, CREDENTIALS_DIR, tls.credentialName);
     return { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), hosts };
   }
   return undefined;

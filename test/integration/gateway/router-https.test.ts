@@ -1,0 +1,142 @@
+// `pilot-agent proxy router` serving HTTPS (tls.mode SIMPLE with mounted certificate files), an
+// HTTP port that redirects to https (tls.httpsRedirect), host matching across two VirtualServices,
+// weights and a direct response.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createNetns, type Netns } from '../../helpers/netns.js';
+import { binPath, repoRoot } from '../../helpers/repo.js';
+import { cleanEnv } from '../../helpers/run-cli.js';
+
+const FIXTURES = join(repoRoot, 'test', 'fixtures');
+
+const RESOURCES = `apiVersion: networking.mesh.io/v1beta1
+kind: Gateway
+metadata: {name: public, namespace: edge}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: ["*.example.com"]
+    tls: {mode: SIMPLE, credentialName: example-cert}
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*.example.com"]
+    tls: {httpsRedirect: true}
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: shop, namespace: edge}
+spec:
+  hosts: [shop.example.com]
+  gateways: [public]
+  http:
+  - match: [{uri: {exact: /teapot}}]
+    directResponse: {status: 418, body: {string: "short and stout"}}
+  - route:
+    - destination: {host: 127.0.0.1, port: {number: 9080}}
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: blog, namespace: edge}
+spec:
+  hosts: ["*.example.com"]
+  gateways: [edge/public]
+  http:
+  - match: [{method: {exact: GET}}]
+    route:
+    - destination: {host: 127.0.0.1, port: {number: 9180}}
+      weight: 100
+    - destination: {host: 127.0.0.1, port: {number: 9080}}
+      weight: 0
+`;
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pa-gateway-tls-'));
+  const children: ChildProcess[] = [];
+  let ns: Netns;
+  let output = '';
+
+  const send = (specs: { url: string; method?: string; servername?: string; headers?: Record<string, string> }[]): Answer[] => {
+    const run = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'http-requests.mjs'), JSON.stringify(specs)], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout) as Answer[];
+  };
+
+  before(async () => {
+    const created = createNetns();
+    assert.ok(created, 'needs root to create a network namespace');
+    ns = created;
+    chmodSync(dir, 0o755);
+    const cred = join(dir, 'etc', 'mesh', 'credentials', 'example-cert');
+    mkdirSync(cred, { recursive: true });
+    copyFileSync(join(FIXTURES, 'localhost.crt'), join(cred, 'tls.crt'));
+    copyFileSync(join(FIXTURES, 'localhost.key'), join(cred, 'tls.key'));
+    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
+    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
+    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'mesh="ingressgateway"\n');
+    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'edge.yaml'), RESOURCES);
+    for (const [port, name] of [[9080, 'shop'], [9180, 'blog']] as const) {
+      const app = spawn('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', String(port), name], { stdio: ['ignore', 'pipe', 'inherit'] });
+      children.push(app);
+      await new Promise((resolve) => app.stdout!.once('data', resolve));
+    }
+    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, binPath, 'proxy', 'router'],
+      { cwd: dir, env: cleanEnv({ POD_NAMESPACE: 'edge' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(gateway);
+    gateway.stdout!.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    gateway.stderr!.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '15']);
+    assert.equal(wait.code, 0, `${wait.stderr}\n${output}`);
+  });
+  after(() => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    ns?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('terminates TLS with the mounted credential and routes by host: the exact host before the wildcard', () => {
+    const [shop, blog, other] = send([
+      { url: 'https://127.0.0.1:8443/x', headers: { host: 'shop.example.com' }, servername: 'shop.example.com' },
+      { url: 'https://127.0.0.1:8443/x', headers: { host: 'blog.example.com' }, servername: 'blog.example.com' },
+      { url: 'https://127.0.0.1:8443/x', headers: { host: 'elsewhere.org' } },
+    ]);
+    assert.equal(shop?.status, 200, output);
+    assert.match(shop!.body, /^shop saw /);
+    assert.equal(blog?.status, 200);
+    assert.match(blog!.body, /^blog saw /, 'weight 100 to the blog, 0 to the shop');
+    assert.equal(other?.status, 404, 'a host no server accepts');
+  });
+
+  it('a method the rule does not match: 404; a direct response: its status and body', () => {
+    const [post, teapot] = send([
+      { url: 'https://127.0.0.1:8443/x', method: 'POST', headers: { host: 'blog.example.com' } },
+      { url: 'https://127.0.0.1:8443/teapot', headers: { host: 'shop.example.com' } },
+    ]);
+    assert.equal(post?.status, 404);
+    assert.equal(teapot?.status, 418);
+    assert.equal(teapot?.body, 'short and stout');
+  });
+
+  it('the HTTP port redirects to https (tls.httpsRedirect)', () => {
+    const [r] = send([{ url: 'http://127.0.0.1:8080/a?b=c', headers: { host: 'shop.example.com:8080' } }]);
+    assert.equal(r?.status, 301);
+    assert.equal(r?.headers['location'], 'https://shop.example.com/a?b=c');
+  });
+
+  it('/config_dump lists the loaded resources and the gateway listeners', async () => {
+    const dump = await ns.runCli(['request', 'GET', '/config_dump']);
+    assert.equal(dump.code, 0, dump.stderr);
+    const body = JSON.parse(dump.stdout) as { listeners: { name: string }[]; loaded_resources: { kind: string; name: string }[] };
+    assert.deepEqual(body.listeners.map((l) => l.name).sort(), ['gateway_8080', 'gateway_8443']);
+    assert.deepEqual(body.loaded_resources.map((r) => `${r.kind}/${r.name}`), ['Gateway/public', 'VirtualService/shop', 'VirtualService/blog']);
+  });
+});
