@@ -3,6 +3,7 @@
 // listeners and routes, the DNS proxy's names. A rejected resource never displaces the last good one.
 import type { Counter } from 'prom-client';
 import { formatRejection } from './config/resources/format.js';
+import { isResourceKind } from './config/resources/validate.js';
 import { sourceDirectories, watchResources } from './config/resources/watcher.js';
 import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from './config/resources/workload.js';
 import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from './config/resources/types.js';
@@ -46,6 +47,7 @@ export class MeshResources {
   async start(): Promise<void> {
     const watcher = await watchResources({
       directories: [...this.directories],
+      cwd: this.o.cwd,
       defaultNamespace: this.o.workload.namespace,
       debounceMs: this.o.debounceMs,
       onChange: (snapshot) => { void this.apply(snapshot); },
@@ -73,7 +75,8 @@ export class MeshResources {
 
   private reject(r: Rejection): void {
     log.warn(`configuration rejected: ${formatRejection(r)}`);
-    const kind = r.kind ?? 'unknown';
+    // Only known kinds become labels: a file cannot mint new metric series.
+    const kind = r.kind !== undefined && isResourceKind(r.kind) ? r.kind : 'unknown';
     this.o.rejects.inc({ kind });
     this.rejectCounts.set(kind, (this.rejectCounts.get(kind) ?? 0) + 1);
     this.rejections.push(r);

@@ -47,6 +47,8 @@ export interface GatewayTls {
   readonly httpsRedirect: boolean;
   readonly serverCertificate?: string;
   readonly privateKey?: string;
+  /** CA bundle (file path) verifying client certificates, for MUTUAL / OPTIONAL_MUTUAL. */
+  readonly caCertificates?: string;
   readonly credentialName?: string;
 }
 

@@ -1,0 +1,10 @@
+// A Rejection as the one log line an operator reads.
+import type { Rejection } from './types.js';
+
+/** `file[index] Kind ns/name: field: message` (the parts the document did not give are left out). */
+export function formatRejection(r: Rejection): string {
+  let head = `${r.file}[${r.index}]`;
+  if (r.kind !== undefined) head += ` ${r.kind}`;
+  if (r.name !== undefined) head += ` ${r.namespace ?? '?'}/${r.name}`;
+  return r.field === '' ? `${head}: ${r.message}` : `${head}: ${r.field}: ${r.message}`;
+}

@@ -1,0 +1,116 @@
+// AuthorizationPolicy (security.mesh.io): ALLOW / DENY / AUDIT rules on the request's source,
+// operation and conditions (`when`), Istio's fields and meanings.
+import type {
+  AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule,
+  AuthorizationSource, ResourceMeta,
+} from './types.js';
+import { parsePolicyClaimKey, POLICY_CLAIM_PREFIX } from '../../security/claims.js';
+import { checkIpOrCidr } from './addresses.js';
+import { checkFields, child, FieldError, item, list, obj, oneOf, optList, show, str, strList } from './fields.js';
+import { checkHeaderName } from './names.js';
+import { parseWorkloadSelector } from './selector.js';
+
+const ACTIONS: readonly AuthorizationAction[] = ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'];
+
+const SOURCE_FIELDS = ['principals', 'notPrincipals', 'requestPrincipals', 'notRequestPrincipals', 'namespaces',
+  'notNamespaces', 'ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks'] as const;
+const IP_SOURCE_FIELDS: readonly string[] = ['ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks'];
+const OPERATION_FIELDS = ['hosts', 'notHosts', 'ports', 'notPorts', 'methods', 'notMethods', 'paths', 'notPaths'] as const;
+
+/** `when` keys other than the bracketed ones (claims, headers). */
+export const CONDITION_KEYS: readonly string[] = [
+  'source.ip', 'remote.ip', 'source.namespace', 'source.principal', 'request.auth.principal',
+  'request.auth.audiences', 'request.auth.presenter', 'destination.ip', 'destination.port', 'connection.sni',
+];
+const IP_KEYS: readonly string[] = ['source.ip', 'remote.ip', 'destination.ip'];
+const HEADER_KEY = /^request\.headers\[([^\][]+)\]$/;
+
+function checkPort(text: string, field: string): string {
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 65535) {
+    throw new FieldError(field, `${show(text)} is not a port number (1 to 65535)`);
+  }
+  return text;
+}
+
+function values(raw: unknown, field: string, check?: (v: string, at: string) => string): string[] {
+  const vs = strList(raw, field, { nonEmptyItems: true });
+  return check ? vs.map((v, i) => check(v, item(field, i))) : vs;
+}
+
+/** Only the fields given are set (absent means "no constraint"); an empty source is an error. */
+function parseFields<K extends string>(raw: unknown, field: string, names: readonly K[], check: (name: K) => ((v: string, at: string) => string) | undefined, unsupported: readonly string[] = []): Partial<Record<K, string[]>> {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: names, unsupported });
+  const out: Partial<Record<K, string[]>> = {};
+  for (const name of names) {
+    if (o[name] !== undefined) out[name] = values(o[name], child(field, name), check(name));
+  }
+  if (Object.keys(out).length === 0) throw new FieldError(field, `must set at least one of ${names.join(', ')}`);
+  return out;
+}
+
+function parseSource(raw: unknown, field: string): AuthorizationSource {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['source'] });
+  return parseFields(o['source'], child(field, 'source'), SOURCE_FIELDS,
+    (name) => (IP_SOURCE_FIELDS.includes(name) ? checkIpOrCidr : undefined), ['serviceAccounts', 'notServiceAccounts']);
+}
+
+function parseOperation(raw: unknown, field: string): AuthorizationOperation {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['operation'] });
+  return parseFields(o['operation'], child(field, 'operation'), OPERATION_FIELDS,
+    (name) => (name === 'ports' || name === 'notPorts' ? checkPort : undefined));
+}
+
+function parseCondition(raw: unknown, field: string): AuthorizationCondition {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['key', 'values', 'notValues'] });
+  const keyField = child(field, 'key');
+  const key = str(o['key'], keyField, { nonEmpty: true });
+  let extra: { claimPath?: string[]; header?: string } = {};
+  let check: ((v: string, at: string) => string) | undefined;
+  if (key.startsWith(POLICY_CLAIM_PREFIX)) {
+    const parsed = parsePolicyClaimKey(key);
+    if (!parsed.ok) throw new FieldError(keyField, `${show(key)} is not a valid claim key: ${parsed.message}`);
+    extra = { claimPath: [...parsed.path] };
+  } else if (key.startsWith('request.headers')) {
+    const m = HEADER_KEY.exec(key);
+    if (!m) throw new FieldError(keyField, `${show(key)}: expected request.headers[<name>]`);
+    extra = { header: checkHeaderName(m[1]!, keyField).toLowerCase() };
+  } else if (!CONDITION_KEYS.includes(key)) {
+    throw new FieldError(keyField, `${show(key)} is not a supported key; accepted: ${POLICY_CLAIM_PREFIX}[<claim>], request.headers[<name>], ${CONDITION_KEYS.join(', ')}`);
+  }
+  if (IP_KEYS.includes(key)) check = checkIpOrCidr;
+  if (key === 'destination.port') check = checkPort;
+  const vs = o['values'] === undefined ? undefined : values(o['values'], child(field, 'values'), check);
+  const nvs = o['notValues'] === undefined ? undefined : values(o['notValues'], child(field, 'notValues'), check);
+  if (!vs?.length && !nvs?.length) throw new FieldError(field, `needs values or notValues for ${show(key)}`);
+  return { key, ...extra, ...(vs?.length ? { values: vs } : {}), ...(nvs?.length ? { notValues: nvs } : {}) };
+}
+
+/** `from: []` and `to: []` are errors, as in Istio (omit the field to match anything). */
+function nonEmptyIfPresent(raw: unknown, field: string): readonly unknown[] {
+  return raw === undefined ? [] : list(raw, field, { nonEmpty: true });
+}
+
+function parseRule(raw: unknown, field: string): AuthorizationRule {
+  const o = obj(raw ?? {}, field);
+  checkFields(o, field, { supported: ['from', 'to', 'when'] });
+  return {
+    from: nonEmptyIfPresent(o['from'], child(field, 'from')).map((v, i) => parseSource(v, item(child(field, 'from'), i))),
+    to: nonEmptyIfPresent(o['to'], child(field, 'to')).map((v, i) => parseOperation(v, item(child(field, 'to'), i))),
+    when: optList(o['when'], child(field, 'when')).map((v, i) => parseCondition(v, item(child(field, 'when'), i))),
+  };
+}
+
+export function validateAuthorizationPolicy(spec: unknown, meta: ResourceMeta): AuthorizationPolicy {
+  // `spec: {}` (or none) is Istio's allow-nothing policy.
+  const s = obj(spec ?? {}, 'spec');
+  checkFields(s, 'spec', { supported: ['selector', 'action', 'rules'], unsupported: ['provider', 'targetRef', 'targetRefs'] });
+  const selector = parseWorkloadSelector(s['selector'], 'spec.selector');
+  const action = s['action'] === undefined ? 'ALLOW' : oneOf(s['action'], 'spec.action', ACTIONS);
+  if (action === 'CUSTOM') throw new FieldError('spec.action', 'CUSTOM (an external authorizer) is not supported by this agent; use ALLOW, DENY or AUDIT');
+  const rules = optList(s['rules'], 'spec.rules').map((r, i) => parseRule(r, item('spec.rules', i)));
+  return { meta, ...(selector !== undefined ? { selector } : {}), action, rules };
+}

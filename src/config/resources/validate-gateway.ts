@@ -1,0 +1,89 @@
+// Gateway (networking.mesh.io): which ports the gateway workload listens on, with which protocol
+// and certificates, and which hosts (from which namespaces' VirtualServices) each port serves.
+import type { Gateway, GatewayServer, GatewayServerHost, GatewayTls, ResourceMeta, ServerProtocol } from './types.js';
+import {
+  checkFields, child, FieldError, int, item, list, obj, oneOf, optBool, optObj, optStr, str, stringMap,
+} from './fields.js';
+import { checkHostPattern, checkNamespace } from './names.js';
+
+export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTPS', 'HTTP2', 'GRPC', 'TCP', 'TLS'];
+const TLS_MODES: readonly GatewayTls['mode'][] = ['PASSTHROUGH', 'SIMPLE', 'MUTUAL', 'AUTO_PASSTHROUGH', 'ISTIO_MUTUAL', 'OPTIONAL_MUTUAL'];
+
+/** `host` → any namespace; `./host` → the Gateway's namespace; `ns/host` (or `*\/host`) as written. */
+function parseServerHost(raw: unknown, field: string, gatewayNamespace: string): GatewayServerHost {
+  const text = str(raw, field, { nonEmpty: true });
+  const slash = text.indexOf('/');
+  if (slash < 0) return { namespace: '*', host: checkHostPattern(text, field) };
+  const ns = text.slice(0, slash);
+  const host = checkHostPattern(text.slice(slash + 1), field);
+  if (ns === '.') return { namespace: gatewayNamespace, host };
+  if (ns === '*') return { namespace: '*', host };
+  return { namespace: checkNamespace(ns, field), host };
+}
+
+function parseTls(raw: unknown, field: string, protocol: ServerProtocol): GatewayTls | undefined {
+  const o = optObj(raw, field);
+  const terminates = protocol === 'HTTPS' || protocol === 'TLS';
+  if (o === undefined) {
+    if (terminates) throw new FieldError(field, `required for a ${protocol} server`);
+    return undefined;
+  }
+  checkFields(o, field, {
+    supported: ['httpsRedirect', 'mode', 'serverCertificate', 'privateKey', 'caCertificates', 'credentialName'],
+    ignored: ['subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash', 'minProtocolVersion',
+      'maxProtocolVersion', 'cipherSuites', 'caCrl', 'credentialNames', 'tlsCertificates'],
+  });
+  const httpsRedirect = optBool(o['httpsRedirect'], child(field, 'httpsRedirect')) ?? false;
+  if (!terminates) {
+    // A plain-text server can only ask for the redirect to HTTPS (Istio's rule).
+    const extra = Object.keys(o).find((k) => k !== 'httpsRedirect');
+    if (extra !== undefined) throw new FieldError(child(field, extra), `a ${protocol} server takes only tls.httpsRedirect`);
+  }
+  // Istio's enum default: a server that names no mode passes TLS through untouched.
+  const mode = o['mode'] === undefined ? 'PASSTHROUGH' : oneOf(o['mode'], child(field, 'mode'), TLS_MODES, { fold: true });
+  const serverCertificate = optStr(o['serverCertificate'], child(field, 'serverCertificate'), { nonEmpty: true });
+  const privateKey = optStr(o['privateKey'], child(field, 'privateKey'), { nonEmpty: true });
+  const caCertificates = optStr(o['caCertificates'], child(field, 'caCertificates'), { nonEmpty: true });
+  const credentialName = optStr(o['credentialName'], child(field, 'credentialName'), { nonEmpty: true });
+  if (terminates && (mode === 'SIMPLE' || mode === 'MUTUAL' || mode === 'OPTIONAL_MUTUAL') && credentialName === undefined) {
+    if (serverCertificate === undefined) throw new FieldError(child(field, 'serverCertificate'), `required with mode ${mode} (or credentialName)`);
+    if (privateKey === undefined) throw new FieldError(child(field, 'privateKey'), `required with mode ${mode} (or credentialName)`);
+    if (mode !== 'SIMPLE' && caCertificates === undefined) throw new FieldError(child(field, 'caCertificates'), `required with mode ${mode} (or credentialName)`);
+  }
+  return {
+    mode,
+    httpsRedirect,
+    ...(serverCertificate !== undefined ? { serverCertificate } : {}),
+    ...(privateKey !== undefined ? { privateKey } : {}),
+    ...(caCertificates !== undefined ? { caCertificates } : {}),
+    ...(credentialName !== undefined ? { credentialName } : {}),
+  };
+}
+
+function parseServer(raw: unknown, field: string, gatewayNamespace: string): GatewayServer {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['port', 'hosts', 'tls', 'name'], ignored: ['bind', 'defaultEndpoint'] });
+  const portField = child(field, 'port');
+  const p = obj(o['port'], portField);
+  checkFields(p, portField, { supported: ['number', 'protocol', 'name'], ignored: ['targetPort'] });
+  const protocol = oneOf(p['protocol'], child(portField, 'protocol'), SERVER_PROTOCOLS, { fold: true });
+  const port = {
+    number: int(p['number'], child(portField, 'number'), 1, 65535),
+    name: optStr(p['name'], child(portField, 'name')) ?? '',
+    protocol,
+  };
+  const hostsField = child(field, 'hosts');
+  const hosts = list(o['hosts'], hostsField, { nonEmpty: true }).map((h, i) => parseServerHost(h, item(hostsField, i), gatewayNamespace));
+  const tls = parseTls(o['tls'], child(field, 'tls'), protocol);
+  const name = optStr(o['name'], child(field, 'name'));
+  return { port, hosts, ...(tls !== undefined ? { tls } : {}), ...(name !== undefined ? { name } : {}) };
+}
+
+export function validateGateway(spec: unknown, meta: ResourceMeta): Gateway {
+  const s = obj(spec, 'spec');
+  checkFields(s, 'spec', { supported: ['selector', 'servers'] });
+  if (s['selector'] === undefined) throw new FieldError('spec.selector', 'required (a mapping of labels; {} selects every gateway workload)');
+  const selector = stringMap(s['selector'], 'spec.selector');
+  const servers = list(s['servers'], 'spec.servers', { nonEmpty: true }).map((v, i) => parseServer(v, item('spec.servers', i), meta.namespace));
+  return { meta, selector, servers };
+}

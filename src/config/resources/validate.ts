@@ -1,0 +1,132 @@
+// One document → one typed resource or one Rejection. Dispatches on apiVersion + kind, fills in
+// metadata (namespace defaults to the agent's), and turns any FieldError into a Rejection that
+// names the file, the document, the resource and the field.
+import type {
+  AuthorizationPolicy, Gateway, Rejection, RequestAuthentication, ResourceKind, ResourceMeta, ServiceEntry,
+  VirtualService,
+} from './types.js';
+import { checkFields, FieldError, isObj, show, str } from './fields.js';
+export { formatRejection } from './format.js';
+import { checkName, checkNamespace } from './names.js';
+import { validateAuthorizationPolicy } from './validate-authorization-policy.js';
+import { validateGateway } from './validate-gateway.js';
+import { validateRequestAuthentication } from './validate-request-authentication.js';
+import { validateServiceEntry } from './validate-service-entry.js';
+import { validateVirtualService } from './validate-virtual-service.js';
+
+export const NETWORKING_GROUP = 'networking.mesh.io';
+export const SECURITY_GROUP = 'security.mesh.io';
+/** `v1`, and `v1beta1` as an alias (DESIGN "Configuration"). */
+export const API_VERSIONS: readonly string[] = ['v1', 'v1beta1'];
+
+export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
+  Gateway: NETWORKING_GROUP,
+  VirtualService: NETWORKING_GROUP,
+  ServiceEntry: NETWORKING_GROUP,
+  RequestAuthentication: SECURITY_GROUP,
+  AuthorizationPolicy: SECURITY_GROUP,
+};
+export const RESOURCE_KINDS = Object.keys(KIND_GROUPS) as readonly ResourceKind[];
+
+export type ValidatedResource =
+  | { readonly kind: 'Gateway'; readonly resource: Gateway }
+  | { readonly kind: 'VirtualService'; readonly resource: VirtualService }
+  | { readonly kind: 'ServiceEntry'; readonly resource: ServiceEntry }
+  | { readonly kind: 'RequestAuthentication'; readonly resource: RequestAuthentication }
+  | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy };
+
+export interface ValidateContext {
+  readonly file: string;
+  /** The document's position in the file (0-based). */
+  readonly index: number;
+  /** metadata.namespace when the document has none (POD_NAMESPACE). */
+  readonly defaultNamespace: string;
+}
+
+export type ValidationResult =
+  | { readonly ok: true; readonly value: ValidatedResource; readonly key: string }
+  /** `key`: the resource's identity when the document got far enough to name it. */
+  | { readonly ok: false; readonly rejection: Rejection; readonly key?: string };
+
+/** A resource's identity: two resources with the same key are the same resource. */
+export function resourceKey(kind: string, namespace: string, name: string): string {
+  return `${kind}/${namespace}/${name}`;
+}
+
+export function isResourceKind(kind: unknown): kind is ResourceKind {
+  return typeof kind === 'string' && Object.hasOwn(KIND_GROUPS, kind);
+}
+
+function acceptedApiVersions(kind: ResourceKind): string[] {
+  return API_VERSIONS.map((v) => `${KIND_GROUPS[kind]}/${v}`);
+}
+
+function kindList(): string {
+  const byGroup = [NETWORKING_GROUP, SECURITY_GROUP].map((g) =>
+    `${RESOURCE_KINDS.filter((k) => KIND_GROUPS[k] === g).join(', ')} (${g}/${API_VERSIONS.join(' or ')})`);
+  return byGroup.join('; ');
+}
+
+function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceMeta): ValidatedResource {
+  switch (value) {
+    case 'Gateway': return { kind: value, resource: validateGateway(spec, meta) };
+    case 'VirtualService': return { kind: value, resource: validateVirtualService(spec, meta) };
+    case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta) };
+    case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta) };
+    case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta) };
+  }
+}
+
+/** Validates one parsed document. Never throws for bad input. */
+export function validateDocument(doc: unknown, ctx: ValidateContext): ValidationResult {
+  // What is known so far, so the rejection can name as much of the resource as the document gives.
+  const who: { kind?: string; name?: string; namespace?: string } = {};
+  let key: string | undefined;
+  try {
+    if (!isObj(doc)) throw new FieldError('', `expected a mapping with apiVersion, kind, metadata and spec, got ${Array.isArray(doc) ? 'a list' : show(doc)}`);
+    if (typeof doc['kind'] === 'string') who.kind = doc['kind'];
+    const metadata = doc['metadata'];
+    if (isObj(metadata)) {
+      if (typeof metadata['name'] === 'string') who.name = metadata['name'];
+      who.namespace = typeof metadata['namespace'] === 'string' && metadata['namespace'] !== '' ? metadata['namespace'] : ctx.defaultNamespace;
+    }
+    const kind = str(doc['kind'], 'kind', { nonEmpty: true });
+    if (!isResourceKind(kind)) throw new FieldError('kind', `unknown kind ${show(kind)}; accepted: ${kindList()}`);
+    // The identity as written: enough for the store to keep the last good version of this resource.
+    if (who.name !== undefined) key = resourceKey(kind, who.namespace ?? ctx.defaultNamespace, who.name);
+    const apiVersion = str(doc['apiVersion'], 'apiVersion', { nonEmpty: true });
+    if (!acceptedApiVersions(kind).includes(apiVersion)) {
+      throw new FieldError('apiVersion', `${show(apiVersion)} is not an accepted version of ${kind}; accepted: ${acceptedApiVersions(kind).join(', ')}`);
+    }
+    checkFields(doc, '', { supported: ['apiVersion', 'kind', 'metadata', 'spec'], ignored: ['status'] });
+    if (!isObj(metadata)) throw new FieldError('metadata', metadata === undefined ? 'required (a mapping with name)' : `expected a mapping, got ${show(metadata)}`);
+    const name = checkName(str(metadata['name'], 'metadata.name', { nonEmpty: true }), 'metadata.name');
+    const rawNs = metadata['namespace'];
+    const namespace = rawNs === undefined || rawNs === null || rawNs === '' ? ctx.defaultNamespace
+      : checkNamespace(str(rawNs, 'metadata.namespace'), 'metadata.namespace');
+    key = resourceKey(kind, namespace, name);
+    const meta: ResourceMeta = { kind, apiVersion, name, namespace, origin: { file: ctx.file, index: ctx.index } };
+    const value = specOf(kind, doc['spec'], meta);
+    return { ok: true, value: deepFreeze(value), key };
+  } catch (err) {
+    if (!(err instanceof FieldError)) throw err;
+    const rejection: Rejection = {
+      file: ctx.file,
+      index: ctx.index,
+      ...(who.kind !== undefined ? { kind: who.kind } : {}),
+      ...(who.name !== undefined ? { name: who.name, namespace: who.namespace ?? ctx.defaultNamespace } : {}),
+      field: err.field,
+      message: err.message,
+    };
+    return key === undefined ? { ok: false, rejection } : { ok: false, rejection, key };
+  }
+}
+
+/** Resources are shared by every consumer: freeze them so none can change another's view. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !(value instanceof RegExp) && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

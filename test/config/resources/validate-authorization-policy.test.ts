@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { AuthorizationPolicy } from '../../../src/config/resources/types.js';
+import { accept, assertRejections, indent } from './helpers.js';
+
+const head = `apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata:
+  name: require-jwt
+  namespace: mesh-system
+`;
+const ap = (spec: string): string => `${head}spec:\n${indent(spec)}\n`;
+/** spec.rules[0].when[0] = this condition. */
+const when = (c: string): string => ap(`rules:\n- when:\n  - ${indent(c, 4).trimStart()}`);
+
+it('reads the deny-without-JWT policy an operator writes', () => {
+  const p = accept(`${head}spec:
+  selector:
+    matchLabels:
+      mesh: ingressgateway
+  action: DENY
+  rules:
+  - from:
+    - source:
+        notRequestPrincipals: ["*"]
+    to:
+    - operation:
+        paths: ["/headers"]
+        methods: [GET]
+        ports: ["8080"]
+    when:
+    - key: request.auth.claims[groups]
+      values: ["group1"]
+    - key: request.headers[X-Tenant]
+      notValues: ["blocked"]
+    - key: source.ip
+      values: ["10.0.0.0/8", "::1"]
+`).resource as AuthorizationPolicy;
+  assert.deepEqual(p.selector, { mesh: 'ingressgateway' });
+  assert.equal(p.action, 'DENY');
+  assert.deepEqual(p.rules, [{
+    from: [{ notRequestPrincipals: ['*'] }],
+    to: [{ paths: ['/headers'], methods: ['GET'], ports: ['8080'] }],
+    when: [
+      { key: 'request.auth.claims[groups]', claimPath: ['groups'], values: ['group1'] },
+      { key: 'request.headers[X-Tenant]', header: 'x-tenant', notValues: ['blocked'] },
+      { key: 'source.ip', values: ['10.0.0.0/8', '::1'] },
+    ],
+  }]);
+});
+
+it('defaults: action ALLOW; spec {} is allow-nothing; rules [{}] matches everything', () => {
+  const nothing = accept(`${head}spec: {}\n`).resource as AuthorizationPolicy;
+  assert.deepEqual([nothing.action, nothing.rules, nothing.selector], ['ALLOW', [], undefined]);
+  const all = accept(ap(`rules: [{}]`)).resource as AuthorizationPolicy;
+  assert.deepEqual(all.rules, [{ from: [], to: [], when: [] }]);
+  const nested = accept(when(`key: request.auth.claims[name][givenName]\nvalues: [Jo]`)).resource as AuthorizationPolicy;
+  assert.deepEqual(nested.rules[0]!.when[0]!.claimPath, ['name', 'givenName']);
+  for (const key of ['remote.ip', 'source.namespace', 'source.principal', 'request.auth.principal', 'request.auth.audiences',
+    'request.auth.presenter', 'destination.ip', 'destination.port', 'connection.sni']) {
+    const value = key.endsWith('.ip') ? '10.1.2.3' : key === 'destination.port' ? '443' : 'x';
+    accept(when(`key: ${key}\nvalues: ["${value}"]`));
+  }
+});
+
+it('rejects invalid AuthorizationPolicies with the field path', () => {
+  assertRejections([
+    { name: 'unknown when key', yaml: when(`key: request.auth.claim[groups]\nvalues: [a]`),
+      field: 'spec.rules[0].when[0].key', message: /"request.auth.claim\[groups\]" is not a supported key; accepted: request.auth.claims\[<claim>\], request.headers\[<name>\], source.ip/ },
+    { name: 'claim key in dot form (brackets only, as Istio)', yaml: when(`key: request.auth.claims.groups\nvalues: [a]`),
+      field: 'spec.rules[0].when[0].key', message: /not a valid claim key: expected request.auth.claims\[<claim>\]/ },
+    { name: 'claim key with trailing text', yaml: when(`key: request.auth.claims[a]x\nvalues: [a]`),
+      field: 'spec.rules[0].when[0].key', message: /not a valid claim key/ },
+    { name: 'header key without brackets', yaml: when(`key: request.headers.x\nvalues: [a]`),
+      field: 'spec.rules[0].when[0].key', message: /expected request.headers\[<name>\]/ },
+    { name: 'condition without values', yaml: when(`key: source.namespace`),
+      field: 'spec.rules[0].when[0]', message: /needs values or notValues for "source.namespace"/ },
+    { name: 'condition with empty values', yaml: when(`key: source.namespace\nvalues: []`),
+      field: 'spec.rules[0].when[0]', message: /needs values or notValues/ },
+    { name: 'condition ip not an IP', yaml: when(`key: source.ip\nvalues: [here]`),
+      field: 'spec.rules[0].when[0].values[0]', message: /not an IP address or CIDR/ },
+    { name: 'condition port not a port', yaml: when(`key: destination.port\nvalues: ["http"]`),
+      field: 'spec.rules[0].when[0].values[0]', message: /not a port number/ },
+    { name: 'values of the wrong type', yaml: when(`key: source.namespace\nvalues: foo`),
+      field: 'spec.rules[0].when[0].values', message: /expected a list, got the string "foo"/ },
+    { name: 'unknown action', yaml: ap(`action: REJECT`),
+      field: 'spec.action', message: /"REJECT" is not one of ALLOW, DENY, AUDIT, CUSTOM/ },
+    { name: 'CUSTOM', yaml: ap(`action: CUSTOM`),
+      field: 'spec.action', message: /CUSTOM .* not supported/ },
+    { name: 'from: []', yaml: ap(`rules: [{from: []}]`),
+      field: 'spec.rules[0].from', message: /must not be empty/ },
+    { name: 'empty source', yaml: ap(`rules: [{from: [{source: {}}]}]`),
+      field: 'spec.rules[0].from[0].source', message: /must set at least one of principals/ },
+    { name: 'operation port as a number', yaml: ap(`rules: [{to: [{operation: {ports: [8080]}}]}]`),
+      field: 'spec.rules[0].to[0].operation.ports[0]', message: /expected a string, got the number 8080/ },
+    { name: 'bad ipBlock', yaml: ap(`rules: [{from: [{source: {ipBlocks: ["10.0.0.0/33"]}}]}]`),
+      field: 'spec.rules[0].from[0].source.ipBlocks[0]', message: /not an IP address or CIDR/ },
+    { name: 'misspelt source field', yaml: ap(`rules: [{from: [{source: {requestPrincipal: ["*"]}}]}]`),
+      field: 'spec.rules[0].from[0].source.requestPrincipal', message: /unknown field "requestPrincipal"/ },
+    { name: 'rules wrong type', yaml: ap(`rules: {from: []}`),
+      field: 'spec.rules', message: /expected a list, got a mapping/ },
+  ]);
+});

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { formatRejection } from '../../../src/config/resources/format.js';
+import { validateDocument } from '../../../src/config/resources/validate.js';
+import { assertRejections, reject, validateYaml } from './helpers.js';
+
+const spec = {
+  Gateway: 'spec: {selector: {}, servers: [{port: {number: 80, protocol: HTTP}, hosts: ["*"]}]}',
+  VirtualService: 'spec: {hosts: [a.example.com], http: [{route: [{destination: {host: a}}]}]}',
+  ServiceEntry: 'spec: {hosts: [a.example.com]}',
+  RequestAuthentication: 'spec: {jwtRules: [{issuer: a, jwksUri: "https://a/jwks"}]}',
+  AuthorizationPolicy: 'spec: {action: DENY, rules: [{}]}',
+};
+const groups = { Gateway: 'networking', VirtualService: 'networking', ServiceEntry: 'networking', RequestAuthentication: 'security', AuthorizationPolicy: 'security' };
+
+it('dispatches every kind under v1 and the v1beta1 alias of its group', () => {
+  for (const [kind, s] of Object.entries(spec)) {
+    for (const version of ['v1', 'v1beta1']) {
+      const apiVersion = `${groups[kind as keyof typeof groups]}.mesh.io/${version}`;
+      const r = validateYaml(`apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: {name: x}\n${s}\n`, 'team-a');
+      assert.ok(r.ok, `${kind} ${apiVersion}: ${r.ok ? '' : formatRejection(r.rejection)}`);
+      assert.equal(r.value.kind, kind);
+      assert.deepEqual(r.value.resource.meta, { kind, apiVersion, name: 'x', namespace: 'team-a', origin: { file: 'etc/mesh/resources/test.yaml', index: 0 } });
+      assert.equal(r.key, `${kind}/team-a/x`);
+    }
+  }
+});
+
+it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
+  const vsSpec = spec.VirtualService;
+  assertRejections([
+    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: DestinationRule\nmetadata: {name: x}\nspec: {}\n`,
+      field: 'kind', message: /^unknown kind "DestinationRule"; accepted: Gateway, VirtualService, ServiceEntry \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy \(security.mesh.io\/v1 or v1beta1\)$/ },
+    { name: 'Istio group', yaml: `apiVersion: networking.istio.io/v1beta1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /"networking.istio.io\/v1beta1" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1/ },
+    { name: 'wrong group for the kind', yaml: `apiVersion: security.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /not an accepted version of VirtualService/ },
+    { name: 'v1alpha3', yaml: `apiVersion: networking.mesh.io/v1alpha3\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /not an accepted version/ },
+    { name: 'kind missing', yaml: `apiVersion: networking.mesh.io/v1\nmetadata: {name: x}\n`,
+      field: 'kind', message: /required/ },
+    { name: 'apiVersion missing', yaml: `kind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /required/ },
+    { name: 'metadata missing', yaml: `apiVersion: networking.mesh.io/v1\nkind: VirtualService\n${vsSpec}\n`,
+      field: 'metadata', message: /required/ },
+    { name: 'name missing', yaml: `apiVersion: networking.mesh.io/v1\nkind: VirtualService\nmetadata: {namespace: a}\n${vsSpec}\n`,
+      field: 'metadata.name', message: /required/ },
+    { name: 'name not a name', yaml: `apiVersion: networking.mesh.io/v1\nkind: VirtualService\nmetadata: {name: My_VS}\n${vsSpec}\n`,
+      field: 'metadata.name', message: /"My_VS" is not a valid name/ },
+    { name: 'namespace of the wrong type', yaml: `apiVersion: networking.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x, namespace: 5}\n${vsSpec}\n`,
+      field: 'metadata.namespace', message: /expected a string, got the number 5/ },
+    { name: 'spec missing', yaml: `apiVersion: networking.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n`,
+      field: 'spec', message: /required/ },
+    { name: 'unknown top-level field', yaml: `apiVersion: networking.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\nspecs: {}\n`,
+      field: 'specs', message: /unknown field "specs" here; accepted: apiVersion, kind, metadata, spec, status/ },
+    { name: 'a list, not a resource', yaml: `- a\n- b\n`,
+      field: '', message: /expected a mapping with apiVersion, kind, metadata and spec, got a list/ },
+  ]);
+});
+
+it('names as much of the resource as the document gives in the rejection line', () => {
+  assert.equal(formatRejection(reject(`apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: ns1}\nspec: {}\n`)).split(':')[0],
+    'etc/mesh/resources/test.yaml[0] Sidecar ns1/s');
+  assert.match(formatRejection(reject(`just a string\n`)), /^etc\/mesh\/resources\/test\.yaml\[0\]: expected a mapping/);
+  const r = validateDocument({ apiVersion: 'networking.mesh.io/v1', kind: 'Gateway', metadata: { name: 'gw' }, spec: { selector: {} } }, { file: 'f.json', index: 3, defaultNamespace: 'ns' });
+  assert.ok(!r.ok);
+  assert.equal(formatRejection(r.rejection), 'f.json[3] Gateway ns/gw: spec.servers: required (a list)');
+  assert.equal(r.key, 'Gateway/ns/gw', 'an invalid spec still names its resource (for last-good)');
+});
+
+it('accepts metadata and status as kubectl writes them', () => {
+  const r = validateYaml(`apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata:
+  name: x
+  namespace: ""
+  labels: {app: x}
+  annotations: {a: b}
+  resourceVersion: "123"
+${spec.ServiceEntry}
+status: {}
+`);
+  assert.ok(r.ok);
+  assert.equal(r.value.resource.meta.namespace, 'default');
+});
