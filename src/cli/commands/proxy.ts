@@ -33,8 +33,14 @@ export function registerProxy(program: Command, ctx: CliContext): void {
 Files read (relative to the working directory):
   ./etc/mesh/config/mesh    mesh configuration (--meshConfig; PROXY_CONFIG overrides proxy settings)
   ./etc/mesh/pod/labels     workload labels, downward-API form (key="value" lines)
-  ./etc/mesh/resources      Gateway, VirtualService, RequestAuthentication, AuthorizationPolicy files
-                            (*.yaml, *.yml, *.json), or the directories the mesh config names in configSources`);
+  ./etc/mesh/resources      Gateway, VirtualService, ServiceEntry, RequestAuthentication and
+                            AuthorizationPolicy files (*.yaml, *.yml, *.json; multi-document YAML), or the
+                            directories the mesh config names in configSources (fs://DIR); watched, changes
+                            apply within FILE_DEBOUNCE_DURATION; a resource that does not validate is logged
+                            (file, resource, field) and the last good one stays in force
+  ./etc/mesh/credentials/<credentialName>/tls.crt, tls.key
+                            certificates of HTTPS Gateway servers (router)
+Namespace: POD_NAMESPACE (default "default"); mesh-system is the root namespace.`);
   addOptions(command, [
     new Option('--concurrency <n>', 'Number of worker threads to run; 0 means MESH_CPU_LIMIT, else the number of cores')
       .default(0).argParser(nonNegativeIntValue),
