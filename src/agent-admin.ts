@@ -19,8 +19,8 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
   // The dual-stack `::` listeners are shown as Istio's virtualOutbound/virtualInbound (0.0.0.0_15001),
   // the names operators' dashboards and `/stats` filters expect.
   const listenerInfo = () => [
-    ...agent.listeners.map((l) => ({ name: l.name, address: l.address === '::' ? '0.0.0.0' : l.address, port: l.port })),
-    ...(agent.router?.info() ?? []).map((l) => ({ name: l.name, address: l.address, port: l.port })),
+    ...agent.plane.listeners.map((l) => ({ name: l.name, address: l.address === '::' ? '0.0.0.0' : l.address, port: l.port })),
+    ...(agent.plane.router?.info() ?? []).map((l) => ({ name: l.name, address: l.address, port: l.port })),
   ];
   const clusterInfo = () => (['outbound', 'inbound'] as const).map((direction) => {
     const s = agent.stats.of(direction);
@@ -40,7 +40,7 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
       uptime_current_epoch: `${Math.round((performance.timeOrigin + performance.now() - agent.startedAt) / 1000)}s`,
       node: { id: nodeId(agent), cluster: agent.options.serviceCluster },
       command_line_options: {
-        concurrency: agent.options.concurrency, log_level: agent.options.logLevels.level,
+        concurrency: agent.concurrency, log_level: agent.options.logLevels.level,
         component_log_level: Object.fromEntries(agent.options.logLevels.components), drain_time: `${agent.mesh.defaultConfig.drainDurationMs / 1000}s`,
         termination_drain_time: `${agent.mesh.defaultConfig.terminationDrainDurationMs / 1000}s`,
       },
@@ -53,12 +53,12 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
         interception_mode: agent.env.INBOUND_INTERCEPTION_MODE || 'REDIRECT',
       },
       listeners: listenerInfo(),
-      routes: agent.router ? agent.resources.snapshot?.virtualServices ?? [] : [],
+      routes: agent.plane.router ? agent.plane.resources.snapshot?.virtualServices ?? [] : [],
       clusters: clusterInfo(),
-      loaded_resources: loadedResources(agent.resources.snapshot),
-      configuration_version: agent.resources.snapshot?.version ?? 0,
-      rejected_resources: agent.resources.lastRejections,
-      jwks: agent.security.authenticator.keyStatus(),
+      loaded_resources: loadedResources(agent.plane.resources.snapshot),
+      configuration_version: agent.plane.resources.snapshot?.version ?? 0,
+      rejected_resources: agent.plane.resources.lastRejections,
+      jwks: agent.plane.authenticator.keyStatus(),
       mesh_config: agent.mesh.raw,
     }),
     listeners: listenerInfo,
@@ -68,16 +68,17 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
     quit: agent.quit,
     decisions: () => agent.decisions.recent(),
     extraStats: () => extraStats(agent),
+    refresh: agent.refresh,
   };
 }
 
 /** Decision counts (`http.<listener kind>.decisions.<stage>.<outcome>`) for /stats. */
 function extraStats(agent: Agent): StatValue[] {
   const out: StatValue[] = [];
-  const kind = agent.router ? 'gateway' : 'inbound';
+  const kind = agent.plane.router ? 'gateway' : 'inbound';
   for (const [stage, byOutcome] of agent.decisions.counts) {
     for (const [outcome, value] of byOutcome) out.push({ name: `http.${kind}.decisions.${stage}.${outcome}`, value });
   }
-  for (const [kind, value] of agent.resources.rejectCounts) out.push({ name: `config.rejects.${kind}`, value });
+  for (const [kind, value] of agent.plane.resources.rejectCounts) out.push({ name: `config.rejects.${kind}`, value });
   return out;
 }

@@ -26,8 +26,10 @@ export interface MeshResourcesOptions {
   readonly security: RequestSecurity;
   readonly router?: GatewayRouter;
   readonly dns?: { setServiceEntries(entries: readonly ServiceEntry[]): void };
-  readonly rejects: Counter<'kind'>;
-  readonly onWatchFailure: () => void;
+  /** Counts rejections (the primary worker); the others neither count nor log them. */
+  readonly rejects?: Counter<'kind'>;
+  readonly onWatchFailure?: () => void;
+  readonly quiet?: boolean;
 }
 
 export class MeshResources {
@@ -53,8 +55,8 @@ export class MeshResources {
       onChange: (snapshot) => { void this.apply(snapshot); },
       onRejection: (r) => this.reject(r),
       onWatchFailure: (dir, err) => {
-        this.o.onWatchFailure();
-        log.warn(`cannot watch ${dir} (${err.message}): polling it instead`);
+        this.o.onWatchFailure?.();
+        if (!this.o.quiet) log.warn(`cannot watch ${dir} (${err.message}): polling it instead`);
       },
     });
     this.watcher = watcher;
@@ -74,10 +76,11 @@ export class MeshResources {
   }
 
   private reject(r: Rejection): void {
+    if (this.o.quiet) return;
     log.warn(`configuration rejected: ${formatRejection(r)}`);
     // Only known kinds become labels: a file cannot mint new metric series.
     const kind = r.kind !== undefined && isResourceKind(r.kind) ? r.kind : 'unknown';
-    this.o.rejects.inc({ kind });
+    this.o.rejects?.inc({ kind });
     this.rejectCounts.set(kind, (this.rejectCounts.get(kind) ?? 0) + 1);
     this.rejections.push(r);
     if (this.rejections.length > KEPT_REJECTIONS) this.rejections.shift();
@@ -105,6 +108,7 @@ export class MeshResources {
       await this.o.router.update(table, plan.ports);
     }
     this.current = snapshot;
+    if (this.o.quiet) return;
     log.info(`configuration version ${snapshot.version} in force: ${summary(snapshot)}; `
       + `${rules.length} JWT rule(s) and ${policies.length} authorization policy(ies) select this workload`);
   }

@@ -29,6 +29,8 @@ export interface AdminHooks {
   readonly decisions: () => readonly unknown[];
   /** Counters beyond ProxyStats, for /stats. */
   readonly extraStats: () => readonly StatValue[];
+  /** Called before every endpoint: brings `stats` and the decisions up to date (the workers' included). */
+  readonly refresh?: () => Promise<void>;
 }
 
 export interface AdminServer {
@@ -476,7 +478,7 @@ function helpText(list: readonly Endpoint[]): string {
 }
 
 /** Answers one admin request; never throws (a failing hook is a 500 naming it). */
-async function answer(list: readonly Endpoint[], method: string, url: string): Promise<Reply> {
+async function answer(list: readonly Endpoint[], method: string, url: string, refresh?: () => Promise<void>): Promise<Reply> {
   let parsed: URL;
   try {
     parsed = new URL(url, 'http://localhost');
@@ -495,6 +497,7 @@ async function answer(list: readonly Endpoint[], method: string, url: string): P
     };
   }
   try {
+    await refresh?.();
     return await endpoint.handle(parsed.searchParams, method);
   } catch (err) {
     if (err instanceof BadRequest) return { status: 400, body: `${err.message}\n`, contentType: TEXT };
@@ -506,7 +509,7 @@ async function answer(list: readonly Endpoint[], method: string, url: string): P
 /** The admin API without a socket: method and request target in, status and body out. */
 export function adminRouter(hooks: AdminHooks): (method: string, url: string) => Promise<Reply> {
   const list = endpoints(hooks);
-  return (method, url) => answer(list, method, url);
+  return (method, url) => answer(list, method, url, hooks.refresh);
 }
 
 

@@ -94,6 +94,22 @@ export class DecisionLog {
     this.next = (this.next + 1) % this.capacity;
   }
 
+  /** Makes this log the merge of several (every worker's): counts summed, decisions by time. */
+  assignMerged(parts: readonly { readonly counts: ReadonlyMap<DecisionStage, ReadonlyMap<string, number>>; readonly decisions: readonly Decision[] }[]): void {
+    this.counts.clear();
+    this.ring.fill(undefined);
+    this.next = 0;
+    for (const part of parts) {
+      for (const [stage, byOutcome] of part.counts) for (const [outcome, n] of byOutcome) {
+        let mine = this.counts.get(stage);
+        if (!mine) this.counts.set(stage, (mine = new Map()));
+        mine.set(outcome, (mine.get(outcome) ?? 0) + n);
+      }
+    }
+    const all = parts.flatMap((p) => p.decisions).sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+    for (const d of all.slice(-this.capacity)) this.record(d);
+  }
+
   /** Oldest first, at most `limit` of the newest. */
   recent(limit = this.capacity): Decision[] {
     const out: Decision[] = [];

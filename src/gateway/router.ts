@@ -10,6 +10,7 @@ import { createSecureContext, Server as TlsServer, type SecureContext, type TLSS
 import { scope } from '../log/logger.js';
 import { HttpHandler, type ForwardTarget, type RequestDecider, type Verdict } from '../proxy/http-handler.js';
 import { trackDownstream } from '../proxy/listener.js';
+import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
@@ -26,6 +27,8 @@ export interface GatewayRouterOptions {
   readonly forward100Continue: boolean;
   /** Address to listen on (`::`: both families). */
   readonly host: string;
+  /** Several workers listen on the same ports (--concurrency > 1). */
+  readonly reusePort?: boolean;
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
@@ -68,7 +71,8 @@ class GatewayListener {
     return `gateway_${this.plan.port}`;
   }
 
-  listen(host: string): Promise<void> {
+  /** `reusePort`: every worker binds the port (SO_REUSEPORT); the kernel spreads connections. */
+  listen(host: string, reusePort: boolean): Promise<void> {
     return new Promise((resolve) => {
       const fail = (err: Error): void => {
         this.error = err.message;
@@ -76,11 +80,20 @@ class GatewayListener {
         resolve();
       };
       this.server.once('error', fail);
-      this.server.listen({ host, port: this.plan.port, backlog: 1024, ipv6Only: false }, () => {
+      const bound = (): void => {
         this.server.off('error', fail);
         this.bound = true;
         resolve();
-      });
+      };
+      if (!reusePort) {
+        this.server.listen({ host, port: this.plan.port, backlog: 1024, ipv6Only: false }, bound);
+        return;
+      }
+      try {
+        this.server.listen({ fd: listenerFd({ address: host, port: this.plan.port }, { reusePort }), backlog: 1024 }, bound);
+      } catch (err) {
+        fail(err as Error);
+      }
     });
   }
 
@@ -145,7 +158,7 @@ export class GatewayRouter {
       if (this.listeners.has(plan.port)) continue;
       const listener = new GatewayListener(plan, this.decider(plan), this.o);
       this.listeners.set(plan.port, listener);
-      await listener.listen(this.o.host);
+      await listener.listen(this.o.host, this.o.reusePort ?? false);
       if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port} for ${plan.gateways.join(', ')}`);
     }
   }

@@ -165,3 +165,8 @@ export function scope(name: ScopeName): ScopedLogger {
   }
   return handle;
 }
+
+/** The options in force (a worker thread starts its logging with the same). */
+export function currentLogOptions(): LogOptions {
+  return options;
+}

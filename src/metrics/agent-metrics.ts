@@ -123,11 +123,11 @@ export function earliestNotAfter(pem: string): number {
 }
 
 /**
- * A registry that refreshes the metrics whose presence changes (the certificate expiry) before
- * every scrape: prom-client always prints HELP/TYPE for a registered metric, so "absent" means
- * "not registered".
+ * A registry that runs `beforeScrape` before every scrape: the agent's refreshes the metrics whose
+ * presence changes (prom-client always prints HELP/TYPE for a registered metric, so "absent" means
+ * "not registered"); the proxy's gathers the workers' counters.
  */
-class AgentRegistry extends Registry {
+export class RefreshingRegistry extends Registry {
   constructor(private readonly beforeScrape: () => Promise<void>) {
     super();
   }
@@ -169,7 +169,7 @@ export function createAgentMetrics(options: AgentMetricsOptions = {}): AgentMetr
     certExpiry.set({ resource_name: 'default' }, (notAfter - now()) / 1000);
     if (registry.getSingleMetric(names.certExpiry) === undefined) registry.registerMetric(certExpiry);
   };
-  const registry = new AgentRegistry(refreshCertExpiry);
+  const registry = new RefreshingRegistry(refreshCertExpiry);
 
   const build = options.build ?? buildInfo();
   new Gauge({

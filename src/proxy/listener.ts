@@ -5,7 +5,7 @@
 import { Server, type Socket } from 'node:net';
 import { scope } from '../log/logger.js';
 import { HttpHandler, type RequestDecider } from './http-handler.js';
-import { originalDestination, transparentListenerFd, type Endpoint } from './socket-options.js';
+import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
 import { sniff } from './sniff.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
 import { relay } from './tcp-relay.js';
@@ -23,6 +23,8 @@ export interface CaptureListenerOptions {
   readonly host: string;
   /** TPROXY: an IP_TRANSPARENT listener; the destination is the socket's own local address. */
   readonly transparent: boolean;
+  /** SO_REUSEPORT: several workers listen on this port (--concurrency > 1). */
+  readonly reusePort?: boolean;
   readonly upstream: UpstreamMode;
   readonly stats: ProxyStats;
   /** Ports of the proxy itself: a connection whose destination is one of them, locally, is a loop. */
@@ -94,8 +96,9 @@ export class CaptureListener {
         this.server.off('error', reject);
         resolve();
       };
-      if (this.o.transparent) {
-        this.server.listen({ fd: transparentListenerFd({ address: this.o.host, port: this.o.port }), backlog: 1024 }, done);
+      if (this.o.transparent || this.o.reusePort) {
+        const fd = listenerFd({ address: this.o.host, port: this.o.port }, { transparent: this.o.transparent, reusePort: this.o.reusePort ?? false });
+        this.server.listen({ fd, backlog: 1024 }, done);
       } else {
         this.server.listen({ host: this.o.host, port: this.o.port, backlog: 1024, ipv6Only: false }, done);
       }

@@ -12,6 +12,7 @@ const SOCK_NONBLOCK = 0o4000;
 const SOCK_CLOEXEC = 0o2000000;
 const SOL_SOCKET = 1;
 const SO_REUSEADDR = 2;
+const SO_REUSEPORT = 15;
 const SO_MARK = 36;
 const SOL_IP = 0;
 const SOL_IPV6 = 41;
@@ -123,21 +124,29 @@ function setInt(fd: number, level: number, name: number, value: number, call: st
   check(c.setsockopt(fd, level, name, buf, 4) as number, call);
 }
 
+export interface ListenerOptions {
+  /** IP_TRANSPARENT (TPROXY: connections to any address arrive here). Needs CAP_NET_ADMIN. */
+  readonly transparent?: boolean;
+  /** SO_REUSEPORT: every worker binds its own socket on the port; the kernel spreads connections. */
+  readonly reusePort?: boolean;
+}
+
 /**
- * A bound, not yet listening, IP_TRANSPARENT socket for a TPROXY listener; hand it to
- * `server.listen({ fd })`. Needs CAP_NET_ADMIN.
+ * A bound, not yet listening, socket for a listener Node cannot make itself (Node 20 has no
+ * reusePort, nor IP_TRANSPARENT); hand it to `server.listen({ fd })`. `::` is dual-stack unless
+ * transparent (TPROXY needs a socket per family).
  */
-export function transparentListenerFd(ep: Endpoint): number {
+export function listenerFd(ep: Endpoint, o: ListenerOptions): number {
   const v6 = isIPv6(ep.address);
   const fd = c.socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0) as number;
   check(fd, 'socket');
   try {
     setInt(fd, SOL_SOCKET, SO_REUSEADDR, 1, 'setsockopt(SO_REUSEADDR)');
-    if (v6) {
-      setInt(fd, SOL_IPV6, IPV6_V6ONLY, 1, 'setsockopt(IPV6_V6ONLY)');
-      setInt(fd, SOL_IPV6, IPV6_TRANSPARENT, 1, 'setsockopt(IPV6_TRANSPARENT)');
-    } else {
-      setInt(fd, SOL_IP, IP_TRANSPARENT, 1, 'setsockopt(IP_TRANSPARENT)');
+    if (o.reusePort) setInt(fd, SOL_SOCKET, SO_REUSEPORT, 1, 'setsockopt(SO_REUSEPORT)');
+    if (v6) setInt(fd, SOL_IPV6, IPV6_V6ONLY, o.transparent ? 1 : 0, 'setsockopt(IPV6_V6ONLY)');
+    if (o.transparent) {
+      if (v6) setInt(fd, SOL_IPV6, IPV6_TRANSPARENT, 1, 'setsockopt(IPV6_TRANSPARENT)');
+      else setInt(fd, SOL_IP, IP_TRANSPARENT, 1, 'setsockopt(IP_TRANSPARENT)');
     }
     const addr = sockaddr(ep);
     check(c.bind(fd, addr, addr.length) as number, `bind(${ep.address}:${ep.port})`);

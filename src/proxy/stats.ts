@@ -20,6 +20,13 @@ export class Histogram {
     this.counts = new Array<number>(bounds.length + 1).fill(0);
   }
 
+  /** Adds another histogram's samples (same bounds): the workers' histograms summed. */
+  add(other: { readonly counts: readonly number[]; readonly sum: number; readonly count: number }): void {
+    for (let i = 0; i < this.counts.length; i++) this.counts[i]! += other.counts[i] ?? 0;
+    this.sum += other.sum;
+    this.count += other.count;
+  }
+
   observe(value: number): void {
     let i = 0;
     while (i < this.bounds.length && value > this.bounds[i]!) i++;
@@ -68,6 +75,26 @@ export class DirectionStats {
     this.rqByCode.set(status, (this.rqByCode.get(status) ?? 0) + 1);
     this.rqDurationMs.observe(durationMs);
   }
+
+  clear(): void {
+    for (const key of Object.keys(this) as (keyof DirectionStats)[]) {
+      if (typeof this[key] === 'number') (this as unknown as Record<string, number>)[key] = 0;
+    }
+    this.rqByCode.clear();
+    this.rqDurationMs.counts.fill(0);
+    this.rqDurationMs.sum = 0;
+    this.rqDurationMs.count = 0;
+  }
+
+  /** Adds another direction's counters (a worker's, from its snapshot) to these. */
+  add(other: DirectionStats): void {
+    for (const key of Object.keys(other) as (keyof DirectionStats)[]) {
+      const value = other[key];
+      if (typeof value === 'number') (this as unknown as Record<string, number>)[key] = (this[key] as number) + value;
+    }
+    for (const [code, n] of other.rqByCode) this.rqByCode.set(code, (this.rqByCode.get(code) ?? 0) + n);
+    this.rqDurationMs.add(other.rqDurationMs);
+  }
 }
 
 export class ProxyStats {
@@ -80,5 +107,21 @@ export class ProxyStats {
 
   of(direction: Direction): DirectionStats {
     return direction === 'inbound' ? this.inbound : this.outbound;
+  }
+
+  /**
+   * Makes these stats the sum of `parts` (every worker's; copies cloned across threads keep the
+   * data of these shapes). The object stays the same, so whoever holds it reads the new sum.
+   */
+  assignSum(parts: readonly ProxyStats[]): void {
+    for (const d of DIRECTIONS) this.of(d).clear();
+    this.loopsRefused = 0;
+    this.uncaughtErrors = 0;
+    for (const p of parts) {
+      this.outbound.add(p.outbound);
+      this.inbound.add(p.inbound);
+      this.loopsRefused += p.loopsRefused;
+      this.uncaughtErrors += p.uncaughtErrors;
+    }
   }
 }

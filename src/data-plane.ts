@@ -1,0 +1,208 @@
+// The part of the proxy that carries requests, built once per worker (--concurrency): the capture
+// listeners (sidecar) or the Gateway listeners (router), the JWT and policy checks, the mesh
+// resources they follow, and the counters and decisions they keep. The primary worker also runs the
+// agent's surfaces (src/agent.ts); the others (src/worker-main.ts) report their counters to it.
+import { networkInterfaces } from 'node:os';
+import type { Counter } from 'prom-client';
+import { PORTS } from './ports.js';
+import { MeshResources } from './agent-resources.js';
+import type { EnvValues } from './config/env/registry.js';
+import type { MeshConfig } from './config/mesh-config.js';
+import { readWorkload } from './config/resources/workload.js';
+import type { ServiceEntry } from './config/resources/types.js';
+import { AgentError } from './errors/agent-error.js';
+import { DecisionLog, type Decision, type DecisionStage } from './gateway/decisions.js';
+import { GatewayRouter } from './gateway/router.js';
+import { AccessLog } from './log/access-log.js';
+import { scope } from './log/logger.js';
+import type { RequestDecider } from './proxy/http-handler.js';
+import { CaptureListener } from './proxy/listener.js';
+import type { ProxyOptions } from './proxy/options.js';
+import { canSwitchSocketOwner } from './proxy/socket-options.js';
+import { ProxyStats } from './proxy/stats.js';
+import { TRANSPARENT_OWNER } from './proxy/upstream.js';
+import { inboundDecider } from './security/inbound-decider.js';
+import { JwtAuthenticator } from './security/jwt/authenticator.js';
+import { RequestSecurity } from './security/request-security.js';
+
+const log = scope('default');
+
+export interface DataPlaneOptions {
+  readonly options: ProxyOptions;
+  readonly env: EnvValues;
+  readonly mesh: MeshConfig;
+  readonly cwd: string;
+  /** More than one worker: every listener binds with SO_REUSEPORT. */
+  readonly reusePort: boolean;
+  /** The primary logs and counts rejected resources and watch failures; the other workers stay quiet. */
+  readonly primary?: {
+    readonly rejects: Counter<'kind'>;
+    readonly onWatchFailure: () => void;
+    readonly dns?: { setServiceEntries(entries: readonly ServiceEntry[]): void };
+  };
+}
+
+/** What a worker reports to the primary: the numbers and decisions behind /stats and the metrics. */
+export interface DataPlaneSnapshot {
+  readonly stats: ProxyStats;
+  readonly counts: ReadonlyMap<DecisionStage, ReadonlyMap<string, number>>;
+  readonly decisions: readonly Decision[];
+  readonly activeConnections: number;
+  readonly unbound: readonly string[];
+}
+
+/** This pod's addresses, re-read at most every few seconds (interfaces rarely change). */
+function localAddressCache(): () => ReadonlySet<string> {
+  let cached = new Set<string>();
+  let at = 0;
+  return () => {
+    if (Date.now() - at > 5_000) {
+      cached = new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address)));
+      at = Date.now();
+    }
+    return cached;
+  };
+}
+
+function captureListeners(env: EnvValues, stats: ProxyStats, inbound: RequestDecider, reusePort: boolean): CaptureListener[] {
+  const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
+  const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
+  const common = {
+    stats,
+    ownPorts: new Set<number>([...Object.values(PORTS), env.PROXY_STATUS_PORT]),
+    localAddresses: localAddressCache(),
+    forward100Continue: env.ENABLE_100_CONTINUE_HEADERS,
+    allowHttp10: env.PILOT_HTTP10,
+    reusePort,
+  };
+  const listeners = [
+    new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' } }),
+  ];
+  if (tproxy) {
+    if (process.getuid?.() !== 0 && !canSwitchSocketOwner(TRANSPARENT_OWNER)) {
+      log.warn('TPROXY: this sidecar can neither run as root nor create sockets as root (CAP_SETUID, CAP_SETGID): '
+        + 'its connections to the app will be captured again by the inbound rules; run it as uid 0 / gid 1337 '
+        + '(as Istio does) or grant NET_ADMIN, SETUID and SETGID');
+    }
+    // One IP_TRANSPARENT socket per family; the IPv6 one only where the kernel has IPv6.
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound }));
+  } else {
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' }, decider: inbound }));
+  }
+  return listeners;
+}
+
+async function listenAll(listeners: CaptureListener[]): Promise<CaptureListener[]> {
+  const bound: CaptureListener[] = [];
+  for (const listener of listeners) {
+    try {
+      await listener.listen();
+      bound.push(listener);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // No IPv6 in this kernel or namespace: the IPv4 listeners do.
+      if (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL' || (err as { errno?: number }).errno === 97) {
+        log.info(`listener ${listener.name}: IPv6 unavailable, skipped`);
+        continue;
+      }
+      throw new AgentError('ERR_LISTEN', `cannot listen on ${listener.name}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return bound;
+}
+
+/** The access log: the mesh config's `accessLogFile`; when unset, a gateway logs to stdout (a sidecar does not). */
+function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type']): AccessLog | undefined {
+  const path = mesh.accessLogFile ?? (type === 'router' ? '/dev/stdout' : '');
+  return path === '' ? undefined : new AccessLog(path, mesh.accessLogEncoding);
+}
+
+export class DataPlane {
+  readonly stats = new ProxyStats();
+  readonly decisions = new DecisionLog();
+  readonly authenticator: JwtAuthenticator;
+  readonly security: RequestSecurity;
+  readonly router: GatewayRouter | undefined;
+  readonly resources: MeshResources;
+  private captures: CaptureListener[] = [];
+
+  constructor(private readonly o: DataPlaneOptions) {
+    const { env, options, mesh } = o;
+    this.decisions.sink = accessLogOf(mesh, options.type);
+    this.authenticator = new JwtAuthenticator({
+      refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
+      insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
+      log: (level, message) => log[level](`jwks: ${message}`),
+    });
+    this.security = new RequestSecurity(this.authenticator, this.decisions);
+    this.router = options.type === 'router' && !env.DISABLE_PROXY
+      ? new GatewayRouter({
+        stats: this.stats, security: this.security, decisions: this.decisions, allowHttp10: env.PILOT_HTTP10,
+        forward100Continue: env.ENABLE_100_CONTINUE_HEADERS, host: '::', reusePort: o.reusePort,
+      })
+      : undefined;
+    this.resources = new MeshResources({
+      cwd: o.cwd, configSources: mesh.configSources, workload: readWorkload(o.cwd, env.POD_NAMESPACE || 'default'),
+      debounceMs: env.FILE_DEBOUNCE_DURATION, security: this.security,
+      ...(this.router ? { router: this.router } : {}),
+      ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),
+      ...(o.primary?.dns ? { dns: o.primary.dns } : {}),
+    });
+  }
+
+  /** Reads the mesh resources and applies them (the gateway's listeners open here). */
+  loadConfiguration(): Promise<void> {
+    return this.resources.start();
+  }
+
+  /** The sidecar's capture listeners (a gateway has none: its ports come with the configuration). */
+  async listen(): Promise<void> {
+    if (this.router) return;
+    this.captures = await listenAll(captureListeners(this.o.env, this.stats, inboundDecider(this.security, this.decisions), this.o.reusePort));
+  }
+
+  get listeners(): readonly CaptureListener[] {
+    return this.captures;
+  }
+
+  get activeConnections(): number {
+    return this.captures.reduce((n, l) => n + l.activeConnections, this.router?.activeConnections ?? 0);
+  }
+
+  /** Gateway ports not bound (readiness). */
+  unbound(): string[] {
+    return this.router?.unbound() ?? [];
+  }
+
+  /** SIGTERM: inbound (and the gateway) stop accepting, idle keep-alive connections close; outbound goes on. */
+  drainInbound(): void {
+    for (const l of this.captures.filter((x) => x.name.startsWith('inbound'))) {
+      void l.stopAccepting();
+      l.drainHttp();
+    }
+    void this.router?.close();
+  }
+
+  /** /drain_listeners: every listener stops accepting. */
+  drainAll(): void {
+    for (const l of this.captures) {
+      void l.stopAccepting();
+      l.drainHttp();
+    }
+    void this.router?.close();
+  }
+
+  async close(): Promise<void> {
+    this.resources.close();
+    this.authenticator.close();
+    await Promise.allSettled([...this.captures.map((l) => l.stopAccepting()), this.router?.close()]);
+  }
+
+  snapshot(): DataPlaneSnapshot {
+    return {
+      stats: this.stats, counts: this.decisions.counts, decisions: this.decisions.recent(),
+      activeConnections: this.activeConnections, unbound: this.unbound(),
+    };
+  }
+}

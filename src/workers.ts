@@ -1,0 +1,114 @@
+// `--concurrency N`: N workers carry the traffic. The primary (this thread) is one of them and also
+// runs the agent's surfaces; the N-1 others are worker threads, each with its own data plane on the
+// same ports (SO_REUSEPORT: the kernel spreads connections). The primary asks them for their
+// counters and decisions whenever /stats, the metrics or /debug/decisions are read, so what an
+// operator sees is exact, and tells them to drain, or to stop.
+import { Worker } from 'node:worker_threads';
+import type { EnvValues } from './config/env/registry.js';
+import type { MeshConfig } from './config/mesh-config.js';
+import type { DataPlaneSnapshot } from './data-plane.js';
+import { scope, type LogOptions } from './log/logger.js';
+import type { ProxyOptions } from './proxy/options.js';
+
+const log = scope('default');
+
+/** What a worker thread is started with (cloned into it). */
+export interface WorkerInit {
+  readonly options: ProxyOptions;
+  readonly env: EnvValues;
+  readonly mesh: MeshConfig;
+  readonly cwd: string;
+  readonly logOptions: LogOptions;
+}
+
+export type ToWorker = { readonly type: 'snapshot'; readonly id: number } | { readonly type: 'drainInbound' | 'drainAll' | 'close' };
+export type FromWorker =
+  | { readonly type: 'ready' }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'snapshot'; readonly id: number; readonly snapshot: DataPlaneSnapshot };
+
+/** A worker that does not answer in this time is left out of a snapshot. */
+const SNAPSHOT_TIMEOUT_MS = 1_000;
+const RESTART_DELAY_MS = 1_000;
+
+export class WorkerPool {
+  private readonly workers: (Worker | undefined)[];
+  private readonly pending = new Map<number, (s: DataPlaneSnapshot | undefined) => void>();
+  private nextId = 0;
+  private closing = false;
+
+  /** `count` threads besides the primary. */
+  constructor(count: number, private readonly init: WorkerInit) {
+    this.workers = new Array<Worker | undefined>(count).fill(undefined);
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** Starts every worker; resolves when all listen, rejects with the first one's failure. */
+  async start(): Promise<void> {
+    await Promise.all(this.workers.map((_, i) => this.spawn(i)));
+  }
+
+  /** The workers' current counters and decisions (the primary adds its own). */
+  async snapshots(): Promise<DataPlaneSnapshot[]> {
+    const answers = await Promise.all(this.workers.map((w) => (w ? this.ask(w) : Promise.resolve(undefined))));
+    return answers.filter((s): s is DataPlaneSnapshot => s !== undefined);
+  }
+
+  tell(type: 'drainInbound' | 'drainAll'): void {
+    for (const w of this.workers) w?.postMessage({ type } satisfies ToWorker);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.workers.map((w) => (w ? new Promise<void>((resolve) => {
+      const timer = setTimeout(() => void w.terminate().then(() => resolve()), 2_000);
+      w.once('exit', () => { clearTimeout(timer); resolve(); });
+      w.postMessage({ type: 'close' } satisfies ToWorker);
+    }) : undefined)));
+  }
+
+  private ask(w: Worker): Promise<DataPlaneSnapshot | undefined> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.pending.delete(id); resolve(undefined); }, SNAPSHOT_TIMEOUT_MS);
+      this.pending.set(id, (s) => { clearTimeout(timer); resolve(s); });
+      w.postMessage({ type: 'snapshot', id } satisfies ToWorker);
+    });
+  }
+
+  private spawn(index: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const w = new Worker(new URL('./worker-main.js', import.meta.url), { workerData: this.init, name: `worker-${index + 1}` });
+      this.workers[index] = w;
+      let started = false;
+      w.on('message', (m: FromWorker) => {
+        if (m.type === 'ready') {
+          started = true;
+          resolve();
+        } else if (m.type === 'failed') {
+          reject(new Error(`worker ${index + 1}: ${m.message}`));
+        } else {
+          this.pending.get(m.id)?.(m.snapshot);
+          this.pending.delete(m.id);
+        }
+      });
+      w.on('error', (err) => log.error(`worker ${index + 1} failed: ${err.message}`, { stack: err.stack }));
+      w.on('exit', (code) => {
+        this.workers[index] = undefined;
+        if (!started) {
+          reject(new Error(`worker ${index + 1} exited with ${code} before listening`));
+          return;
+        }
+        if (this.closing) return;
+        // Its connections are gone; the others carry on. A new worker takes its place.
+        log.error(`worker ${index + 1} exited with ${code}: starting another in ${RESTART_DELAY_MS}ms`);
+        setTimeout(() => {
+          if (!this.closing) this.spawn(index).catch((err: Error) => log.error(`worker ${index + 1}: ${err.message}`));
+        }, RESTART_DELAY_MS).unref();
+      });
+    });
+  }
+}

@@ -1,0 +1,16 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { resolveConcurrency } from '../src/agent.js';
+
+describe('resolveConcurrency', () => {
+  const cases: [string, number, number | undefined, number, number, number][] = [
+    ['the flag when above 0', 3, 2, 4, 8, 3],
+    ['else the mesh config / PROXY_CONFIG', 0, 2, 4, 8, 2],
+    ['else MESH_CPU_LIMIT', 0, undefined, 4, 8, 4],
+    ['else the cores', 0, 0, 0, 8, 8],
+    ['at least one', 0, undefined, 0, 0, 1],
+  ];
+  for (const [name, flag, configured, cpuLimit, cores, expected] of cases) {
+    it(name, () => assert.equal(resolveConcurrency(flag, configured, cpuLimit, cores), expected));
+  }
+});
