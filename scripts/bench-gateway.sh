@@ -9,7 +9,8 @@
 # The access logs are off on both sides (nginx `access_log off`, mesh config `accessLogFile: ""`).
 #   scripts/bench-gateway.sh          (needs root; without it, says so and exits 0)
 # Environment: PILOT_AGENT_BIN, BENCH_ROUNDS (3), BENCH_DURATION (5), BENCH_WARMUP (1),
-# BENCH_CONNECTIONS (32), BENCH_THREADS (1), BENCH_PIN (1). Target, reported: gateway >= nginx.
+# BENCH_CONNECTIONS (32), BENCH_THREADS (1), BENCH_PIN (1), BENCH_CONCURRENCY (the gateway's --concurrency, 1).
+# Target, reported: gateway >= nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
@@ -109,7 +110,7 @@ spec:
 EOF
 cd "$work/gw" # the gateway reads ./etc/mesh/... from its working directory
 env POD_NAMESPACE=mesh-system ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} \
-  "$node" "$agent" proxy router --log_target stderr > "$work/gateway.log" 2>&1 &
+  "$node" "$agent" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/gateway.log" 2>&1 &
 gateway=$!
 pids+=("$gateway")
 cd - > /dev/null

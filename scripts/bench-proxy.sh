@@ -19,7 +19,8 @@
 # Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
 # BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
 # BENCH_TCP_MIB (1024), BENCH_TCP_RUNS (3), BENCH_PIN (1; 0 = no CPU pinning),
-# BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+# BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
+# BENCH_CONCURRENCY (the sidecar's --concurrency, 1: one worker, like the one nginx worker).
 # Targets, reported and never fatal: sidecar throughput >= nginx's, p99 within 1 ms of nginx's,
 # sidecar RSS < 60 MB.
 set -euo pipefail
@@ -146,7 +147,7 @@ wait_port "$plain" 127.0.0.1 8000
 ip netns exec "$pod" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$work/iptables.log" 2>&1
 # shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
 ip netns exec "$pod" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
-  "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --log_target stderr > "$work/sidecar.log" 2>&1 &
+  "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/sidecar.log" 2>&1 &
 sidecar=$!
 pids+=("$sidecar")
 if ! ip netns exec "$pod" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
