@@ -33,6 +33,7 @@ bench: build
 	node scripts/bench-iptables.mjs
 	scripts/bench-proxy.sh
 	scripts/bench-gateway.sh
+	node scripts/bench-dns.mjs
 
 # Regenerates the files derived from the code (a test fails while they are stale).
 docs: build

@@ -101,6 +101,12 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       }),
       onWatchFailure: () => agentMetrics.incFileWatcherFailures(),
       dns: { setServiceEntries: (entries) => dnsProxy?.setServiceEntries(entries) },
+      onJwksFetch: (fetch) => {
+        agentMetrics.incOutgoingRequests('jwks');
+        if (!fetch.ok) agentMetrics.incFailedOutgoingRequests('jwks');
+        if (fetch.retry) agentMetrics.incOutgoingRetries('jwks');
+        agentMetrics.addOutgoingLatency('jwks', fetch.ms);
+      },
     },
   });
   const workers = new WorkerPool(concurrency - 1, { options, env, mesh, cwd, logOptions: currentLogOptions() });

@@ -22,7 +22,7 @@ import { canSwitchSocketOwner } from './proxy/socket-options.js';
 import { ProxyStats } from './proxy/stats.js';
 import { TRANSPARENT_OWNER } from './proxy/upstream.js';
 import { inboundDecider } from './security/inbound-decider.js';
-import { JwtAuthenticator } from './security/jwt/authenticator.js';
+import { JwtAuthenticator, type FetchOutcome } from './security/jwt/authenticator.js';
 import { RequestSecurity } from './security/request-security.js';
 
 const log = scope('default');
@@ -39,6 +39,7 @@ export interface DataPlaneOptions {
     readonly rejects: Counter<'kind'>;
     readonly onWatchFailure: () => void;
     readonly dns?: { setServiceEntries(entries: readonly ServiceEntry[]): void };
+    readonly onJwksFetch?: (fetch: FetchOutcome) => void;
   };
 }
 
@@ -134,6 +135,7 @@ export class DataPlane {
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
       log: (level, message) => log[level](`jwks: ${message}`),
+      ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
     this.security = new RequestSecurity(this.authenticator, this.decisions);
     this.router = options.type === 'router' && !env.DISABLE_PROXY

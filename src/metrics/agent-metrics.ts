@@ -4,7 +4,7 @@
 // certificate expiry when no chain is mounted) is left out rather than reported as 0.
 import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { scope } from '../log/logger.js';
 import { buildInfo } from '../version/build-info.js';
 
@@ -21,6 +21,7 @@ export const AGENT_METRIC_NAMES = {
   failedOutgoingRequests: 'num_failed_outgoing_requests',
   outgoingRetries: 'num_outgoing_retries',
   outgoingLatency: 'outgoing_latency',
+  // Registered by the DNS proxy when it runs (src/dns/metrics.ts).
   dnsRequests: 'dns_requests_total',
   dnsUpstreamRequests: 'dns_upstream_requests_total',
   dnsUpstreamFailures: 'dns_upstream_failures_total',
@@ -74,14 +75,6 @@ export function scrapeMetrics(registry: Registry): ScrapeMetrics {
   };
 }
 
-/** Recorders for the DNS proxy's metrics; registered only once the DNS proxy asks for them. */
-export interface DnsMetrics {
-  incRequests(): void;
-  incUpstreamRequests(): void;
-  incUpstreamFailures(): void;
-  observeUpstreamDuration(seconds: number): void;
-}
-
 export interface AgentMetricsOptions {
   /** PEM chain whose earliest `notAfter` is `cert_expiry_seconds`; default ./etc/certs/cert-chain.pem. */
   readonly certChainPath?: string;
@@ -104,8 +97,6 @@ export interface AgentMetrics {
   incFailedOutgoingRequests(requestType: string): void;
   incOutgoingRetries(requestType: string): void;
   addOutgoingLatency(requestType: string, milliseconds: number): void;
-  /** The DNS proxy's metrics; the first call registers them. */
-  dns(): DnsMetrics;
 }
 
 /**
@@ -209,25 +200,6 @@ export function createAgentMetrics(options: AgentMetricsOptions = {}): AgentMetr
 
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
 
-  let dnsMetrics: DnsMetrics | undefined;
-  const dns = (): DnsMetrics => {
-    if (dnsMetrics) return dnsMetrics;
-    const requests = new Counter({ name: names.dnsRequests, help: 'Total DNS requests.', registers: [registry] });
-    const upstream = new Counter({ name: names.dnsUpstreamRequests, help: 'DNS requests forwarded upstream.', registers: [registry] });
-    const failures = new Counter({ name: names.dnsUpstreamFailures, help: 'Total DNS failures.', registers: [registry] });
-    const duration = new Histogram({
-      name: names.dnsUpstreamDuration, help: 'Time to get DNS responses from upstream, in seconds.',
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
-    });
-    dnsMetrics = {
-      incRequests: () => requests.inc(),
-      incUpstreamRequests: () => upstream.inc(),
-      incUpstreamFailures: () => failures.inc(),
-      observeUpstreamDuration: (seconds) => duration.observe(seconds),
-    };
-    return dnsMetrics;
-  };
-
   return {
     registry,
     setStartupDuration(seconds) {
@@ -239,6 +211,5 @@ export function createAgentMetrics(options: AgentMetricsOptions = {}): AgentMetr
     incFailedOutgoingRequests: (requestType) => failedOutgoing.inc({ request_type: requestType }),
     incOutgoingRetries: (requestType) => retries.inc({ request_type: requestType }),
     addOutgoingLatency: (requestType, milliseconds) => latency.inc({ request_type: requestType }, milliseconds),
-    dns,
   };
 }

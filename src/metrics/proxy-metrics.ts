@@ -28,8 +28,10 @@ export const PROXY_METRIC_NAMES = {
   upstreamRequestErrors: 'mesh_upstream_request_errors_total',
   loopsRefused: 'mesh_loop_connections_refused_total',
   connectionTerminations: 'proxy_connection_terminations',
-  decisions: 'mesh_request_decisions_total',
 } as const;
+
+/** Registered beside the proxy's series by registerDecisionMetrics. */
+export const DECISION_METRIC_NAME = 'mesh_request_decisions_total';
 
 type PerDirection = (d: DirectionStats) => number;
 
@@ -176,7 +178,7 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
 /** `mesh_request_decisions_total{stage, outcome}`: why requests got their answers (JWT, policy, route). */
 export function registerDecisionMetrics(registry: Registry, decisions: DecisionLog): void {
   new Counter({
-    name: PROXY_METRIC_NAMES.decisions,
+    name: DECISION_METRIC_NAME,
     help: 'Request decisions by stage (jwt: absent|valid|invalid; authz: allowed|denied; route: routed|no_route|direct_response|redirect).',
     labelNames: ['stage', 'outcome'], registers: [registry],
     collect() {

@@ -53,3 +53,18 @@ describe('DecisionLog', () => {
     assert.deepEqual([...log.counts.get('route')!], [['no_route', 1]]);
   });
 });
+
+describe('DecisionLog.assignMerged', () => {
+  it('merges several workers\' logs: counts summed, decisions in time order, the newest kept', () => {
+    const d = (time: string, path: string): Decision => ({
+      time, listener: 'gateway_8080', method: 'GET', authority: '', path, jwt: 'absent', authz: '', status: 200, durationMs: 1,
+    });
+    const merged = new DecisionLog(3);
+    merged.assignMerged([
+      { counts: new Map([['route', new Map([['routed', 2]])]]), decisions: [d('2026-01-01T00:00:01Z', '/a'), d('2026-01-01T00:00:04Z', '/d')] },
+      { counts: new Map([['route', new Map([['routed', 1], ['no_route', 1]])]]), decisions: [d('2026-01-01T00:00:02Z', '/b'), d('2026-01-01T00:00:03Z', '/c')] },
+    ]);
+    assert.deepEqual([...merged.counts.get('route')!].sort(), [['no_route', 1], ['routed', 3]]);
+    assert.deepEqual(merged.recent().map((x) => x.path), ['/b', '/c', '/d']);
+  });
+});

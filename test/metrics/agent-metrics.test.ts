@@ -137,21 +137,9 @@ describe('agent metrics', () => {
     assert.equal(text.match(/^# TYPE scrapes_total counter$/gm)?.length, 1);
   });
 
-  it('registers the DNS metrics only when the DNS proxy asks', async () => {
+  it('has no DNS metrics of its own: the DNS proxy registers them when it runs (src/dns/metrics.ts)', async () => {
     const m = createAgentMetrics({ build, defaultMetrics: false, certChainPath: absent });
     assert.doesNotMatch(await m.registry.metrics(), /dns_/);
-    const dns = m.dns();
-    assert.equal(m.dns(), dns);
-    dns.incRequests();
-    dns.incUpstreamRequests();
-    dns.incUpstreamFailures();
-    dns.observeUpstreamDuration(0.02);
-    const text = await m.registry.metrics();
-    assert.match(text, /^dns_requests_total 1$/m);
-    assert.match(text, /^dns_upstream_requests_total 1$/m);
-    assert.match(text, /^dns_upstream_failures_total 1$/m);
-    assert.match(text, /^dns_upstream_request_duration_seconds_count 1$/m);
-    assertValidPrometheusText(text);
   });
 
   it('adds Node process metrics with the mesh_agent_ prefix only', async () => {

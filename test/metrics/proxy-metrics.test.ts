@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Registry, register as globalRegistry } from 'prom-client';
-import { PROXY_METRIC_NAMES, durationSamples, registerProxyMetrics } from '../../src/metrics/proxy-metrics.js';
+import { DecisionLog } from '../../src/gateway/decisions.js';
+import { DECISION_METRIC_NAME, PROXY_METRIC_NAMES, durationSamples, registerDecisionMetrics, registerProxyMetrics } from '../../src/metrics/proxy-metrics.js';
 import { DURATION_BUCKETS_MS, ProxyStats } from '../../src/proxy/stats.js';
 import { repoRoot } from '../helpers/repo.js';
 import { assertValidPrometheusText } from './prom-text-validator.js';
@@ -157,5 +158,22 @@ describe('proxy metrics', () => {
     const samples = durationSamples('h', 'inbound', stats.inbound);
     assert.deepEqual(samples.slice(2, 4).map((s) => [s.labels['le'], s.value]), [[5, 0], [10, 1]]);
     assert.deepEqual(samples.slice(-3).map((s) => [s.metricName, s.value]), [['h_bucket', 1], ['h_sum', 7], ['h_count', 1]]);
+  });
+});
+
+describe('decision metrics', () => {
+  it('counts request decisions by stage and outcome, read from the decision log at scrape time', async () => {
+    const registry = new Registry();
+    const decisions = new DecisionLog();
+    registerDecisionMetrics(registry, decisions);
+    decisions.count('jwt', 'invalid');
+    decisions.count('route', 'routed');
+    decisions.count('route', 'routed');
+    const text = await registry.metrics();
+    assert.match(text, /^# TYPE mesh_request_decisions_total counter$/m);
+    assert.match(text, /^mesh_request_decisions_total\{stage="jwt",outcome="invalid"\} 1$/m);
+    assert.match(text, /^mesh_request_decisions_total\{stage="route",outcome="routed"\} 2$/m);
+    const doc = readFileSync(join(repoRoot, 'docs', 'METRICS.md'), 'utf8');
+    assert.match(doc, new RegExp(`\`${DECISION_METRIC_NAME}\``));
   });
 });

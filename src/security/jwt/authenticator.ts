@@ -8,7 +8,7 @@
 // token costs a header read, a Map lookup and no promise. Callers test `instanceof Promise`.
 import type { JwtRule } from '../../config/resources/types.js';
 import { claimAt } from '../claims.js';
-import { discoveryUrl, fetchTextWith, InlineKeys, isHttpUrl, MissingKeys, nodeFetchText, RemoteKeys, type KeySource, type KeyStatus, type Log } from './jwks.js';
+import { discoveryUrl, fetchTextWith, InlineKeys, isHttpUrl, MissingKeys, nodeFetchText, RemoteKeys, type FetchText, type KeySource, type KeyStatus, type Log } from './jwks.js';
 import type { KeySet, KeyEntry } from './key-set.js';
 import { ABSENT, describeLocation, invalid, type AuthnResult, type InvalidToken, type TokenLocation, type ValidToken } from './result.js';
 import { TokenCache } from './token-cache.js';
@@ -32,6 +32,8 @@ export interface JwtAuthenticatorOptions {
   /** Replaces the built-in node:http/https client (insecureSkipVerify is then the fetch's business). */
   readonly fetch?: typeof fetch;
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** Told of every key set fetch (the agent's num_outgoing_requests and friends). */
+  readonly onFetch?: (fetch: FetchOutcome) => void;
   /** Least time between two on-demand refetches of one key set (unknown kid, no keys); default 1000. */
   readonly minRefetchIntervalMs?: number;
 }
@@ -133,7 +135,7 @@ export class JwtAuthenticator {
       refreshIntervalMs: opts.refreshIntervalMs,
       fetchTimeoutMs: opts.fetchTimeoutMs ?? 5000,
       minRefetchIntervalMs: opts.minRefetchIntervalMs ?? 1000,
-      fetchText: opts.fetch === undefined ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify }) : fetchTextWith(opts.fetch),
+      fetchText: observed(opts.fetch === undefined ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify }) : fetchTextWith(opts.fetch), opts.onFetch),
       now: this.now,
       log: this.log,
     };
@@ -370,4 +372,30 @@ export class JwtAuthenticator {
     if (plan === this.plan) this.cache.set(found.token, { result, source: state.keys, keys }, d.exp === undefined ? Infinity : d.exp * 1000);
     return result;
   }
+}
+
+/** One key set fetch: whether it worked, how long it took, whether the one before it (same URL) failed. */
+export interface FetchOutcome {
+  readonly ok: boolean;
+  readonly ms: number;
+  readonly retry: boolean;
+}
+
+function observed(fetchText: FetchText, onFetch: ((f: FetchOutcome) => void) | undefined): FetchText {
+  if (!onFetch) return fetchText;
+  const failed = new Set<string>();
+  return async (url, signal) => {
+    const started = performance.now();
+    const retry = failed.has(url);
+    try {
+      const text = await fetchText(url, signal);
+      failed.delete(url);
+      onFetch({ ok: true, ms: performance.now() - started, retry });
+      return text;
+    } catch (err) {
+      failed.add(url);
+      onFetch({ ok: false, ms: performance.now() - started, retry });
+      throw err;
+    }
+  };
 }

@@ -8,7 +8,7 @@
 // fails while the resolver itself still answers.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -128,6 +128,9 @@ describe('DNS capture through the agent, in a pod', { skip: netnsSkip }, () => {
     if (netnsEtc) rmSync(netnsEtc, { recursive: true, force: true });
   });
 
+  /** Lets the resolver's output of earlier (synchronous) queries arrive. */
+  const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 100));
+
   /** The resolver's lines after the first `seen`, once some arrived (queries run synchronously block the loop). */
   const logged = async (seen: number): Promise<string[]> => {
     for (let i = 0; i < 50 && resolverLog().length === seen; i++) await new Promise((r) => setTimeout(r, 20));
@@ -146,6 +149,7 @@ describe('DNS capture through the agent, in a pod', { skip: netnsSkip }, () => {
     for (const transport of TRANSPORTS) {
       it(`answers the app's ${transport.toUpperCase()} query to the ${family} resolv.conf server through the agent`, async () => {
         const before = await scrape(15020);
+        await settle();
         const seen = resolverLog().length;
         const name = `app-${family}-${transport}.peer.test`.toLowerCase();
         const a = ask(pod, server, name, 'A', transport);
@@ -171,12 +175,13 @@ describe('DNS capture through the agent, in a pod', { skip: netnsSkip }, () => {
   for (const [family, server] of SERVERS) {
     for (const transport of TRANSPORTS) {
       it(`answers ServiceEntry names locally (${transport.toUpperCase()}, ${family}): FQDN, short name, AAAA, no record of the type`, async () => {
+        await settle();
         const seen = resolverLog().length;
         assert.deepEqual(ask(pod, server, 'reviews.ns1.svc.cluster.local', 'A', transport), { rcode: 0, aa: 1, answers: ['A 10.20.0.1 30'] }, agentOutput);
         assert.deepEqual(ask(pod, server, 'reviews', 'A', transport), { rcode: 0, aa: 1, answers: ['A 10.20.0.1 30'] });
         assert.deepEqual(ask(pod, server, 'API.example.com', 'AAAA', transport), { rcode: 0, aa: 1, answers: ['AAAA 2001:db8:20::1 30'] });
         assert.deepEqual(ask(pod, server, 'api.example.com', 'MX', transport), { rcode: 0, aa: 1, answers: [] });
-        await new Promise((r) => setTimeout(r, 100));
+        await settle();
         assert.deepEqual(resolverLog().slice(seen), [], 'the resolver was not asked');
       });
     }
@@ -186,6 +191,14 @@ describe('DNS capture through the agent, in a pod', { skip: netnsSkip }, () => {
     assert.deepEqual(ask(pod, PEER_V4, 'api.example.com.ns1.svc.cluster.local', 'A', 'udp'),
       { rcode: 0, aa: 1, answers: ['CNAME api.example.com 30', 'A 10.20.0.1 30'] });
     assert.equal(ask(pod, PEER_V4, 'api.example.com.svc.cluster.local', 'A', 'udp').rcode, 3);
+  });
+
+  it('serves the system resolver (glibc: search list, ndots:5, A and AAAA at once) through the agent', { skip: !existsSync('/usr/bin/getent') && 'no getent' }, () => {
+    const getent = (db: string, name: string): string => pod.exec('getent', [db, name], { allowFailure: true }).stdout;
+    assert.match(getent('ahostsv4', 'reviews'), /^10\.20\.0\.1\s+STREAM reviews/m);
+    assert.match(getent('ahostsv6', 'api.example.com'), /^2001:db8:20::1\s+STREAM/m);
+    assert.match(getent('ahostsv4', 'app.peer.test'), /^203\.0\.113\.7\s+STREAM app\.peer\.test/m);
+    assert.equal(getent('ahostsv4', 'nothing.example.invalid'), '');
   });
 
   it('exports the DNS metrics on 15020 and 15090', async () => {
