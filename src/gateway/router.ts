@@ -8,7 +8,8 @@ import type { IncomingMessage } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, Server as TlsServer, type SecureContext, type TLSSocket } from 'node:tls';
 import { scope } from '../log/logger.js';
-import { HttpHandler, type ForwardTarget, type RequestDecider, type Verdict } from '../proxy/http-handler.js';
+import { createHttpHandler, type HttpConnectionHandler } from '../proxy/fast-http.js';
+import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/http-handler.js';
 import { trackDownstream } from '../proxy/listener.js';
 import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
@@ -32,25 +33,28 @@ export interface GatewayRouterOptions {
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
+const NO_BYTES = Buffer.alloc(0);
 
 /** One listening port of the gateway. */
 class GatewayListener {
   readonly server: NetServer;
-  readonly http: HttpHandler;
+  readonly http: HttpConnectionHandler;
   readonly open = new Set<Socket>();
   bound = false;
   error?: string;
 
-  constructor(readonly plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions) {
+  constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions) {
     const stats = o.stats.inbound;
-    this.http = new HttpHandler({
+    // The fast HTTP/1.1 path (HTTP_PATH in proxy/fast-http.ts), handing unusual requests to node:http.
+    this.http = createHttpHandler({
       stats, upstream: { kind: 'direct' }, forward100Continue: o.forward100Continue, allowHttp10: o.allowHttp10,
       destinationOf: () => undefined, decider,
     });
     const take = (socket: Socket): void => {
       trackDownstream(socket, stats, this.open);
       socket.setNoDelay(true);
-      this.http.server.emit('connection', socket);
+      // TLS sockets too: no bytes read yet (the handler reads the TLS stream's handle, or 'data' events).
+      this.http.accept(socket, NO_BYTES);
     };
     if (plan.protocol === 'HTTPS') {
       const contexts = loadContexts(plan.certificates);
@@ -133,8 +137,9 @@ function contextFor(contexts: readonly LoadedContext[], servername: string): Sec
     ?? contexts[0])?.context;
 }
 
-function samePlan(a: PortPlan, b: PortPlan): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+/** Whether a port's listener can stay as it is: the gateways using it may change, nothing else. */
+function sameListener(a: PortPlan, b: PortPlan): boolean {
+  return a.protocol === b.protocol && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.certificates) === JSON.stringify(b.certificates);
 }
 
 export class GatewayRouter {
@@ -149,7 +154,10 @@ export class GatewayRouter {
     const wanted = new Map(ports.map((p) => [p.port, p]));
     for (const [port, listener] of this.listeners) {
       const plan = wanted.get(port);
-      if (plan && samePlan(plan, listener.plan) && listener.bound) continue;
+      if (plan && sameListener(plan, listener.plan) && listener.bound) {
+        listener.plan = plan;
+        continue;
+      }
       log.info(`gateway: ${plan ? 'reopening' : 'closing'} port ${port}`);
       this.listeners.delete(port);
       await listener.close();

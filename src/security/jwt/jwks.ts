@@ -7,6 +7,7 @@
 // and at most one starts per `minRefetchIntervalMs`, so a flood of made-up kids cannot turn into a
 // flood of fetches. A failed fetch keeps the keys already held and is logged once per failing
 // streak; without keys, fetching is retried with back-off and tokens of the issuer are refused.
+import { onSharedKeySet, shareKeySet } from './key-share.js';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { KeySet } from './key-set.js';
@@ -115,9 +116,25 @@ export class RemoteKeys implements KeySource {
   private failures = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly closing = new AbortController();
+  private readonly unsubscribe: () => void;
 
   /** `discovery`: `url` is an OpenID configuration document whose `jwks_uri` names the key set. */
-  constructor(readonly url: string, private readonly opts: RemoteKeysOptions, readonly discovery = false) {}
+  constructor(readonly url: string, private readonly opts: RemoteKeysOptions, readonly discovery = false) {
+    this.unsubscribe = onSharedKeySet((shared) => {
+      if (shared.url === this.url) this.adopt(shared.text);
+    });
+  }
+
+  /** A key set another worker thread fetched from the same URL. */
+  private adopt(text: string): void {
+    if (this.closing.signal.aborted || this.current?.source === text) return;
+    const parsed = KeySet.parse(text);
+    if (!parsed.ok) return;
+    this.current = parsed.set;
+    this.failures = 0;
+    this.lastError = undefined;
+    this.lastFetchMs = this.opts.now();
+  }
 
   /** The eager first fetch; not awaited by anyone. */
   start(): void {
@@ -153,6 +170,7 @@ export class RemoteKeys implements KeySource {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.closing.abort();
+    this.unsubscribe();
   }
 
   private fetchNow(): Promise<void> {
@@ -193,7 +211,10 @@ export class RemoteKeys implements KeySource {
     if (this.closing.signal.aborted) return;
     const where = this.resolvedUri ?? this.url;
     if (this.failures > 0 && this.current !== undefined) this.opts.log('info', `JWKS ${where} fetched again after ${this.failures} failure(s)`);
-    if (set !== this.current) this.opts.log('info', `JWKS ${where}: ${this.current === undefined ? 'fetched' : 'changed'}, ${set.keys.length} key(s)`);
+    if (set !== this.current) {
+      this.opts.log('info', `JWKS ${where}: ${this.current === undefined ? 'fetched' : 'changed'}, ${set.keys.length} key(s)`);
+      shareKeySet(this.url, set.source);
+    }
     this.current = set;
     this.failures = 0;
     this.lastError = undefined;

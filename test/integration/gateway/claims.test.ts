@@ -1,0 +1,186 @@
+// The gateway with keys and tokens this test makes (jose): routing on nested claims in both
+// spellings, a dotted claim name, string and list claims; every kind of unverifiable token (401);
+// a key rotation on the JWKS server (unknown kid → refetch); the JWKS server going down (cached keys
+// keep working). The JWKS server is a process in the test's namespace serving a file it rewrites.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { SignJWT, exportJWK, generateKeyPair, type JWTPayload } from 'jose';
+import { createNetns, type Netns } from '../../helpers/netns.js';
+import { binPath, repoRoot } from '../../helpers/repo.js';
+import { cleanEnv } from '../../helpers/run-cli.js';
+
+const FIXTURES = join(repoRoot, 'test', 'fixtures');
+const ISSUER = 'https://issuer.test';
+const AUDIENCE = 'shop';
+
+const RESOURCES = `apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: mesh-system}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: claims, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [gw]
+  http:
+  - name: nested-dots
+    match: [{uri: {prefix: /dots}, headers: {"@request.auth.claims.org.team": {exact: core}}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
+  - name: nested-brackets
+    match: [{uri: {prefix: /brackets}, headers: {"@request.auth.claims[org][team]": {exact: core}}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
+  - name: dotted-name
+    match: [{uri: {prefix: /dotted}, headers: {"@request.auth.claims[mesh.io/tier]": {exact: gold}}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
+  - name: list
+    match: [{uri: {prefix: /list}, headers: {"@request.auth.claims.roles": {exact: admin}}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
+  - name: string-prefix
+    match: [{uri: {prefix: /string}, headers: {"@REQUEST.AUTH.CLAIMS.sub": {prefix: "user-"}}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
+---
+apiVersion: security.mesh.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: mesh-system}
+spec:
+  jwtRules:
+  - issuer: ${ISSUER}
+    audiences: [${AUDIENCE}]
+    jwksUri: http://127.0.0.1:9999/jwks.json
+`;
+
+interface Key {
+  readonly kid: string;
+  readonly privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+  readonly jwk: Record<string, unknown>;
+}
+
+async function makeKey(kid: string): Promise<Key> {
+  const { privateKey, publicKey } = await generateKeyPair('RS256');
+  return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+}
+
+const now = (): number => Math.floor(Date.now() / 1000);
+
+function sign(key: Key, claims: JWTPayload, o: { issuer?: string; audience?: string; exp?: number; nbf?: number } = {}): Promise<string> {
+  const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid })
+    .setIssuer(o.issuer ?? ISSUER).setAudience(o.audience ?? AUDIENCE).setSubject(String(claims.sub ?? 'user-1'))
+    .setIssuedAt().setExpirationTime(o.exp ?? now() + 600);
+  if (o.nbf !== undefined) jwt.setNotBefore(o.nbf);
+  return jwt.sign(key.privateKey);
+}
+
+/** An unsigned token (`alg: none`) with the right issuer and audience. */
+function unsigned(claims: JWTPayload): string {
+  const b64 = (v: unknown): string => Buffer.from(JSON.stringify(v)).toString('base64url');
+  return `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ iss: ISSUER, aud: AUDIENCE, sub: 'user-1', exp: now() + 600, ...claims })}.`;
+}
+
+describe('pilot-agent proxy router: claims of tokens made here, keys rotated', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pa-gateway-claims-'));
+  const jwksFile = join(dir, 'jwks.json');
+  const children: ChildProcess[] = [];
+  let ns: Netns;
+  let jwksServer: ChildProcess;
+  let first: Key;
+  let second: Key;
+  let output = '';
+
+  const status = (path: string, token?: string): number => {
+    const specs = [{ url: `http://127.0.0.1:8080${path}`, headers: token ? { authorization: `Bearer ${token}` } : {} }];
+    const run = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'http-requests.mjs'), JSON.stringify(specs)], { encoding: 'utf8' });
+    return (JSON.parse(run.stdout) as { status: number }[])[0]!.status;
+  };
+  const startJwks = (): Promise<void> => {
+    jwksServer = spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e',
+      `require('http').createServer((q, r) => r.end(require('fs').readFileSync(${JSON.stringify(jwksFile)})))`
+      + `.listen(9999, '127.0.0.1', () => console.log('listening'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(jwksServer);
+    return new Promise((resolve) => jwksServer.stdout!.once('data', () => resolve()));
+  };
+
+  before(async () => {
+    const created = createNetns();
+    assert.ok(created, 'needs root to create a network namespace');
+    ns = created;
+    chmodSync(dir, 0o755);
+    first = await makeKey('first');
+    writeFileSync(jwksFile, JSON.stringify({ keys: [first.jwk] }));
+    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
+    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
+    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'mesh="ingressgateway"\n');
+    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'claims.yaml'), RESOURCES);
+    await startJwks();
+    const app = spawn('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', '9080', 'app'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(app);
+    await new Promise((resolve) => app.stdout!.once('data', resolve));
+    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, binPath, 'proxy', 'router'],
+      { cwd: dir, env: cleanEnv({ POD_NAMESPACE: 'mesh-system' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(gateway);
+    gateway.stdout!.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    gateway.stderr!.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '15']);
+    assert.equal(wait.code, 0, `${wait.stderr}\n${output}`);
+  });
+  after(() => {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    ns?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('nested claims match in both spellings; another value does not', async () => {
+    const core = await sign(first, { org: { team: 'core' } });
+    const other = await sign(first, { org: { team: 'edge' } });
+    assert.equal(status('/dots', core), 200, output);
+    assert.equal(status('/brackets', core), 200);
+    assert.equal(status('/dots', other), 404);
+    assert.equal(status('/brackets', other), 404);
+  });
+
+  it('a claim name with a dot, in brackets; a list claim containing the value; a string claim by prefix', async () => {
+    assert.equal(status('/dotted', await sign(first, { 'mesh.io/tier': 'gold' })), 200);
+    assert.equal(status('/dotted', await sign(first, { mesh: { io: 'gold' } })), 404, 'brackets name one claim, not a path');
+    assert.equal(status('/list', await sign(first, { roles: ['reader', 'admin'] })), 200);
+    assert.equal(status('/list', await sign(first, { roles: ['reader'] })), 404);
+    assert.equal(status('/string', await sign(first, { sub: 'user-7' })), 200);
+    assert.equal(status('/string', await sign(first, { sub: 'robot-7' })), 404);
+  });
+
+  it('tokens that do not verify are 401: expired, not yet valid, wrong issuer, wrong audience, alg none, malformed, another key', async () => {
+    const claims = { org: { team: 'core' } };
+    const stranger = await makeKey('first'); // same kid, another key: the signature fails
+    const cases: [string, string][] = [
+      ['expired', await sign(first, claims, { exp: now() - 30 })],
+      ['not yet valid', await sign(first, claims, { nbf: now() + 300 })],
+      ['wrong issuer', await sign(first, claims, { issuer: 'https://elsewhere.test' })],
+      ['wrong audience', await sign(first, claims, { audience: 'billing' })],
+      ['alg none', unsigned(claims)],
+      ['malformed', 'abc.def'],
+      ['another key', await sign(stranger, claims)],
+    ];
+    for (const [name, token] of cases) assert.equal(status('/dots', token), 401, name);
+  });
+
+  it('a key rotated on the JWKS server: a token with the new kid verifies (the keys are refetched)', async () => {
+    second = await makeKey('second');
+    writeFileSync(jwksFile, JSON.stringify({ keys: [second.jwk] }));
+    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, output);
+  });
+
+  it('the JWKS server down: keys already fetched keep working; a kid it can no longer give is 401', async () => {
+    jwksServer.kill('SIGKILL');
+    await new Promise((r) => jwksServer.once('exit', r));
+    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, output);
+    assert.equal(status('/dots', await sign(await makeKey('third'), { org: { team: 'core' } })), 401);
+  });
+});
