@@ -22,7 +22,7 @@ build: deps
 
 test: build
 	@scripts/proxy-uid-access.sh
-	node --test --test-reporter=spec $(NODE_TESTS)
+	node --test --test-reporter=spec --test-timeout=300000 $(NODE_TESTS)
 
 demo: build
 	@scripts/proxy-uid-access.sh
