@@ -7,6 +7,8 @@ import { it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { optionsFromArgs } from '../helpers/iptables-options.js';
 import { repoRoot } from '../helpers/repo.js';
+import { ResourceStore } from '../../src/config/resources/store.js';
+import { gatewaysFor, requestAuthenticationsFor } from '../../src/config/resources/workload.js';
 
 interface Container {
   name: string;
@@ -35,4 +37,21 @@ it('the sidecar runs proxy as uid/gid 1337 with readiness on 15021', () => {
   assert.equal(sidecar.securityContext.runAsUser, 1337);
   assert.equal(sidecar.securityContext.runAsGroup, 1337);
   assert.deepEqual(sidecar.readinessProbe?.httpGet, { path: '/healthz/ready', port: 15021 });
+});
+
+it('the ingress gateway manifest: its resources validate, its Gateway selects its labels, it runs proxy router as 1337', () => {
+  const docs = parseAllDocuments(readFileSync(join(repoRoot, 'docker', 'kubernetes', 'ingressgateway.yaml'), 'utf8')).map((d) => d.toJS() as Record<string, any>);
+  const configMap = docs.find((d) => d['kind'] === 'ConfigMap')!;
+  const store = new ResourceStore({ defaultNamespace: 'mesh-system' });
+  const rejections = Object.entries(configMap['data'] as Record<string, string>).flatMap(([file, text]) => store.update(file, text));
+  assert.deepEqual(rejections, []);
+  const deployment = docs.find((d) => d['kind'] === 'Deployment')!;
+  const labels = deployment['spec']['template']['metadata']['labels'] as Record<string, string>;
+  const snapshot = store.snapshot();
+  assert.equal(gatewaysFor(snapshot, { namespace: 'mesh-system', labels }).length, 1);
+  assert.equal(requestAuthenticationsFor(snapshot, { namespace: 'mesh-system', labels }).length, 1);
+  const container = deployment['spec']['template']['spec']['containers'][0];
+  assert.deepEqual(container['args'].slice(0, 2), ['proxy', 'router']);
+  assert.equal(deployment['spec']['template']['spec']['securityContext']['runAsUser'], 1337);
+  assert.equal(container['readinessProbe']['httpGet']['port'], 15021);
 });
