@@ -3,29 +3,17 @@
 // a key rotation on the JWKS server (unknown kid → refetch); the JWKS server going down (cached keys
 // keep working). The JWKS server is a process in the test's namespace serving a file it rewrites.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT, exportJWK, generateKeyPair, type JWTPayload } from 'jose';
-import { createNetns, type Netns } from '../../helpers/netns.js';
-import { binPath, repoRoot } from '../../helpers/repo.js';
-import { cleanEnv } from '../../helpers/run-cli.js';
+import { httpGateway, startGatewayPod, type GatewayPod } from '../../helpers/gateway.js';
 
-const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const ISSUER = 'https://issuer.test';
 const AUDIENCE = 'shop';
 
-const RESOURCES = `apiVersion: networking.mesh.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: mesh-system}
-spec:
-  selector: {mesh: ingressgateway}
-  servers:
-  - port: {number: 8080, name: http, protocol: HTTP}
-    hosts: ["*"]
----
+const RESOURCES = `${httpGateway('gw', 8080)}---
 apiVersion: networking.mesh.io/v1
 kind: VirtualService
 metadata: {name: claims, namespace: mesh-system}
@@ -87,61 +75,34 @@ function unsigned(claims: JWTPayload): string {
 }
 
 describe('pilot-agent proxy router: claims of tokens made here, keys rotated', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'pa-gateway-claims-'));
-  const jwksFile = join(dir, 'jwks.json');
-  const children: ChildProcess[] = [];
-  let ns: Netns;
+  let pod: GatewayPod;
+  let jwksFile: string;
   let jwksServer: ChildProcess;
   let first: Key;
   let second: Key;
-  let output = '';
 
-  const status = (path: string, token?: string): number => {
-    const specs = [{ url: `http://127.0.0.1:8080${path}`, headers: token ? { authorization: `Bearer ${token}` } : {} }];
-    const run = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'http-requests.mjs'), JSON.stringify(specs)], { encoding: 'utf8' });
-    return (JSON.parse(run.stdout) as { status: number }[])[0]!.status;
-  };
-  const startJwks = (): Promise<void> => {
-    jwksServer = spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e',
-      `require('http').createServer((q, r) => r.end(require('fs').readFileSync(${JSON.stringify(jwksFile)})))`
-      + `.listen(9999, '127.0.0.1', () => console.log('listening'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(jwksServer);
-    return new Promise((resolve) => jwksServer.stdout!.once('data', () => resolve()));
-  };
+  const status = (path: string, token?: string): number =>
+    pod.send([{ url: `http://127.0.0.1:8080${path}`, headers: token ? { authorization: `Bearer ${token}` } : {} }])[0]!.status;
 
   before(async () => {
-    const created = createNetns();
-    assert.ok(created, 'needs root to create a network namespace');
-    ns = created;
-    chmodSync(dir, 0o755);
     first = await makeKey('first');
-    writeFileSync(jwksFile, JSON.stringify({ keys: [first.jwk] }));
-    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
-    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'mesh="ingressgateway"\n');
-    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'claims.yaml'), RESOURCES);
-    await startJwks();
-    const app = spawn('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', '9080', 'app'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(app);
-    await new Promise((resolve) => app.stdout!.once('data', resolve));
-    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, binPath, 'proxy', 'router'],
-      { cwd: dir, env: cleanEnv({ POD_NAMESPACE: 'mesh-system' }), stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(gateway);
-    gateway.stdout!.setEncoding('utf8').on('data', (d: string) => { output += d; });
-    gateway.stderr!.setEncoding('utf8').on('data', (d: string) => { output += d; });
-    const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '15']);
-    assert.equal(wait.code, 0, `${wait.stderr}\n${output}`);
+    pod = await startGatewayPod({
+      resources: { 'claims.yaml': RESOURCES },
+      apps: { 9080: 'app' },
+      prepare: async (p) => {
+        jwksFile = join(p.dir, 'jwks.json');
+        writeFileSync(jwksFile, JSON.stringify({ keys: [first.jwk] }));
+        jwksServer = await p.start(['-e', `require('http').createServer((q, r) => r.end(require('fs').readFileSync(${JSON.stringify(jwksFile)})))`
+          + `.listen(9999, '127.0.0.1', () => console.log('listening'))`]);
+      },
+    });
   });
-  after(() => {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-    ns?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => pod?.close());
 
   it('nested claims match in both spellings; another value does not', async () => {
     const core = await sign(first, { org: { team: 'core' } });
     const other = await sign(first, { org: { team: 'edge' } });
-    assert.equal(status('/dots', core), 200, output);
+    assert.equal(status('/dots', core), 200, pod.output());
     assert.equal(status('/brackets', core), 200);
     assert.equal(status('/dots', other), 404);
     assert.equal(status('/brackets', other), 404);
@@ -174,13 +135,13 @@ describe('pilot-agent proxy router: claims of tokens made here, keys rotated', (
   it('a key rotated on the JWKS server: a token with the new kid verifies (the keys are refetched)', async () => {
     second = await makeKey('second');
     writeFileSync(jwksFile, JSON.stringify({ keys: [second.jwk] }));
-    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, output);
+    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, pod.output());
   });
 
   it('the JWKS server down: keys already fetched keep working; a kid it can no longer give is 401', async () => {
     jwksServer.kill('SIGKILL');
     await new Promise((r) => jwksServer.once('exit', r));
-    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, output);
+    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, pod.output());
     assert.equal(status('/dots', await sign(await makeKey('third'), { org: { team: 'core' } })), 401);
   });
 });

@@ -2,16 +2,10 @@
 // HTTP port that redirects to https (tls.httpsRedirect), host matching across two VirtualServices,
 // weights and a direct response.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createNetns, type Netns } from '../../helpers/netns.js';
-import { binPath, repoRoot } from '../../helpers/repo.js';
-import { cleanEnv } from '../../helpers/run-cli.js';
-
-const FIXTURES = join(repoRoot, 'test', 'fixtures');
+import { FIXTURES, startGatewayPod, type GatewayPod, type RequestSpec } from '../../helpers/gateway.js';
 
 const RESOURCES = `apiVersion: networking.mesh.io/v1beta1
 kind: Gateway
@@ -53,55 +47,24 @@ spec:
       weight: 0
 `;
 
-interface Answer {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: string;
-}
-
 describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'pa-gateway-tls-'));
-  const children: ChildProcess[] = [];
-  let ns: Netns;
-  let output = '';
-
-  const send = (specs: { url: string; method?: string; servername?: string; headers?: Record<string, string> }[]): Answer[] => {
-    const run = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'http-requests.mjs'), JSON.stringify(specs)], { encoding: 'utf8' });
-    assert.equal(run.status, 0, run.stderr);
-    return JSON.parse(run.stdout) as Answer[];
-  };
+  let pod: GatewayPod;
+  const send = (specs: RequestSpec[]) => pod.send(specs);
 
   before(async () => {
-    const created = createNetns();
-    assert.ok(created, 'needs root to create a network namespace');
-    ns = created;
-    chmodSync(dir, 0o755);
-    const cred = join(dir, 'etc', 'mesh', 'credentials', 'example-cert');
-    mkdirSync(cred, { recursive: true });
-    copyFileSync(join(FIXTURES, 'localhost.crt'), join(cred, 'tls.crt'));
-    copyFileSync(join(FIXTURES, 'localhost.key'), join(cred, 'tls.key'));
-    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
-    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'mesh="ingressgateway"\n');
-    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'edge.yaml'), RESOURCES);
-    for (const [port, name] of [[9080, 'shop'], [9180, 'blog']] as const) {
-      const app = spawn('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', String(port), name], { stdio: ['ignore', 'pipe', 'inherit'] });
-      children.push(app);
-      await new Promise((resolve) => app.stdout!.once('data', resolve));
-    }
-    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, binPath, 'proxy', 'router'],
-      { cwd: dir, env: cleanEnv({ POD_NAMESPACE: 'edge' }), stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(gateway);
-    gateway.stdout!.setEncoding('utf8').on('data', (d: string) => { output += d; });
-    gateway.stderr!.setEncoding('utf8').on('data', (d: string) => { output += d; });
-    const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '15']);
-    assert.equal(wait.code, 0, `${wait.stderr}\n${output}`);
+    pod = await startGatewayPod({
+      resources: { 'edge.yaml': RESOURCES },
+      namespace: 'edge',
+      apps: { 9080: 'shop', 9180: 'blog' },
+      prepare: (p) => {
+        const cred = join(p.dir, 'etc', 'mesh', 'credentials', 'example-cert');
+        mkdirSync(cred, { recursive: true });
+        copyFileSync(join(FIXTURES, 'localhost.crt'), join(cred, 'tls.crt'));
+        copyFileSync(join(FIXTURES, 'localhost.key'), join(cred, 'tls.key'));
+      },
+    });
   });
-  after(() => {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-    ns?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => pod?.close());
 
   it('terminates TLS with the mounted credential and routes by host: the exact host before the wildcard', () => {
     const [shop, blog, other] = send([
@@ -109,7 +72,7 @@ describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
       { url: 'https://127.0.0.1:8443/x', headers: { host: 'blog.example.com' }, servername: 'blog.example.com' },
       { url: 'https://127.0.0.1:8443/x', headers: { host: 'elsewhere.org' } },
     ]);
-    assert.equal(shop?.status, 200, output);
+    assert.equal(shop?.status, 200, pod.output());
     assert.match(shop!.body, /^shop saw /);
     assert.equal(blog?.status, 200);
     assert.match(blog!.body, /^blog saw /, 'weight 100 to the blog, 0 to the shop');
@@ -133,7 +96,7 @@ describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
   });
 
   it('/config_dump lists the loaded resources and the gateway listeners', async () => {
-    const dump = await ns.runCli(['request', 'GET', '/config_dump']);
+    const dump = await pod.ns.runCli(['request', 'GET', '/config_dump']);
     assert.equal(dump.code, 0, dump.stderr);
     const body = JSON.parse(dump.stdout) as { listeners: { name: string }[]; loaded_resources: { kind: string; name: string }[] };
     assert.deepEqual(body.listeners.map((l) => l.name).sort(), ['gateway_8080', 'gateway_8443']);

@@ -1,0 +1,119 @@
+// A gateway pod for the tests: a network namespace of the test's own, a working directory with the
+// workload's labels and the mesh resources, echo apps on loopback, and `pilot-agent proxy router`
+// ready (`wait`). Requests are sent from inside the namespace; everything is ended by PID and removed
+// by `close()`.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createNetns, type Netns } from './netns.js';
+import { binPath, repoRoot } from './repo.js';
+import { cleanEnv } from './run-cli.js';
+
+export const FIXTURES = join(repoRoot, 'test', 'fixtures');
+
+/** A Gateway selecting `mesh: ingressgateway`, one HTTP server on `port` for every host. */
+export function httpGateway(name: string, port: number, namespace = 'mesh-system'): string {
+  return `apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: ${port}, name: http, protocol: HTTP}
+    hosts: ["*"]
+`;
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  readonly error?: string;
+}
+
+export interface RequestSpec {
+  readonly url: string;
+  readonly method?: string;
+  readonly headers?: Record<string, string>;
+  readonly servername?: string;
+}
+
+export interface GatewayPod {
+  readonly ns: Netns;
+  /** The gateway's working directory (./etc/mesh/... under it). */
+  readonly dir: string;
+  readonly resources: string;
+  /** Everything the gateway printed so far (logs and access log). */
+  output(): string;
+  /** Sends the requests from inside the namespace, one after the other, each on its own connection. */
+  send(specs: readonly RequestSpec[]): Answer[];
+  /** Starts a process inside the namespace (ended by `close()`); resolves at its first line of output. */
+  start(args: readonly string[]): Promise<ChildProcess>;
+  close(): void;
+}
+
+export interface GatewayPodOptions {
+  /** File name → content, written to ./etc/mesh/resources before the start. */
+  readonly resources: Readonly<Record<string, string>>;
+  /** Echo apps (test/fixtures/echo-app.mjs) on 127.0.0.1: port → name. */
+  readonly apps?: Readonly<Record<number, string>>;
+  readonly namespace?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly args?: readonly string[];
+  /** Called before the gateway starts (certificates, a JWKS server...). */
+  readonly prepare?: (pod: GatewayPod) => Promise<void> | void;
+}
+
+export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod> {
+  const ns = createNetns();
+  assert.ok(ns, 'needs root to create a network namespace');
+  const dir = mkdtempSync(join(tmpdir(), 'pa-gateway-'));
+  chmodSync(dir, 0o755);
+  const resources = join(dir, 'etc', 'mesh', 'resources');
+  mkdirSync(resources, { recursive: true });
+  mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
+  writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'mesh="ingressgateway"\napp="gateway"\n');
+  for (const [file, text] of Object.entries(o.resources)) writeFileSync(join(resources, file), text);
+  const children: ChildProcess[] = [];
+  let output = '';
+  const pod: GatewayPod = {
+    ns, dir, resources,
+    output: () => output,
+    send(specs) {
+      const run = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, join(FIXTURES, 'http-requests.mjs'), JSON.stringify(specs)], { encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      return JSON.parse(run.stdout) as Answer[];
+    },
+    start(args) {
+      const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+      children.push(child);
+      return new Promise((resolve, reject) => {
+        child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+        child.stdout!.once('data', () => resolve(child));
+      });
+    },
+    close() {
+      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      ns.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    for (const [port, name] of Object.entries(o.apps ?? {})) await pod.start([join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', port, name]);
+    await o.prepare?.(pod);
+    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, binPath, 'proxy', 'router', ...(o.args ?? [])], {
+      cwd: dir, env: cleanEnv({ POD_NAMESPACE: o.namespace ?? 'mesh-system', ...o.env }), stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(gateway);
+    gateway.stdout!.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    gateway.stderr!.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '15']);
+    assert.equal(wait.code, 0, `${wait.stderr}\n${output}`);
+  } catch (err) {
+    pod.close();
+    throw err;
+  }
+  return pod;
+}
