@@ -9,11 +9,13 @@
 # The access logs are off on both sides (nginx `access_log off`, mesh config `accessLogFile: ""`).
 #   scripts/bench-gateway.sh          (needs root; without it, says so and exits 0)
 # Environment: PILOT_AGENT_BIN, BENCH_ROUNDS (3), BENCH_DURATION (5), BENCH_WARMUP (1),
-# BENCH_CONNECTIONS (32), BENCH_THREADS (1), BENCH_PIN (1), BENCH_CONCURRENCY (the gateway's --concurrency, 1).
+# BENCH_CONNECTIONS (32), BENCH_THREADS (1), BENCH_PIN (1), BENCH_CONCURRENCY (the gateway's --concurrency, 1),
+# BENCH_GATEWAY_NODE_ARGS (node flags for the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 # Target, reported: gateway >= nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
+. scripts/gateway-resources.sh
 agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
 jwt_dir=$PWD/test/fixtures/jwt
 rounds=${BENCH_ROUNDS:-3}
@@ -75,42 +77,11 @@ nginx_worker=$worker
 # ---- the gateway: Gateway :8000, a claim-matching route, the RequestAuthentication (inline key set)
 echo 'mesh="ingressgateway"' > "$work/gw/etc/mesh/pod/labels"
 echo 'accessLogFile: ""' > "$work/gw/etc/mesh/config/mesh"
-cat > "$work/gw/etc/mesh/resources/gateway.yaml" <<EOF
-apiVersion: networking.mesh.io/v1
-kind: Gateway
-metadata: {name: ingressgateway, namespace: mesh-system}
-spec:
-  selector: {mesh: ingressgateway}
-  servers:
-  - port: {number: 8000, name: http, protocol: HTTP}
-    hosts: ["*"]
----
-apiVersion: networking.mesh.io/v1
-kind: VirtualService
-metadata: {name: app, namespace: mesh-system}
-spec:
-  hosts: ["*"]
-  gateways: [ingressgateway]
-  http:
-  - match:
-    - uri: {prefix: /1k}
-      headers:
-        "@request.auth.claims.groups": {exact: group1}
-    route:
-    - destination: {host: 127.0.0.1, port: {number: 8080}}
----
-apiVersion: security.mesh.io/v1
-kind: RequestAuthentication
-metadata: {name: jwt, namespace: mesh-system}
-spec:
-  selector: {matchLabels: {mesh: ingressgateway}}
-  jwtRules:
-  - issuer: testing@secure.istio.io
-    jwks: '$(tr -d '\n' < "$jwt_dir/jwks.json")'
-EOF
+gateway_resources 8000 /1k 127.0.0.1 8080 "jwks: '$(tr -d '\n' < "$jwt_dir/jwks.json")'" > "$work/gw/etc/mesh/resources/gateway.yaml"
 cd "$work/gw" # the gateway reads ./etc/mesh/... from its working directory
+# shellcheck disable=SC2086 # BENCH_GATEWAY_NODE_ARGS: node flags, split on spaces
 env POD_NAMESPACE=mesh-system ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} \
-  "$node" "$agent" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/gateway.log" 2>&1 &
+  "$node" ${BENCH_GATEWAY_NODE_ARGS:-} "$agent" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/gateway.log" 2>&1 &
 gateway=$!
 pids+=("$gateway")
 cd - > /dev/null

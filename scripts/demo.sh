@@ -11,6 +11,7 @@
 # that requires one, and `pilot-agent request GET /debug/decisions` shows why each got its answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/gateway-resources.sh
 agent="$PWD/bin/pilot-agent"
 app="$PWD/test/fixtures/echo-app.mjs"
 node=$(command -v node)
@@ -90,39 +91,7 @@ step "the ingress gateway: pilot-agent proxy router, with a Gateway, a VirtualSe
 jwt="$PWD/test/fixtures/jwt"
 mkdir -p "$gwdir/etc/mesh/resources" "$gwdir/etc/mesh/pod"
 echo 'mesh="ingressgateway"' > "$gwdir/etc/mesh/pod/labels"
-cat > "$gwdir/etc/mesh/resources/gateway.yaml" <<EOF
-apiVersion: networking.mesh.io/v1
-kind: Gateway
-metadata: {name: ingressgateway, namespace: mesh-system}
-spec:
-  selector: {mesh: ingressgateway}
-  servers:
-  - port: {number: 8080, name: http, protocol: HTTP}
-    hosts: ["*"]
----
-apiVersion: networking.mesh.io/v1
-kind: VirtualService
-metadata: {name: app, namespace: mesh-system}
-spec:
-  hosts: ["*"]
-  gateways: [ingressgateway]
-  http:
-  - match:
-    - uri: {prefix: /headers}
-      headers:
-        "@request.auth.claims.groups": {exact: group1}
-    route:
-    - destination: {host: 198.19.1.2, port: {number: 9080}}
----
-apiVersion: security.mesh.io/v1
-kind: RequestAuthentication
-metadata: {name: jwt, namespace: mesh-system}
-spec:
-  selector: {matchLabels: {mesh: ingressgateway}}
-  jwtRules:
-  - issuer: testing@secure.istio.io
-    jwksUri: http://127.0.0.1:9999/jwks.json
-EOF
+gateway_resources 8080 /headers 198.19.1.2 9080 'jwksUri: http://127.0.0.1:9999/jwks.json' > "$gwdir/etc/mesh/resources/gateway.yaml"
 sed -n '/^---$/!p' "$gwdir/etc/mesh/resources/gateway.yaml" | grep -E '^(kind|  - match|    - uri|        "@request|    - destination|    jwksUri)' | sed 's/^/   /'
 in_gw() { ip netns exec "$gw" "$@"; }
 start ip netns exec "$gw" "$node" -e "require('http').createServer((q, r) => r.end(require('fs').readFileSync('$jwt/jwks.json'))).listen(9999, '127.0.0.1')"
