@@ -27,6 +27,12 @@ import { RequestSecurity } from './security/request-security.js';
 
 const log = scope('default');
 
+/**
+ * A gateway without a labels file (run by hand, outside Kubernetes) carries the label the spec's
+ * ingress gateway has, so the usual Gateway selector `mesh: ingressgateway` picks it.
+ */
+export const DEFAULT_GATEWAY_LABELS: Readonly<Record<string, string>> = { mesh: 'ingressgateway' };
+
 export interface DataPlaneOptions {
   readonly options: ProxyOptions;
   readonly env: EnvValues;
@@ -145,7 +151,7 @@ export class DataPlane {
       })
       : undefined;
     this.resources = new MeshResources({
-      cwd: o.cwd, configSources: mesh.configSources, workload: readWorkload(o.cwd, env.POD_NAMESPACE || 'default'),
+      cwd: o.cwd, configSources: mesh.configSources, workload: readWorkload(o.cwd, env.POD_NAMESPACE || 'default', options.type === 'router' ? DEFAULT_GATEWAY_LABELS : {}),
       debounceMs: env.FILE_DEBOUNCE_DURATION, security: this.security,
       ...(this.router ? { router: this.router } : {}),
       ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),

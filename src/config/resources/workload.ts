@@ -83,13 +83,13 @@ export function parseLabels(text: string): Record<string, string> {
 }
 
 /** The workload: POD_NAMESPACE and the labels at ./etc/mesh/pod/labels (none when the file is missing). */
-export function readWorkload(cwd: string, namespace: string): Workload {
+export function readWorkload(cwd: string, namespace: string, labelsWhenAbsent: Readonly<Record<string, string>> = {}): Workload {
   const path = join(cwd, LABELS_FILE);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { namespace, labels: {} };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { namespace, labels: { ...labelsWhenAbsent } };
     throw new AgentError('ERR_CONFIG', `${path}: cannot be read: ${(err as Error).message}`, { cause: err });
   }
   return { namespace, labels: parseLabels(text) };

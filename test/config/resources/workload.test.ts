@@ -46,11 +46,13 @@ it('parses the downward-API labels file, Go-quoted values included', () => {
   assert.deepEqual(parseLabels(''), {});
 });
 
-it('reads the workload from ./etc/mesh/pod/labels; no file, no labels', () => {
+it('reads the workload from ./etc/mesh/pod/labels; no file, no labels (or the caller\'s defaults)', () => {
   assert.deepEqual(readWorkload(root, 'ns1'), { namespace: 'ns1', labels: {} });
+  assert.deepEqual(readWorkload(root, 'ns1', { mesh: 'ingressgateway' }), { namespace: 'ns1', labels: { mesh: 'ingressgateway' } });
   mkdirSync(join(root, 'etc/mesh/pod'), { recursive: true });
   writeFileSync(join(root, 'etc/mesh/pod/labels'), 'mesh="ingressgateway"\napp="gw"\n');
   assert.deepEqual(readWorkload(root, 'mesh-system'), { namespace: 'mesh-system', labels: { mesh: 'ingressgateway', app: 'gw' } });
+  assert.deepEqual(readWorkload(root, 'mesh-system', { other: 'x' }).labels, { mesh: 'ingressgateway', app: 'gw' }, 'the file wins over defaults');
 });
 
 it('selects by matchLabels; absent or {} selects every workload', () => {
