@@ -4,7 +4,8 @@
 // server-first protocols (the server speaks first: SMTP, MySQL) are not held up.
 import { Server, type Socket } from 'node:net';
 import { scope } from '../log/logger.js';
-import { HttpHandler, type RequestDecider } from './http-handler.js';
+import { createHttpHandler, type HttpConnectionHandler, type HttpPath } from './fast-http.js';
+import type { RequestDecider } from './http-handler.js';
 import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
 import { sniff } from './sniff.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
@@ -35,6 +36,8 @@ export interface CaptureListenerOptions {
   readonly allowHttp10: boolean;
   /** Where HTTP requests go; default: the original destination (policy plugs in inbound). */
   readonly decider?: RequestDecider;
+  /** The L7 path (default HTTP_PATH, fast-http.ts): 'node' carries every request on node:http. */
+  readonly httpPath?: HttpPath;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
@@ -61,18 +64,18 @@ export function trackDownstream(downstream: Socket, stats: DirectionStats, open:
 
 export class CaptureListener {
   private readonly server: Server;
-  private readonly http: HttpHandler;
+  private readonly http: HttpConnectionHandler;
   private readonly open = new Set<Socket>();
 
   constructor(private readonly o: CaptureListenerOptions) {
-    this.http = new HttpHandler({
+    this.http = createHttpHandler({
       stats: o.stats.of(o.direction),
       upstream: o.upstream,
       forward100Continue: o.forward100Continue,
       allowHttp10: o.allowHttp10,
       destinationOf: (socket) => destinations.get(socket),
       ...(o.decider ? { decider: o.decider } : {}),
-    });
+    }, o.httpPath);
     this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (socket) => this.onConnection(socket));
     this.server.on('error', (err) => log.error(`${o.direction} listener error`, { error: err.message }));
   }
@@ -163,8 +166,7 @@ export class CaptureListener {
       decided = true;
       // The parallel connection is not needed: requests go through the keep-alive pool.
       upstream.destroy();
-      this.http.accept(downstream, head);
-      downstream.resume();
+      this.http.accept(downstream, head); // it reads the socket from here (resumes it as it sees fit)
     };
     const onData = (chunk: Buffer): void => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);

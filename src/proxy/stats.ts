@@ -56,6 +56,11 @@ export class DirectionStats {
   readonly rqByCode = new Map<number, number>();
   /** Malformed requests answered 400. */
   rqProtocolErrors = 0;
+  /**
+   * Connections the fast HTTP/1.1 path handed to the node:http one, at a request it does not take
+   * (Upgrade, CONNECT, `Expect`, HTTP/1.0); that path counts their requests from then on.
+   */
+  cxHandedOver = 0;
   readonly rqDurationMs = new Histogram(DURATION_BUCKETS_MS);
   /** HTTP body bytes received from clients / sent back to them. */
   rqBodyBytes = 0;

@@ -2,7 +2,7 @@
 // outbound plainly (its uid is exempt from capture); inbound REDIRECT from 127.0.0.6 / ::6, which
 // the rules exempt; inbound TPROXY from the client's own address (IP_TRANSPARENT, marked).
 import { Agent, type AgentOptions } from 'node:http';
-import { Socket, connect, isIPv6 } from 'node:net';
+import { Socket, connect, isIPv6, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
 import { boundConnectFd, type Endpoint } from './socket-options.js';
@@ -32,17 +32,27 @@ export function sourceFor(mode: UpstreamMode, dst: Endpoint, client: string | un
   }
 }
 
-/** Opens an upstream connection (connecting; errors arrive as 'error' events). */
-export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: string | undefined): Socket {
+/** How the caller reads the connection: `onread` delivers every read into one reused buffer (no 'data' events). */
+export interface UpstreamReading {
+  readonly onread?: OnReadOpts;
+}
+
+/**
+ * Opens an upstream connection (connecting; errors arrive as 'error' events). The transparent and
+ * IPv6 passthrough sockets are made through libc and may throw (SocketOptionError) right here.
+ */
+export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: string | undefined, reading: UpstreamReading = {}): Socket {
   // Nagle off: a proxy forwards what it has at once (small writes must not wait for ACKs).
-  if (mode.kind === 'direct' || source === undefined) return connect({ host: dst.address, port: dst.port, noDelay: true });
+  if (mode.kind === 'direct' || source === undefined) return connect({ host: dst.address, port: dst.port, noDelay: true, ...reading });
   if (mode.kind === 'passthrough' && !isIPv6(dst.address)) {
     // 127.0.0.6 is a loopback address the kernel owns already: a plain bind works.
-    return connect({ host: dst.address, port: dst.port, localAddress: source, noDelay: true });
+    return connect({ host: dst.address, port: dst.port, localAddress: source, noDelay: true, ...reading });
   }
   const fd = boundConnectFd(source, dst, mode.kind === 'transparent'
     ? { transparent: true, mark: mode.mark, owner: TRANSPARENT_OWNER } : { freebind: true });
-  return new Socket({ fd, readable: true, writable: true }).setNoDelay(true);
+  // `onread` is a constructor option of net.Socket too; @types/node only lists it for connect().
+  const options = { fd, readable: true, writable: true, ...reading } as ConstructorParameters<typeof Socket>[0];
+  return new Socket(options).setNoDelay(true);
 }
 
 /** Counts an upstream connection in the stats for as long as it is open. */

@@ -1,0 +1,40 @@
+// What a RequestDecider sees of a request on the fast path: the parts of node:http's
+// IncomingMessage that deciders read (method, url, headers, rawHeaders, httpVersion, socket), built
+// from the parser's output. `headers` is made on first use: the sidecar's default decider never
+// asks for it. It is not a stream: the body goes to the upstream, not to the decider.
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { headersObject } from './http-headers.js';
+
+export class RequestView {
+  /** The whole body has arrived. */
+  complete = false;
+  private headersCache: IncomingHttpHeaders | undefined;
+
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    readonly httpVersionMajor: number,
+    readonly httpVersionMinor: number,
+    readonly rawHeaders: string[],
+    readonly socket: Socket,
+  ) {}
+
+  get headers(): IncomingHttpHeaders {
+    return (this.headersCache ??= headersObject(this.rawHeaders));
+  }
+
+  get httpVersion(): string {
+    return `${this.httpVersionMajor}.${this.httpVersionMinor}`;
+  }
+
+  /** node:http's old name for `socket`. */
+  get connection(): Socket {
+    return this.socket;
+  }
+
+  /** For the RequestDecider contract, typed on IncomingMessage (deciders read only the fields above). */
+  asIncomingMessage(): IncomingMessage {
+    return this as unknown as IncomingMessage;
+  }
+}

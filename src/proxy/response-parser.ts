@@ -1,0 +1,407 @@
+// An HTTP/1.1 response parser for the fast path's upstream side, on bytes: no string per header,
+// no copy of the body. It finds what a proxy needs (status, framing, reuse) and hands on the head
+// as slices of what was read, hop-by-hop lines left out (RFC 9110 7.6.1), and the body as it goes
+// on the wire to the client: a chunked body verbatim (trailers dropped), other bodies as they come.
+// Strict, as llhttp is by default: a malformed head, a bad chunk, Content-Length with
+// Transfer-Encoding, or bytes after a response are errors (the connection is not reused).
+// Requests are not parsed here: they come from clients, and llhttp stays in charge of those.
+
+/** How the response body is delimited. */
+export type Framing = 'none' | 'length' | 'chunked' | 'close';
+
+export interface ResponseHead {
+  readonly status: number;
+  readonly framing: Framing;
+  /** The connection may carry another request after this response. */
+  readonly keepAlive: boolean;
+  /** A Date header is there. */
+  readonly hasDate: boolean;
+  /**
+   * The head as forwarded, from the status code on (`200 OK\r\nName: value\r\n...`): slices of the
+   * bytes read, valid during the callback only. Without the final empty line.
+   */
+  readonly parts: readonly Buffer[];
+}
+
+export interface ResponseEvents {
+  /** A head: a 1xx one (another head follows) or the final one. */
+  onHead(head: ResponseHead): void;
+  /**
+   * Body bytes as they go to the client (a view of the bytes read, valid during the call only);
+   * `payload`: how many of them are content (without chunk framing).
+   */
+  onBody(bytes: Buffer, payload: number): void;
+  onEnd(): void;
+}
+
+/** The limit node:http and llhttp put on a head. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+/** A chunk size line (with its extensions) longer than this is refused. */
+const MAX_CHUNK_LINE = 4096;
+const MAX_CHUNK_SIZE = 2 ** 48;
+
+const CR = 13;
+const LF = 10;
+const CRLF = Buffer.from('\r\n', 'latin1');
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
+
+/** tchar (RFC 9110 5.6.2). */
+const TOKEN = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
+for (let c = 0x30; c <= 0x39; c++) TOKEN[c] = 1;
+for (let c = 0x41; c <= 0x5a; c++) TOKEN[c] = 1;
+for (let c = 0x61; c <= 0x7a; c++) TOKEN[c] = 1;
+/** Bytes a field value or reason phrase may hold: HTAB, SP, VCHAR, obs-text. */
+const FIELD = new Uint8Array(256);
+FIELD[9] = 1;
+for (let c = 0x20; c <= 0x7e; c++) FIELD[c] = 1;
+for (let c = 0x80; c <= 0xff; c++) FIELD[c] = 1;
+const HEX = new Int8Array(256).fill(-1);
+for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
+for (let c = 0; c < 6; c++) { HEX[0x41 + c] = 10 + c; HEX[0x61 + c] = 10 + c; }
+
+const enum State { Head, Length, Close, Size, SizeExt, SizeLf, Data, DataCr, DataLf, Trailer, TrailerLine, TrailerLf, TrailerEndLf, Done }
+
+/** `b[at..at+name.length)` is `name` (lower-case ASCII letters and '-') in any case; the bytes are token chars. */
+function nameIs(b: Buffer, at: number, name: string): boolean {
+  for (let i = 0; i < name.length; i++) if ((b[at + i]! | 0x20) !== name.charCodeAt(i)) return false;
+  return true;
+}
+
+export class ResponseError extends Error {
+  readonly code = 'HPE_INVALID_RESPONSE';
+  constructor(message: string) {
+    super(`invalid upstream response: ${message}`);
+    this.name = 'ResponseError';
+  }
+}
+
+export class ResponseParser {
+  /** The request was HEAD: the response has no body whatever its headers say. */
+  noBody = false;
+  private state = State.Head;
+  /** Part of a head that did not come in one read. */
+  private pending: Buffer | undefined;
+  private remaining = 0;
+  private chunkLine = 0;
+  private sawDigit = false;
+  private final = false;
+
+  constructor(private readonly on: ResponseEvents) {}
+
+  /** For the next response on this connection (the previous one complete). */
+  reset(noBody: boolean): void {
+    this.noBody = noBody;
+    this.state = State.Head;
+    this.pending = undefined;
+  }
+
+  /** A response ended and nothing is pending. */
+  get done(): boolean {
+    return this.state === State.Done;
+  }
+
+  /** Parses `data[0..len)`; an error leaves the connection unusable. */
+  execute(data: Buffer, len: number): ResponseError | undefined {
+    let b = data;
+    let end = len;
+    let pos = 0;
+    while (pos < end) {
+      switch (this.state) {
+        case State.Head: {
+          if (this.pending) {
+            b = Buffer.concat([this.pending, b.subarray(pos, end)]);
+            this.pending = undefined;
+            end = b.length;
+            pos = 0;
+          }
+          const headEnd = b.indexOf(HEAD_END, pos);
+          if (headEnd < 0 || headEnd > end - 4) {
+            if (end - pos > MAX_HEAD_BYTES) return new ResponseError('head too large');
+            this.pending = Buffer.from(b.subarray(pos, end));
+            return undefined;
+          }
+          if (headEnd + 4 - pos > MAX_HEAD_BYTES) return new ResponseError('head too large');
+          const err = this.head(b, pos, headEnd);
+          if (err) return err;
+          pos = headEnd + 4;
+          break;
+        }
+        case State.Length: {
+          const n = Math.min(this.remaining, end - pos);
+          this.on.onBody(b.subarray(pos, pos + n), n);
+          pos += n;
+          this.remaining -= n;
+          if (this.remaining === 0) this.complete();
+          break;
+        }
+        case State.Close:
+          this.on.onBody(b.subarray(pos, end), end - pos);
+          pos = end;
+          break;
+        case State.Done:
+          return new ResponseError('bytes after the response');
+        default: {
+          const r = this.chunked(b, pos, end);
+          if (typeof r !== 'number') return r;
+          pos = r;
+        }
+      }
+    }
+    return undefined;
+  }
+
+  /** The upstream closed its side: ends a body delimited by the close; anything else was cut short. */
+  finish(): ResponseError | undefined {
+    if (this.state === State.Close) {
+      this.complete();
+      return undefined;
+    }
+    if (this.state === State.Done || (this.state === State.Head && !this.pending)) return undefined;
+    return new ResponseError('the connection closed in the middle of a response');
+  }
+
+  private complete(): void {
+    this.state = this.final ? State.Done : State.Head;
+    this.on.onEnd();
+  }
+
+  /** Parses the head in `b[start..headEnd)` (headEnd: the last line's CRLF). */
+  private head(b: Buffer, start: number, headEnd: number): ResponseError | undefined {
+    // Status line: HTTP/1.x SP 3DIGIT [SP reason]; one pass over the bytes, no search per line.
+    if (headEnd - start < 12 || b[start] !== 0x48 || b[start + 1] !== 0x54 || b[start + 2] !== 0x54 || b[start + 3] !== 0x50
+      || b[start + 4] !== 0x2f || b[start + 5] !== 0x31 || b[start + 6] !== 0x2e || b[start + 8] !== 0x20) return new ResponseError('status line');
+    const minor = b[start + 7]! - 0x30;
+    const d1 = b[start + 9]! - 0x30;
+    const d2 = b[start + 10]! - 0x30;
+    const d3 = b[start + 11]! - 0x30;
+    if ((minor !== 0 && minor !== 1) || d1 < 1 || d1 > 5 || d2 < 0 || d2 > 9 || d3 < 0 || d3 > 9) return new ResponseError('status line');
+    let lineEnd = start + 12;
+    if (b[lineEnd] === 0x20) {
+      lineEnd++;
+      while (FIELD[b[lineEnd]!] === 1) lineEnd++;
+    }
+    if (b[lineEnd] !== CR || b[lineEnd + 1] !== LF) return new ResponseError('status line');
+    const status = d1 * 100 + d2 * 10 + d3;
+
+    const parts: Buffer[] = [];
+    let keepFrom = start + 9; // the kept run starts at the status code
+    let contentLength = -1;
+    let transferEncoding = false;
+    let chunked = false;
+    let closeToken = false;
+    let keepAliveToken = false;
+    let hasDate = false;
+    let named: string[] | undefined;
+    let at = lineEnd + 2;
+    while (at < headEnd + 2) {
+      const c0 = b[at]!;
+      if (c0 === 0x20 || c0 === 9) return new ResponseError('folded header line');
+      let colon = at;
+      while (TOKEN[b[colon]!] === 1) colon++;
+      if (colon === at || b[colon] !== 0x3a) return new ResponseError('header name');
+      let le = colon + 1;
+      while (FIELD[b[le]!] === 1) le++; // a value ends at its CR (the head's last one at the latest)
+      if (b[le] !== CR || b[le + 1] !== LF) return new ResponseError('header value');
+      let vs = colon + 1;
+      let ve = le;
+      while (vs < ve && (b[vs] === 0x20 || b[vs] === 9)) vs++;
+      while (ve > vs && (b[ve - 1] === 0x20 || b[ve - 1] === 9)) ve--;
+      let drop = false;
+      switch (colon - at) {
+        case 2: drop = nameIs(b, at, 'te'); break;
+        case 4: if (nameIs(b, at, 'date')) hasDate = true; break;
+        case 7: drop = nameIs(b, at, 'trailer') || nameIs(b, at, 'upgrade'); break;
+        case 10:
+          if (nameIs(b, at, 'connection')) {
+            drop = true;
+            for (const t of b.toString('latin1', vs, ve).split(',')) {
+              const token = t.trim().toLowerCase();
+              if (token === 'close') closeToken = true;
+              else if (token === 'keep-alive') keepAliveToken = true;
+              else if (token !== '') (named ??= []).push(token);
+            }
+          } else {
+            drop = nameIs(b, at, 'keep-alive');
+          }
+          break;
+        case 14:
+          if (nameIs(b, at, 'content-length')) {
+            if (contentLength >= 0 || ve === vs || ve - vs > 15) return new ResponseError('content-length');
+            let n = 0;
+            for (let i = vs; i < ve; i++) {
+              const d = b[i]! - 0x30;
+              if (d < 0 || d > 9) return new ResponseError('content-length');
+              n = n * 10 + d;
+            }
+            contentLength = n;
+          }
+          break;
+        case 16: drop = nameIs(b, at, 'proxy-connection'); break;
+        case 17:
+          if (nameIs(b, at, 'transfer-encoding')) {
+            drop = true;
+            transferEncoding = true;
+            // Chunked when it is the last coding (of the last Transfer-Encoding line).
+            const codings = b.toString('latin1', vs, ve).split(',');
+            chunked = codings[codings.length - 1]!.trim().toLowerCase() === 'chunked';
+          }
+          break;
+        default: break;
+      }
+      if (drop) {
+        if (at > keepFrom) parts.push(b.subarray(keepFrom, at));
+        keepFrom = le + 2;
+      }
+      at = le + 2;
+    }
+    if (headEnd + 2 > keepFrom) parts.push(b.subarray(keepFrom, headEnd + 2));
+    if (named) this.dropNamed(parts, named);
+
+    if (status === 101) return new ResponseError('101 to a request that asked for no upgrade');
+    if (transferEncoding && contentLength >= 0) return new ResponseError('both Transfer-Encoding and Content-Length');
+    let framing: Framing;
+    if (this.noBody || status < 200 || status === 204 || status === 304) framing = 'none';
+    else if (transferEncoding) framing = chunked ? 'chunked' : 'close';
+    else if (contentLength >= 0) framing = 'length';
+    else framing = 'close';
+    const keepAlive = framing !== 'close' && (minor === 1 ? !closeToken : keepAliveToken);
+    this.final = status >= 200;
+    this.on.onHead({ status, framing, keepAlive, hasDate, parts });
+    switch (framing) {
+      case 'none': this.complete(); break;
+      case 'length':
+        this.remaining = contentLength;
+        if (contentLength === 0) this.complete();
+        else this.state = State.Length;
+        break;
+      case 'chunked': this.startChunk(); break;
+      case 'close': this.state = State.Close; break;
+    }
+    return undefined;
+  }
+
+  /** Leaves out of `parts` the header lines whose names `Connection` listed (rare). */
+  private dropNamed(parts: Buffer[], named: readonly string[]): void {
+    const kept: Buffer[] = [];
+    for (const part of parts) {
+      let runFrom = 0;
+      let at = 0;
+      // The first part starts with the status line's rest: no header there to drop.
+      if (part === parts[0]) at = part.indexOf(CRLF) + 2;
+      while (at < part.length) {
+        const le = part.indexOf(CRLF, at);
+        const name = part.toString('latin1', at, part.indexOf(0x3a, at)).toLowerCase();
+        if (named.includes(name)) {
+          if (at > runFrom) kept.push(part.subarray(runFrom, at));
+          runFrom = le + 2;
+        }
+        at = le + 2;
+      }
+      if (part.length > runFrom) kept.push(part.subarray(runFrom));
+    }
+    parts.length = 0;
+    parts.push(...kept);
+  }
+
+  private startChunk(): void {
+    this.state = State.Size;
+    this.remaining = 0;
+    this.chunkLine = 0;
+    this.sawDigit = false;
+  }
+
+  /**
+   * Walks a chunked body from `pos`, handing on the bytes it passes (all of them but the trailer
+   * section, for which a bare CRLF goes out). Returns where it stopped, or an error.
+   */
+  private chunked(b: Buffer, pos: number, end: number): number | ResponseError {
+    let from = pos; // start of the run of bytes to hand on
+    let payload = 0;
+    const emit = (to: number): void => {
+      if (to > from) this.on.onBody(b.subarray(from, to), payload);
+      from = to;
+      payload = 0;
+    };
+    while (pos < end) {
+      const c = b[pos]!;
+      switch (this.state) {
+        case State.Size: {
+          const h = HEX[c]!;
+          if (h >= 0) {
+            this.remaining = this.remaining * 16 + h;
+            if (this.remaining > MAX_CHUNK_SIZE) return new ResponseError('chunk size');
+            this.sawDigit = true;
+          } else if (!this.sawDigit) {
+            return new ResponseError('chunk size');
+          } else if (c === CR) {
+            this.state = State.SizeLf;
+          } else if (c === 0x3b || c === 0x20 || c === 9) { // extensions (and the whitespace before them)
+            this.state = State.SizeExt;
+          } else {
+            return new ResponseError('chunk size');
+          }
+          break;
+        }
+        case State.SizeExt:
+          if (c === CR) this.state = State.SizeLf;
+          else if (FIELD[c] === 0) return new ResponseError('chunk extension');
+          break;
+        case State.SizeLf:
+          if (c !== LF) return new ResponseError('chunk size line');
+          if (this.remaining === 0) { // the last chunk: what follows is the trailer section, not handed on
+            emit(pos + 1);
+            this.state = State.Trailer;
+          } else {
+            this.state = State.Data;
+          }
+          break;
+        case State.Data: {
+          const n = Math.min(this.remaining, end - pos);
+          payload += n;
+          this.remaining -= n;
+          pos += n;
+          if (this.remaining === 0) this.state = State.DataCr;
+          continue;
+        }
+        case State.DataCr:
+          if (c !== CR) return new ResponseError('chunk data longer than its size');
+          this.state = State.DataLf;
+          break;
+        case State.DataLf:
+          if (c !== LF) return new ResponseError('chunk data longer than its size');
+          this.startChunk();
+          pos++;
+          continue;
+        case State.Trailer: // at the start of a trailer line, or of the final empty line
+          from = pos + 1;
+          this.state = c === CR ? State.TrailerEndLf : State.TrailerLine;
+          if (c !== CR && (c === LF || FIELD[c] === 0)) return new ResponseError('trailer');
+          break;
+        case State.TrailerLine:
+          from = pos + 1;
+          if (c === CR) this.state = State.TrailerLf;
+          else if (FIELD[c] === 0) return new ResponseError('trailer');
+          break;
+        case State.TrailerLf:
+          from = pos + 1;
+          if (c !== LF) return new ResponseError('trailer');
+          this.state = State.Trailer;
+          break;
+        case State.TrailerEndLf:
+          if (c !== LF) return new ResponseError('trailer');
+          this.on.onBody(CRLF, 0);
+          this.complete();
+          return pos + 1;
+        default:
+          return pos;
+      }
+      if (this.state === State.Size || this.state === State.SizeExt) {
+        if (++this.chunkLine > MAX_CHUNK_LINE) return new ResponseError('chunk size line too long');
+      }
+      pos++;
+    }
+    if (this.state !== State.Trailer && this.state !== State.TrailerLine && this.state !== State.TrailerLf && this.state !== State.TrailerEndLf) emit(end);
+    return end;
+  }
+}

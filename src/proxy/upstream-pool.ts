@@ -1,0 +1,208 @@
+// The fast path's upstream side: a keep-alive pool of HTTP/1.1 connections per destination and
+// source address (opened the listener's way: direct, passthrough from 127.0.0.6 / ::6, or
+// transparent from the client's address), each with its own response parser. Reads land in one
+// shared buffer (`onread`: no Buffer and no 'data' event per read); the parser hands on views of
+// it, and what one read produced goes to the client in one write (which copies it out).
+import type { Socket } from 'node:net';
+import { ResponseParser, type ResponseHead } from './response-parser.js';
+import type { Endpoint } from './socket-options.js';
+import type { DirectionStats } from './stats.js';
+import { connectUpstream, trackUpstream, type UpstreamMode } from './upstream.js';
+
+/** Every upstream read lands here. Handlers run synchronously and copy what they keep before the next read. */
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+
+/** What the pool keeps at most per destination (and source), as the node:http path's agent. */
+export const MAX_IDLE_PER_KEY = 1024;
+
+/** The request a connection is carrying the response of. */
+export interface ResponseSink {
+  /** The request was HEAD: its response has no body. */
+  readonly headRequest: boolean;
+  /** A head (1xx ones included): views of the read buffer, to copy before the read is done. */
+  onResponseHead(head: ResponseHead): void;
+  /** Body bytes as they go to the client (a view, likewise); `payload`: content bytes among them. */
+  onResponseBody(bytes: Buffer, payload: number): void;
+  /** The final response is complete. */
+  onResponseEnd(): void;
+  /**
+   * The connection failed or closed before the response ended. `retryable`: a reused connection
+   * that had not answered anything (the upstream closed it while idle: the request may go again).
+   */
+  onUpstreamError(err: NodeJS.ErrnoException, retryable: boolean): void;
+  /** One read is parsed: write out what it produced. False: the client is not keeping up, stop reading. */
+  onReadDone(): boolean;
+}
+
+function closedError(): NodeJS.ErrnoException {
+  return Object.assign(new Error('upstream closed the connection'), { code: 'ECONNRESET' });
+}
+
+export class UpstreamConnection {
+  sink: ResponseSink | undefined;
+  /** The last response allows reuse (HTTP/1.1 without `Connection: close`, not delimited by the close). */
+  keepAlive = false;
+  /** Requests carried before the current one. */
+  uses = 0;
+  idle = false;
+  readonly socket: Socket;
+  /** Bytes of the current response arrived. */
+  private answered = false;
+  /** A 1xx head was the last one: its end is not the response's. */
+  private interim = false;
+  private paused = false;
+  private readonly parser: ResponseParser;
+
+  constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined) {
+    this.parser = new ResponseParser({
+      onHead: (head) => {
+        this.interim = head.status < 200;
+        if (!this.interim) this.keepAlive = head.keepAlive;
+        this.sink?.onResponseHead(head);
+      },
+      onBody: (bytes, payload) => this.sink?.onResponseBody(bytes, payload),
+      onEnd: () => {
+        if (this.interim) this.interim = false;
+        else this.sink?.onResponseEnd();
+      },
+    });
+    const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
+    // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
+    this.socket = trackUpstream(connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
+    this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(err));
+    this.socket.on('end', () => {
+      this.pool.remove(this); // idle: the upstream closed it (its 'close' comes later)
+      // A body delimited by the close ends here; anything else was cut short.
+      const sink = this.sink;
+      if (sink) {
+        const err = this.parser.finish();
+        if (err) this.fail(err);
+        else sink.onReadDone();
+      }
+      if (this.sink) this.fail(closedError());
+    });
+    this.socket.on('close', () => {
+      this.pool.remove(this);
+      if (this.sink) this.fail(closedError());
+    });
+  }
+
+  /** Takes the response of the request about to be written. */
+  attach(sink: ResponseSink): void {
+    this.sink = sink;
+    this.answered = false;
+    this.interim = false;
+    this.parser.reset(sink.headRequest);
+    if (this.paused) this.resume();
+  }
+
+  /** The client drained: read on. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
+  }
+
+  destroy(): void {
+    this.sink = undefined;
+    this.socket.destroy();
+  }
+
+  private onRead(n: number): boolean {
+    const sink = this.sink;
+    if (!sink) { // an idle connection has nothing to say: not one to reuse
+      this.socket.destroy();
+      return false;
+    }
+    this.answered = true;
+    const err = this.parser.execute(READ_BUFFER, n);
+    if (err) {
+      this.fail(err);
+      sink.onReadDone();
+      return false;
+    }
+    const more = sink.onReadDone();
+    // The response may have ended in this read (the connection back in the pool, or carrying the
+    // client's next request): only a connection still owed a response is held back.
+    if (more || this.sink === undefined) return true;
+    this.paused = true;
+    return false;
+  }
+
+  private fail(err: NodeJS.ErrnoException): void {
+    const sink = this.sink;
+    this.sink = undefined;
+    this.socket.destroy();
+    sink?.onUpstreamError(err, this.uses > 0 && !this.answered);
+  }
+}
+
+export function poolKey(dst: Endpoint, source: string | undefined): string {
+  return `${dst.address}|${dst.port}|${source ?? ''}`;
+}
+
+/** Idle connections per `address|port|source`, last in first out (the warmest first). */
+export class UpstreamPool {
+  private readonly idleByKey = new Map<string, UpstreamConnection[]>();
+
+  constructor(readonly mode: UpstreamMode, readonly stats: DirectionStats, private readonly maxIdlePerKey = MAX_IDLE_PER_KEY) {}
+
+  /**
+   * A pooled connection to `dst` from `source` (`key`: poolKey of both), or a new one (`fresh`:
+   * always new). May throw (see connectUpstream).
+   */
+  acquire(key: string, dst: Endpoint, source: string | undefined, fresh = false): UpstreamConnection {
+    const list = fresh ? undefined : this.idleByKey.get(key);
+    if (list) {
+      for (let c = list.pop(); c; c = list.pop()) {
+        c.idle = false;
+        if (!c.socket.writable) { // closing: not one to write to
+          c.destroy();
+          continue;
+        }
+        c.uses++;
+        return c;
+      }
+    }
+    return new UpstreamConnection(this, key, dst, source);
+  }
+
+  /** Back to the pool after a complete response, if it may carry another. */
+  release(c: UpstreamConnection): void {
+    c.sink = undefined;
+    if (!c.keepAlive || c.socket.destroyed) {
+      c.destroy();
+      return;
+    }
+    let list = this.idleByKey.get(c.key);
+    if (!list) this.idleByKey.set(c.key, (list = []));
+    if (list.length >= this.maxIdlePerKey) {
+      c.destroy();
+      return;
+    }
+    c.idle = true;
+    c.resume(); // an idle connection reads, to see the upstream close it
+    list.push(c);
+  }
+
+  remove(c: UpstreamConnection): void {
+    if (!c.idle) return;
+    c.idle = false;
+    const list = this.idleByKey.get(c.key);
+    const i = list ? list.indexOf(c) : -1;
+    if (i >= 0) list!.splice(i, 1);
+    if (list && list.length === 0) this.idleByKey.delete(c.key);
+  }
+
+  /** Closes the idle connections (drain); busy ones finish their response first. */
+  closeIdle(): void {
+    for (const list of this.idleByKey.values()) for (const c of [...list]) c.destroy();
+    this.idleByKey.clear();
+  }
+
+  get idleCount(): number {
+    let n = 0;
+    for (const list of this.idleByKey.values()) n += list.length;
+    return n;
+  }
+}
