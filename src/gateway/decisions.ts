@@ -32,6 +32,8 @@ export interface Decision {
 /** A decision being made: filled in as the request passes each stage. */
 export interface DecisionDraft {
   time: string;
+  status?: number;
+  durationMs?: number;
   listener: string;
   method: string;
   authority: string;
@@ -45,6 +47,25 @@ export interface DecisionDraft {
 
 export const DECISION_LOG_SIZE = 500;
 
+/**
+ * The draft rides on the request itself: a WeakMap (or Map) entry per request kept requests and
+ * drafts alive past the young generation — full GCs and a 5–7 ms p99 under load (bench-gateway).
+ */
+const DRAFT = Symbol('decision draft');
+type WithDraft = { [DRAFT]?: DecisionDraft | undefined };
+
+/** The ISO time of now, formatted at most once per millisecond. */
+let clockMs = 0;
+let clockIso = '';
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== clockMs) {
+    clockMs = ms;
+    clockIso = new Date(ms).toISOString();
+  }
+  return clockIso;
+}
+
 /** Where finished decisions also go (the access log). */
 export interface DecisionSink {
   write(decision: Decision): void;
@@ -54,7 +75,6 @@ export interface DecisionSink {
 export class DecisionLog {
   private readonly ring: (Decision | undefined)[];
   private next = 0;
-  private readonly drafts = new WeakMap<IncomingMessage, DecisionDraft>();
   /** The access log, when one is configured. */
   sink: DecisionSink | undefined;
   /** `stage` → `outcome` → count. Outcomes are short words: absent/valid/invalid, allowed/denied, routed/no_route... */
@@ -73,18 +93,22 @@ export class DecisionLog {
   /** Starts the decision of a request, as it arrives on `listener`. */
   begin(req: IncomingMessage, listener: string): DecisionDraft {
     const draft: DecisionDraft = {
-      time: new Date().toISOString(), listener, method: req.method ?? 'GET',
+      time: isoNow(), listener, method: req.method ?? 'GET',
       authority: req.headers.host ?? '', path: req.url ?? '/', jwt: 'absent', authz: '',
     };
-    this.drafts.set(req, draft);
+    (req as WithDraft)[DRAFT] = draft;
     return draft;
   }
 
   /** Records the decision begun for `req` once its answer is complete (status undefined: abandoned). */
   complete(req: IncomingMessage, status: number | undefined, durationMs: number): void {
-    const draft = this.drafts.get(req);
+    const draft = (req as WithDraft)[DRAFT];
     if (!draft) return;
-    const decision: Decision = { ...draft, ...(status !== undefined ? { status } : {}), durationMs };
+    (req as WithDraft)[DRAFT] = undefined;
+    if (status !== undefined) draft.status = status;
+    draft.durationMs = durationMs;
+    // Complete now: the draft is the decision (no copy per request).
+    const decision = draft as Decision;
     this.record(decision);
     this.sink?.write(decision);
   }

@@ -96,6 +96,7 @@ export class HttpHandler {
   readonly server: Server;
   private readonly agent: UpstreamAgent;
   private draining = false;
+  private readonly sockets = new Set<Socket>();
 
   constructor(private readonly o: HttpHandlerOptions) {
     this.agent = new UpstreamAgent(o.upstream, o.stats, { keepAlive: true, maxFreeSockets: 1024, scheduling: 'lifo' });
@@ -116,7 +117,10 @@ export class HttpHandler {
 
   /** Takes over an accepted connection whose first bytes (`head`) looked like HTTP/1.x. */
   accept(socket: Socket, head: Buffer): void {
-    socket.unshift(head);
+    if (head.length > 0) socket.unshift(head);
+    // This server never listens, so it does not track its connections: drain() needs them.
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
     this.server.emit('connection', socket);
   }
 
@@ -126,7 +130,12 @@ export class HttpHandler {
    */
   drain(): void {
     this.draining = true;
-    this.server.closeIdleConnections();
+    for (const socket of this.sockets) {
+      // node:http keeps the response in progress on the socket; none means the connection is idle.
+      const current = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (current) current.shouldKeepAlive = false;
+      else socket.destroy();
+    }
     for (const sockets of Object.values(this.agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
   }
 
@@ -226,6 +235,8 @@ export class HttpHandler {
 
   /** Upgrade (WebSocket) and CONNECT: decided like a request; the head goes up as is, then bytes flow both ways. */
   private tunnel(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    // A tunnel is a connection in flight, not an idle keep-alive one: drain leaves it be.
+    this.sockets.delete(socket);
     socket.on('error', () => undefined);
     const decided = this.decide(req);
     const go = (v: Verdict): void => {

@@ -369,7 +369,7 @@ export class JwtAuthenticator {
       token: found.token,
     };
     Object.freeze(result);
-    if (plan === this.plan) this.cache.set(found.token, { result, source: state.keys, keys }, d.exp === undefined ? Infinity : d.exp * 1000);
+    if (plan === this.plan) this.cache.set(found.token, { result, source: state.keys, keys }, d.exp === undefined ? Infinity : d.exp * 1000, this.now());
     return result;
   }
 }

@@ -17,14 +17,24 @@ it('evicts the least recently used entry when full', () => {
   c.set('a', 1, Infinity);
   c.set('b', 2, Infinity);
   c.set('c', 3, Infinity);
-  assert.equal(c.get('a', 0), 1, 'a is now the most recently used');
+  assert.equal(c.get('a', 1000), 1, 'a is now the most recently used (a hit a second after its last use moves it)');
   c.set('d', 4, Infinity);
-  assert.equal(c.get('b', 0), undefined, 'b was the least recently used');
-  assert.deepEqual(['a', 'c', 'd'].map((k) => c.get(k, 0)), [1, 3, 4]);
+  assert.equal(c.get('b', 1000), undefined, 'b was the least recently used');
+  assert.deepEqual(['a', 'c', 'd'].map((k) => c.get(k, 1000)), [1, 3, 4]);
   assert.equal(c.size, 3);
   c.set('c', 30, Infinity);
   assert.equal(c.size, 3, 'replacing does not grow');
   assert.equal(c.get('c', 0), 30);
+});
+
+it('a hit within a second of the last use does not move the entry (no churn on the hot path)', () => {
+  const c = new TokenCache<number>(2);
+  c.set('a', 1, Infinity, 5_000);
+  c.set('b', 2, Infinity, 5_000);
+  assert.equal(c.get('a', 5_500), 1);
+  c.set('c', 3, Infinity, 5_600);
+  assert.equal(c.get('a', 5_600), undefined, 'a stayed the oldest: its hit came too soon to move it');
+  assert.equal(c.get('b', 5_600), 2);
 });
 
 it('caches nothing with capacity 0, and clears', () => {
