@@ -38,21 +38,18 @@ if [ "$(id -u)" -ne 0 ] || ! ip netns add "$pod" 2>/dev/null; then
   exit 1
 fi
 ip netns add "$peer"
-ip -n "$pod" link set lo up
-ip -n "$peer" link set lo up
-ip -n "$pod" link add pod0 type veth peer name peer0 netns "$peer"
-ip -n "$pod" addr add 198.19.0.2/24 dev pod0
-ip -n "$peer" addr add 198.19.0.1/24 dev peer0
-ip -n "$pod" link set pod0 up
-ip -n "$peer" link set peer0 up
-ip -n "$pod" route add default via 198.19.0.1
 ip netns add "$gw"
-ip -n "$gw" link set lo up
-ip -n "$pod" link add pod1 type veth peer name gw0 netns "$gw"
-ip -n "$pod" addr add 198.19.1.2/24 dev pod1
-ip -n "$gw" addr add 198.19.1.1/24 dev gw0
-ip -n "$pod" link set pod1 up
-ip -n "$gw" link set gw0 up
+for ns in "$pod" "$peer" "$gw"; do ip -n "$ns" link set lo up; done
+veth() { # ns ifname addr peer-ns peer-ifname peer-addr: a veth pair, both ends up
+  ip -n "$1" link add "$2" type veth peer name "$5" netns "$4"
+  ip -n "$1" addr add "$3/24" dev "$2"
+  ip -n "$4" addr add "$6/24" dev "$5"
+  ip -n "$1" link set "$2" up
+  ip -n "$4" link set "$5" up
+}
+veth "$pod" pod0 198.19.0.2 "$peer" peer0 198.19.0.1
+veth "$pod" pod1 198.19.1.2 "$gw" gw0 198.19.1.1
+ip -n "$pod" route add default via 198.19.0.1
 
 in_pod() { ip netns exec "$pod" "$@"; }
 in_peer() { ip netns exec "$peer" "$@"; }
