@@ -66,8 +66,9 @@ export class RequestSecurity {
   /** Header and URL edits for the forwarded request: the token removed unless forwarded, claims to headers. */
   upstreamEdits(authn: AuthnResult, url: string): { setHeaders: [string, string][]; removeHeaders: string[]; path?: string } {
     if (authn.outcome !== 'valid') return { setHeaders: [], removeHeaders: [] };
-    const edits = this.authenticator.upstreamEdits(authn, { url });
-    return { setHeaders: [...edits.setHeaders], removeHeaders: [...edits.removeHeaders], ...(edits.url !== url ? { path: edits.url } : {}) };
+    // Fresh arrays per call: the caller may add its own edits to them.
+    const { setHeaders, removeHeaders, url: edited } = this.authenticator.upstreamEdits(authn, { url });
+    return edited !== url ? { setHeaders, removeHeaders, path: edited } : { setHeaders, removeHeaders };
   }
 
   /** Authenticates then authorizes; synchronous unless keys must be fetched. Fills in `draft`. */
