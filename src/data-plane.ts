@@ -2,10 +2,10 @@
 // listeners (sidecar) or the Gateway listeners (router), the JWT and policy checks, the mesh
 // resources they follow, and the counters and decisions they keep. The primary worker also runs the
 // agent's surfaces (src/agent.ts); the others (src/worker-main.ts) report their counters to it.
-import { networkInterfaces } from 'node:os';
 import type { Counter } from 'prom-client';
 import { PORTS } from './ports.js';
 import { MeshResources } from './agent-resources.js';
+import { localAddresses } from './net/local-addresses.js';
 import type { EnvValues } from './config/env/registry.js';
 import type { MeshConfig } from './config/mesh-config.js';
 import { readWorkload } from './config/resources/workload.js';
@@ -64,7 +64,7 @@ function localAddressCache(): () => ReadonlySet<string> {
   let at = 0;
   return () => {
     if (Date.now() - at > 5_000) {
-      cached = new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((a) => a.address)));
+      cached = new Set(localAddresses());
       at = Date.now();
     }
     return cached;

@@ -124,6 +124,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${http}.downstream_rq_completed`, completed);
     byClass.forEach((count, i) => add(`${http}.downstream_rq_${i + 1}xx`, count));
     add(`${http}.downstream_cx_protocol_error`, d.rqProtocolErrors);
+    add(`${http}.downstream_cx_handed_over`, d.cxHandedOver);
     add(`${http}.downstream_rq_body_bytes_total`, d.rqBodyBytes);
     add(`${http}.downstream_rs_body_bytes_total`, d.rsBodyBytes);
     histograms.push({ name: `${http}.downstream_rq_time`, histogram: d.rqDurationMs });

@@ -15,7 +15,7 @@
 // than a header or is a response; nothing a client sends can throw out of the handlers.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIP, type Server, type Socket } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { localAddresses } from '../net/local-addresses.js';
 import type { ServiceEntry } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { scope } from '../log/logger.js';
@@ -75,10 +75,6 @@ export interface DnsProxyStats {
 
 const TCP_PIPELINE = 32;
 
-function allAddresses(): string[] {
-  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
-}
-
 type Reply = (answer: Buffer | undefined) => void;
 
 export class DnsProxy {
@@ -104,7 +100,7 @@ export class DnsProxy {
   static async start(o: DnsProxyOptions): Promise<DnsProxy> {
     const proxy = new DnsProxy(o);
     const { host, port } = parseProxyAddress(o.address);
-    const hosts = listenHosts(host, (o.localAddresses ?? allAddresses)());
+    const hosts = listenHosts(host, (o.localAddresses ?? localAddresses)());
     try {
       await proxy.#bindAll(hosts, port);
     } catch (err) {

@@ -15,6 +15,7 @@ export const PROXY_METRIC_NAMES = {
   requestBytes: 'mesh_request_bytes_total',
   responseBytes: 'mesh_response_bytes_total',
   httpProtocolErrors: 'mesh_http_protocol_errors_total',
+  httpHandedOver: 'mesh_http_connections_handed_over_total',
   tcpOpened: 'mesh_tcp_connections_opened_total',
   tcpClosed: 'mesh_tcp_connections_closed_total',
   tcpReceivedBytes: 'mesh_tcp_received_bytes_total',
@@ -140,6 +141,8 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   directionCounter(registry, stats, n.requestBytes, 'HTTP request body bytes received from clients.', (d) => d.rqBodyBytes);
   directionCounter(registry, stats, n.responseBytes, 'HTTP response body bytes sent back to clients.', (d) => d.rsBodyBytes);
   directionCounter(registry, stats, n.httpProtocolErrors, 'Malformed HTTP requests, answered 400.', (d) => d.rqProtocolErrors);
+  directionCounter(registry, stats, n.httpHandedOver,
+    'HTTP connections the fast path handed to node:http (Upgrade, CONNECT, Expect, HTTP/1.0).', (d) => d.cxHandedOver);
 
   directionCounter(registry, stats, n.tcpOpened, 'Downstream TCP connections accepted (HTTP and passthrough).', (d) => d.cxTotal);
   directionCounter(registry, stats, n.tcpClosed, 'Downstream TCP connections closed (HTTP and passthrough).', (d) => d.cxTotal - d.cxActive);

@@ -3,6 +3,7 @@
 // metrics, so one scrape config covers the pod). The merge re-parses every part so the answer is
 // always valid Prometheus text: one HELP/TYPE per family, samples of a family together, no series
 // twice; a part that fails or does not parse is left out and counted, the answer is still 200.
+import { isLoopbackAddress } from '../net/local-addresses.js';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
@@ -70,14 +71,6 @@ export function parseMetricsAnnotations(text: string): AppScrapeTarget | undefin
   return { port, path };
 }
 
-/** True for 127.0.0.0/8, ::1 and IPv4-mapped loopback (`::ffff:127.0.0.1`). */
-export function isLoopbackAddress(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  const a = address.toLowerCase().replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  if (a === '::1' || a === '0:0:0:0:0:0:0:1') return true;
-  const v4 = a.startsWith('::ffff:') ? a.slice('::ffff:'.length) : a;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
-}
 
 // ---------------------------------------------------------------------------------------------
 // The merged answer.

@@ -2,6 +2,7 @@
 // going, refuses loops, and decides from the first bytes whether it is HTTP/1.x (L7) or anything
 // else (TCP relay). The upstream connection is opened at once, in parallel with that decision, so
 // server-first protocols (the server speaks first: SMTP, MySQL) are not held up.
+import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
 import { scope } from '../log/logger.js';
 import { createHttpHandler, type HttpConnectionHandler, type HttpPath } from './fast-http.js';
@@ -41,11 +42,6 @@ export interface CaptureListenerOptions {
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
-
-function isLocal(address: string, local: ReadonlySet<string>): boolean {
-  const a = address.replace(/^::ffff:(?=\d+\.)/, '');
-  return a.startsWith('127.') || a === '::1' || local.has(a);
-}
 
 /** Counts an accepted connection in `stats` (and keeps it in `open`) until it closes. */
 export function trackDownstream(downstream: Socket, stats: DirectionStats, open: Set<Socket>): void {
@@ -129,7 +125,7 @@ export class CaptureListener {
     const dst = this.o.transparent
       ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 }
       : originalDestination(downstream);
-    if (!dst || (this.o.ownPorts.has(dst.port) && isLocal(dst.address, this.o.localAddresses()))) {
+    if (!dst || (this.o.ownPorts.has(dst.port) && isLocalAddress(dst.address, this.o.localAddresses()))) {
       // Not captured traffic (a direct connection to the listener) or a loop back into the proxy.
       this.o.stats.loopsRefused++;
       downstream.resetAndDestroy();

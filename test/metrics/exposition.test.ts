@@ -10,7 +10,7 @@ import { scrapeMetrics } from '../../src/metrics/agent-metrics.js';
 import {
   ExpositionError, filterExposition, mergeExpositions, parseExposition, renderExposition,
 } from '../../src/metrics/exposition.js';
-import { isLoopbackAddress, mergedMetrics, parseMetricsAnnotations } from '../../src/metrics/servers.js';
+import { mergedMetrics, parseMetricsAnnotations } from '../../src/metrics/servers.js';
 import { assertValidPrometheusText, familyOrder, validatePrometheusText } from './prom-text-validator.js';
 
 before(() => configureLogging({ ...defaultLogOptions, outputLevels: new Map(SCOPE_NAMES.map((s) => [s, 'none'])) }));
@@ -177,17 +177,6 @@ describe('parseMetricsAnnotations (MESH_METRICS_ANNOTATIONS)', () => {
       assert.throws(() => parseMetricsAnnotations(text), (e: unknown) => e instanceof AgentError && e.code === 'ERR_ENV_VALUE'
         && e.message.includes('MESH_METRICS_ANNOTATIONS') && message.test(e.message));
     });
-  }
-});
-
-describe('isLoopbackAddress (METRICS_LOCALHOST_ACCESS_ONLY)', () => {
-  const cases: [string | undefined, boolean][] = [
-    ['127.0.0.1', true], ['127.1.2.3', true], ['::1', true], ['::ffff:127.0.0.1', true], ['[::1]', true],
-    ['0:0:0:0:0:0:0:1', true], ['10.0.0.1', false], ['::ffff:10.0.0.1', false], ['fe80::1%eth0', false],
-    ['::', false], ['0.0.0.0', false], ['128.0.0.1', false], ['', false], [undefined, false],
-  ];
-  for (const [address, expected] of cases) {
-    it(`${String(address)} → ${expected}`, () => assert.equal(isLoopbackAddress(address), expected));
   }
 });
 
