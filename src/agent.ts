@@ -68,7 +68,7 @@ function readOptional(path: string): string | undefined {
 
 /**
  * Workers to run: `--concurrency` when above 0, else the mesh config's (PROXY_CONFIG's)
- * `concurrency` when above 0, else MESH_CPU_LIMIT, else the cores.
+ * `concurrency` (default 2, as Istio's) when above 0, else MESH_CPU_LIMIT, else the cores.
  */
 export function resolveConcurrency(flag: number, configured: number | undefined, cpuLimit: number, cores: number): number {
   if (flag > 0) return flag;

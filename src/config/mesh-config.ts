@@ -10,7 +10,7 @@ export interface ProxyConfig {
   readonly drainDurationMs: number;
   /** Time to drain on SIGTERM before exiting (Istio's terminationDrainDuration). */
   readonly terminationDrainDurationMs: number;
-  /** Workers; 0: MESH_CPU_LIMIT or the cores. Absent: the --concurrency flag decides. */
+  /** Workers when --concurrency is 0; 0: MESH_CPU_LIMIT or the cores. */
   readonly concurrency?: number;
   readonly statusPort?: number;
   readonly serviceCluster?: string;
@@ -29,9 +29,15 @@ export interface MeshConfig {
   readonly raw: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * Istio's defaults. `concurrency: 2` as in Istio's default mesh config: `--concurrency 0` then means 2
+ * workers, and MESH_CPU_LIMIT / the cores decide only where the config says `concurrency: 0` (a sidecar
+ * on a 64-core node should not start 64 workers unasked).
+ */
 export const DEFAULT_PROXY_CONFIG: ProxyConfig = {
   drainDurationMs: 45_000,
   terminationDrainDurationMs: 5_000,
+  concurrency: 2,
 };
 
 type Doc = Record<string, unknown>;

@@ -7,7 +7,9 @@ it('uses the default mesh when the file does not exist', () => {
   const m = loadMeshConfig('./etc/mesh/config/mesh', undefined, '');
   assert.equal(m.source, 'defaults');
   assert.deepEqual(m.defaultConfig, DEFAULT_PROXY_CONFIG);
+  assert.equal(m.defaultConfig.concurrency, 2, 'Istio\'s default mesh config runs 2 workers');
   assert.deepEqual(m.configSources, []);
+  assert.equal(loadMeshConfig('x', 'defaultConfig:\n  concurrency: 0\n', '').defaultConfig.concurrency, 0, '0: MESH_CPU_LIMIT or the cores');
 });
 
 it('reads defaultConfig and configSources, and PROXY_CONFIG overrides the proxy settings', () => {
