@@ -53,23 +53,8 @@ ip -n "$ns" link set lo up
 # ---- the upstream (nginx, 1 KiB on :8080) and the reference proxy (nginx on :8001)
 mkdir -p "$work/www" "$work/upstream" "$work/proxy" "$work/gw/etc/mesh/resources" "$work/gw/etc/mesh/pod" "$work/gw/etc/mesh/config"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
-{ nginx_common "$work/upstream"; cat <<EOF
-  sendfile on;
-  open_file_cache max=16;
-  default_type text/html;
-  server { listen 127.0.0.1:8080; root $work/www; }
-}
-EOF
-} > "$work/upstream/nginx.conf"
-{ nginx_common "$work/proxy"; cat <<EOF
-  upstream app { server 127.0.0.1:8080; keepalive 64; keepalive_requests 1000000; keepalive_timeout 300s; }
-  server {
-    listen 127.0.0.1:8001;
-    location / { proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-EOF
-} > "$work/proxy/nginx.conf"
+nginx_static_conf "$work/upstream" 127.0.0.1:8080
+nginx_proxy_conf "$work/proxy" 127.0.0.1:8001 127.0.0.1:8080
 start_nginx "$ns" "$work/upstream" ${pin_load[@]+"${pin_load[@]}"}
 start_nginx "$ns" "$work/proxy" ${pin_proxy[@]+"${pin_proxy[@]}"}
 nginx_worker=$worker

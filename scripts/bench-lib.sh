@@ -58,6 +58,31 @@ http {
 EOF
 }
 
+# nginx_static_conf DIR LISTEN: one worker serving $work/www (the 1 KiB file) on LISTEN.
+nginx_static_conf() {
+  { nginx_common "$1"; cat <<EOF
+  sendfile on;
+  open_file_cache max=16;
+  default_type text/html;
+  server { listen $2; root $work/www; }
+}
+EOF
+  } > "$1/nginx.conf"
+}
+
+# nginx_proxy_conf DIR LISTEN UPSTREAM: one worker as a keep-alive reverse proxy from LISTEN to UPSTREAM.
+nginx_proxy_conf() {
+  { nginx_common "$1"; cat <<EOF
+  upstream backend { server $3; keepalive 64; keepalive_requests 1000000; keepalive_timeout 300s; }
+  server {
+    listen $2;
+    location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+  } > "$1/nginx.conf"
+}
+
 start_nginx() { # ns dir pin... ; sets $started (master), adds master and worker to pids
   local ns=$1 dir=$2 i w=
   shift 2

@@ -87,23 +87,8 @@ link "$plain" plain0 198.19.3.2 peer1 198.19.3.1
 # ---- configuration files
 mkdir -p "$work/www" "$work/peer" "$work/proxy"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
-{ nginx_common "$work/peer"; cat <<EOF
-  sendfile on;
-  open_file_cache max=16;
-  default_type text/html;
-  server { listen 8080; root $work/www; }
-}
-EOF
-} > "$work/peer/nginx.conf"
-{ nginx_common "$work/proxy"; cat <<EOF
-  upstream peer { server 198.19.3.1:8080; keepalive 64; keepalive_requests 1000000; keepalive_timeout 300s; }
-  server {
-    listen 127.0.0.1:8000;
-    location / { proxy_pass http://peer; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-EOF
-} > "$work/proxy/nginx.conf"
+nginx_static_conf "$work/peer" 8080
+nginx_proxy_conf "$work/proxy" 127.0.0.1:8000 198.19.3.1:8080
 cat > "$work/sink.cjs" <<'EOF'
 // Counts what each connection sends; at its end, answers the count and closes.
 require('net').createServer({ allowHalfOpen: true }, (s) => {
