@@ -4,6 +4,7 @@
 import {
   CHAIN, DNS_PROXY_PORT, INBOUND_PASSTHROUGH_V4, INBOUND_PASSTHROUGH_V6, LOCALHOST_V6, MESH_CHAIN_PREFIX, type Table,
 } from './constants.js';
+import { inboundBlockRules } from './inbound-block.js';
 import type { MeshIptablesOptions, Selection } from './options.js';
 import type { Family, Rule, RouteCommand, RuleSet } from './rules.js';
 
@@ -164,9 +165,13 @@ export function buildRuleSet(o: MeshIptablesOptions, pod: PodNetwork): RuleSet {
 
   if (tproxy) addTproxyMarks(b, o, mark, outboundMark);
 
+  // Without IPv6 capture, the opt-in block is the only IPv6 rule set (this agent's own, not Istio's);
+  // with it, the capture already covers IPv6. No rule at all: no ip6tables call at all.
+  const v6 = pod.ipv6 ? b.v6 : o.blockInboundIpv6 ? inboundBlockRules(o) : [];
+  const traced = (rules: Rule[]): Rule[] => (o.traceLogging ? withTraceLogging(rules) : rules);
   return {
-    ipv4: o.traceLogging ? withTraceLogging(b.v4) : b.v4,
-    ...(pod.ipv6 ? { ipv6: o.traceLogging ? withTraceLogging(b.v6) : b.v6 } : {}),
+    ipv4: traced(b.v4),
+    ...(pod.ipv6 || v6.length > 0 ? { ipv6: traced(v6) } : {}),
     routes: tproxy ? policyRoutes(o, pod.ipv6) : [],
   };
 }

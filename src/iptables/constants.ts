@@ -10,6 +10,11 @@ export const CHAIN = {
   divert: 'MESH_DIVERT',
   tproxy: 'MESH_TPROXY',
   drop: 'MESH_DROP',
+  /**
+   * ip6tables filter, this agent's own (not in Istio): refuses the inbound TCP the IPv4 capture
+   * would take when no IPv6 capture rules are written (`--block-inbound-ipv6`, inbound-block.ts).
+   */
+  inboundBlock: 'MESH_INBOUND_BLOCK',
 } as const;
 
 export const MESH_CHAIN_PREFIX = 'MESH_';

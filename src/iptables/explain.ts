@@ -1,7 +1,7 @@
 // `--dry-run` in plain words: what the rule set captures, what it leaves alone and why. Derived
 // from the same options and pod facts the builder uses, so the two cannot drift apart.
 import type { PodNetwork } from './builder.js';
-import { DNS_PROXY_PORT } from './constants.js';
+import { CHAIN, DNS_PROXY_PORT } from './constants.js';
 import type { MeshIptablesOptions } from './options.js';
 
 const list = (items: readonly (string | number)[]): string => items.join(', ');
@@ -25,6 +25,8 @@ export function explainRuleSet(o: MeshIptablesOptions, pod: PodNetwork): string[
     lines.push('Inbound: nothing is captured (--mesh-inbound-ports is empty).');
   }
   lines.push(`Inbound: the tunnel port ${o.inboundTunnelPort} is never captured.`);
+  const ipv6 = explainIpv6Inbound(o, pod);
+  if (ipv6) lines.push(ipv6);
 
   // Outbound.
   const dest = o.serviceCidrs.all ? 'every destination'
@@ -67,4 +69,41 @@ export function explainRuleSet(o: MeshIptablesOptions, pod: PodNetwork): string[
   if (o.dropInvalid) lines.push('Packets conntrack finds INVALID are dropped (instead of resetting the connection).');
   if (o.traceLogging) lines.push('Every mesh chain starts with a LOG rule prefixed with its name (see dmesg).');
   return lines;
+}
+
+/**
+ * Inbound IPv6 when the pod gets no IPv6 capture: the hole istio-iptables leaves, or what
+ * `--block-inbound-ipv6` does about it (inbound-block.ts), or why the opt-in adds nothing.
+ */
+function explainIpv6Inbound(o: MeshIptablesOptions, pod: PodNetwork): string | undefined {
+  const opt = 'IPv6 inbound (--block-inbound-ipv6)';
+  const captured = o.inboundPorts.all || o.inboundPorts.items.length > 0;
+  if (pod.ipv6) {
+    return o.blockInboundIpv6
+      ? `${opt}: adds nothing: the IPv6 capture rules already take inbound IPv6 TCP as the IPv4 ones take IPv4.` : undefined;
+  }
+  if (!captured) {
+    return o.blockInboundIpv6
+      ? `${opt}: adds nothing: inbound capture is off (--mesh-inbound-ports is empty), so IPv6, like IPv4, reaches the app directly.`
+      : undefined;
+  }
+  if (!o.blockInboundIpv6) {
+    return 'IPv6 inbound: not captured (no IPv6 rules, as istio-iptables): TCP to the pod\'s IPv6 addresses, such as the '
+      + 'link-local fe80:: one every interface has, reaches the app directly, past the proxy; --block-inbound-ipv6 '
+      + '(MESH_BLOCK_INBOUND_IPV6) refuses it.';
+  }
+  const tunnel = o.inboundTunnelPort;
+  const ports = o.inboundPorts.all
+    ? `every port but the tunnel port ${tunnel}${o.localExcludePorts.length > 0 ? ` and ports ${list(o.localExcludePorts)}` : ''}`
+    : `ports ${list(o.inboundPorts.items.filter((p) => p !== tunnel)) || '(none: only the tunnel port is listed)'}`;
+  const open = [
+    'loopback',
+    'established connections (replies to the pod\'s own IPv6 connections)',
+    'everything but TCP (ICMPv6, so neighbour discovery and outbound IPv6 keep working; UDP, which IPv4 does not capture either)',
+    ...(o.excludeInterfaces.length > 0 ? [`interfaces ${list(o.excludeInterfaces)} (-c)`] : []),
+    ...(o.virtInterfaces.length > 0 ? [`virtual interfaces ${list(o.virtInterfaces)} (-k)`] : []),
+  ];
+  return `${opt}: the pod gets no IPv6 capture, so inbound TCP over IPv6 (to the link-local fe80:: address every `
+    + `interface has, or any other) to ${ports}, the ports the IPv4 rules capture, is refused with a TCP reset instead of `
+    + `reaching the app past the proxy (ip6tables filter INPUT -> ${CHAIN.inboundBlock}). Left alone: ${open.join('; ')}.`;
 }

@@ -37,6 +37,11 @@ export interface MeshIptablesOptions {
   readonly captureAllDns: boolean;
   readonly dropInvalid: boolean;
   readonly dualStack: boolean;
+  /**
+   * `--block-inbound-ipv6` (MESH_BLOCK_INBOUND_IPV6), this agent's own: when no IPv6 capture rules
+   * are written, refuse the inbound IPv6 TCP the IPv4 rules would capture (inbound-block.ts).
+   */
+  readonly blockInboundIpv6: boolean;
   readonly dryRun: boolean;
   /** DRY_RUN_FILE_PATH: with --dry-run, also write the restore input here. */
   readonly dryRunFilePath: string;
@@ -69,7 +74,8 @@ const SOURCE: { readonly [K in keyof MeshIptablesOptions]: string } = {
   excludeInterfaces: '--mesh-exclude-interfaces', virtInterfaces: '--virt-interfaces',
   ownerGroupsInclude: 'MESH_OUTBOUND_OWNER_GROUPS', ownerGroupsExclude: 'MESH_OUTBOUND_OWNER_GROUPS_EXCLUDE',
   outboundIpv4LoopbackCidr: 'MESH_OUTBOUND_IPV4_LOOPBACK_CIDR', redirectDns: '--redirect-dns',
-  captureAllDns: '--capture-all-dns', dropInvalid: '--drop-invalid', dualStack: '--dual-stack', dryRun: '--dry-run',
+  captureAllDns: '--capture-all-dns', dropInvalid: '--drop-invalid', dualStack: '--dual-stack',
+  blockInboundIpv6: '--block-inbound-ipv6', dryRun: '--dry-run',
   dryRunFilePath: 'DRY_RUN_FILE_PATH', cleanupOnly: '--cleanup-only', cniMode: '--cni-mode',
   forceApply: '--force-apply', reconcile: '--reconcile', runValidation: '--run-validation',
   skipRuleApply: '--skip-rule-apply', traceLogging: '--iptables-trace-logging', probePort: '--iptables-probe-port',

@@ -22,7 +22,10 @@ export interface RouteCommand {
 
 export interface RuleSet {
   readonly ipv4: readonly Rule[];
-  /** Absent when the pod has no IPv6 (no ip6tables call at all). */
+  /**
+   * Absent when no IPv6 rule is needed (no ip6tables call at all): the pod has no IPv6 and
+   * `--block-inbound-ipv6` is off (or has nothing to block).
+   */
   readonly ipv6?: readonly Rule[];
   readonly routes: readonly RouteCommand[];
 }

@@ -51,5 +51,7 @@ export const NORMALIZE_CORPUS: readonly CorpusCase[] = [
   ['ipv6', 'mangle', "-d 0:0:1:0:0:1:0:0 -j RETURN", ["-d ::1:0:0:1:0:0/128 -j RETURN"]],
   ['ipv6', 'mangle', "-s ::/0 -j RETURN", ["-j RETURN"]],
   ['ipv6', 'mangle', "-p icmpv6 -j RETURN", ["-p ipv6-icmp -j RETURN"]],
+  ['ipv6', 'filter', "-p tcp -i lo -j RETURN", ["-i lo -p tcp -j RETURN"]],
+  ['ipv6', 'filter', "-p tcp --dport 8080 -j REJECT --reject-with tcp-reset", ["-p tcp -m tcp --dport 8080 -j REJECT --reject-with tcp-reset"]],
   ['ipv4', 'mangle', "-s 10.0.0.0/8,192.168.0.0/16 -j RETURN", ["-s 10.0.0.0/8 -j RETURN", "-s 192.168.0.0/16 -j RETURN"]],
 ];

@@ -155,9 +155,10 @@ export const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'pyt
  * listens. Each accepted connection is reported on stdout as a JSON line: local address (with
  * TPROXY, the original destination), peer, and SO_ORIGINAL_DST (REDIRECT).
  */
-export async function startListener(ns: Namespace, port: number, o: { transparent?: boolean } = {}):
+export async function startListener(ns: Namespace, port: number, o: { transparent?: boolean; ipv6?: boolean } = {}):
   Promise<{ child: ChildProcess; next: () => Promise<{ local: string; peer: string; origdst?: string }> }> {
-  const child = ns.start(PYTHON, [listenerScript, 'listen', String(port), ...(o.transparent ? ['--transparent'] : [])]);
+  const child = ns.start(PYTHON, [listenerScript, 'listen', String(port),
+    ...(o.transparent ? ['--transparent'] : []), ...(o.ipv6 ? ['--ipv6'] : [])]);
   const lines: string[] = [];
   const waiting: ((line: string) => void)[] = [];
   let buf = '';
@@ -187,4 +188,25 @@ export async function startListener(ns: Namespace, port: number, o: { transparen
 /** Connects from inside a namespace (Python, as the given uid); resolves with what the listener answered, or the error. */
 export function connectFrom(ns: Namespace, host: string, port: number, timeoutSec = 2): CommandResult {
   return ns.exec(PYTHON, [listenerScript, 'connect', host, String(port), String(timeoutSec)], { allowFailure: true });
+}
+
+/** Sends one ICMPv6 echo from inside a namespace (test/fixtures/ping6.py; no ping on the test machines). */
+export function ping6From(ns: Namespace, host: string, timeoutSec = 2): CommandResult {
+  return ns.exec(PYTHON, [join(repoRoot, 'test', 'fixtures', 'ping6.py'), host, String(timeoutSec)], { allowFailure: true });
+}
+
+/**
+ * The link-local (fe80::/64) address the kernel gave an interface when it came up, once duplicate
+ * address detection is over: until then it is "tentative" and cannot be used as either end of a
+ * connection.
+ */
+export async function linkLocalAddress(ns: Namespace, dev: string, timeoutMs = 5000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const shown = ns.exec('ip', ['-6', '-o', 'addr', 'show', 'dev', dev, 'scope', 'link']).stdout;
+    const m = /\binet6 (fe80:[0-9a-f:]+)\/64 .*$/m.exec(shown);
+    if (m && !/tentative/.test(m[0])) return m[1]!;
+    if (Date.now() > deadline) throw new Error(`[${ns.name}] ${dev}: no usable link-local address within ${timeoutMs} ms: ${shown}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -52,6 +52,16 @@ export const builderCases: readonly Case[] = [
   { name: 'everything', args: ['-m', 'TPROXY', '-b', '*', '-d', '15020,15021', '-i', '10.0.0.0/8,fd00::/8', '-x', '10.1.0.0/16',
     '-o', '25', '-q', '8443', '-c', 'eth9', '-k', 'tap0', '--redirect-dns', '--drop-invalid', '-u', '1337,0', '-g', '1337'],
   env: { MESH_OUTBOUND_OWNER_GROUPS_EXCLUDE: '3000' }, pod: { ...DNS, ...V6 } },
+  // --block-inbound-ipv6 (this agent's own): an IPv4 pod gets an ip6tables filter block instead of nothing.
+  { name: 'block-ipv6-all-inbound-with-excludes', args: ['--block-inbound-ipv6', '-b', '*', '-d', '15020,15021,15090'] },
+  { name: 'block-ipv6-port-list', args: ['--block-inbound-ipv6', '-b', '8080,9090,15008', '-d', '15090', '-i', '*'] },
+  { name: 'block-ipv6-exclude-interfaces', args: ['--block-inbound-ipv6', '-b', '*', '-i', '*', '-c', 'eth1,veth+', '-k', 'tap0'] },
+  { name: 'block-ipv6-tproxy', args: ['--block-inbound-ipv6', '-m', 'TPROXY', '-b', '*', '-d', '15020', '-e', '16008'] },
+  { name: 'block-ipv6-from-env', args: ['-b', '80'], env: { MESH_BLOCK_INBOUND_IPV6: 'true' } },
+  { name: 'block-ipv6-env-overridden-by-flag', args: ['--block-inbound-ipv6=false', '-b', '80'], env: { MESH_BLOCK_INBOUND_IPV6: 'true' } },
+  { name: 'block-ipv6-no-inbound-capture', args: ['--block-inbound-ipv6', '-i', '*'] },
+  { name: 'block-ipv6-trace-logging', args: ['--block-inbound-ipv6', '--iptables-trace-logging', '-b', '*'] },
+  { name: 'block-ipv6-dual-stack-adds-nothing', args: ['--block-inbound-ipv6', '--dual-stack', '-b', '*', '-i', '*'], pod: V6 },
 ];
 
 export function ruleSetFor(c: Case): RuleSet {

@@ -28,3 +28,21 @@ it('explains DNS capture and why it may be off', () => {
   assert.match(explainRuleSet(optionsFromArgs(['mesh-iptables', '--redirect-dns']), { ...pod, dnsServersV4: [] }).join('\n'),
     /names no server and --capture-all-dns is off/);
 });
+
+it('says what --block-inbound-ipv6 does, and why it adds nothing when IPv6 is captured or nothing is', () => {
+  const v6pod = { ...pod, ipv6: true };
+  const cases: [string, string[], typeof pod, RegExp][] = [
+    ['the hole, when off', ['-b', '*'], pod, /IPv6 inbound: not captured .*link-local fe80:: .*reaches the app directly, past the proxy; --block-inbound-ipv6 \(MESH_BLOCK_INBOUND_IPV6\) refuses it\./],
+    ['on, -b * -d', ['--block-inbound-ipv6', '-b', '*', '-d', '15020,15090', '-c', 'eth1'], pod,
+      /IPv6 inbound \(--block-inbound-ipv6\): .* to every port but the tunnel port 15008 and ports 15020, 15090, the ports the IPv4 rules capture, is refused with a TCP reset .*Left alone: loopback; established connections .*; everything but TCP \(ICMPv6, so neighbour discovery .*\); interfaces eth1 \(-c\)\./],
+    ['on, a port list', ['--block-inbound-ipv6', '-b', '80,443'], pod, /to ports 80, 443, the ports the IPv4 rules capture, is refused/],
+    ['on, IPv6 captured', ['--block-inbound-ipv6', '-b', '*'], v6pod, /IPv6 inbound \(--block-inbound-ipv6\): adds nothing: the IPv6 capture rules already take inbound IPv6 TCP/],
+    ['on, no inbound capture', ['--block-inbound-ipv6'], pod, /IPv6 inbound \(--block-inbound-ipv6\): adds nothing: inbound capture is off/],
+  ];
+  for (const [name, args, p, want] of cases) {
+    assert.match(explainRuleSet(optionsFromArgs(['mesh-iptables', ...args]), p).join('\n'), want, name);
+  }
+  // Nothing to say: IPv6 is captured, or nothing inbound is.
+  assert.doesNotMatch(explainRuleSet(optionsFromArgs(['mesh-iptables', '-b', '*']), v6pod).join('\n'), /IPv6 inbound/);
+  assert.doesNotMatch(explain(), /IPv6 inbound/);
+});

@@ -10,7 +10,7 @@ const defaults: RawIptablesFlags = {
   interceptionMode: 'REDIRECT', tproxyMark: '1337', tproxyRouteTable: '133', inboundPorts: '', localExcludePorts: '',
   outboundPortsExclude: '', outboundPortsInclude: '', serviceCidrs: '', serviceExcludeCidrs: '', excludeInterfaces: '',
   virtInterfaces: '', ownerGroupsInclude: '*', ownerGroupsExclude: '', outboundIpv4LoopbackCidr: '127.0.0.1/32',
-  redirectDns: false, captureAllDns: false, dropInvalid: false, dualStack: false, dryRun: false, dryRunFilePath: '',
+  redirectDns: false, captureAllDns: false, dropInvalid: false, dualStack: false, blockInboundIpv6: false, dryRun: false, dryRunFilePath: '',
   cleanupOnly: false, cniMode: false, forceApply: false, reconcile: false, runValidation: false, skipRuleApply: false,
   traceLogging: false, probePort: 15002, probeTimeoutMs: 5000, networkNamespace: '',
 };

@@ -44,6 +44,9 @@ export function meshIptablesOnlyFlags(): Option[] {
     ...boolOption('--cni-mode', 'Whether to run as CNI plugin'),
     ...boolOption('--drop-invalid', 'Enable invalid-packet drop in iptables rules'),
     ...boolOption('--dual-stack', 'Enable IPv4/IPv6 redirection for dual-stack pods (default: MESH_DUAL_STACK)'),
+    ...boolOption('--block-inbound-ipv6',
+      'When no IPv6 capture rules are written (IPv4 pod, --dual-stack off), reject inbound IPv6 TCP (link-local included) '
+      + 'to the ports the IPv4 rules capture; this agent\'s own, not in Istio (default: MESH_BLOCK_INBOUND_IPV6)'),
     new Option('-p, --proxy-port <port>', 'Proxy port to which all TCP traffic is redirected').default('15001'),
     new Option('-z, --inbound-capture-port <port>', 'Port to which all inbound TCP traffic to the pod is redirected').default('15006'),
     new Option('-e, --inbound-tunnel-port <port>', 'Tunnel port for inbound TCP traffic; never captured').default('15008'),
@@ -120,6 +123,7 @@ export function iptablesOptionsFrom(command: Command, ctx: CliContext): MeshIpta
     captureAllDns: flags['captureAllDns'] === true,
     dropInvalid: flags['dropInvalid'] === true,
     dualStack: withEnv('dualStack', 'MESH_DUAL_STACK', env.MESH_DUAL_STACK, false),
+    blockInboundIpv6: withEnv('blockInboundIpv6', 'MESH_BLOCK_INBOUND_IPV6', env.MESH_BLOCK_INBOUND_IPV6, false),
     dryRun: flags['dryRun'] === true,
     dryRunFilePath: env.DRY_RUN_FILE_PATH,
     cleanupOnly: flags['cleanupOnly'] === true,

@@ -12,6 +12,11 @@ export interface VarSpec {
   readonly allowed?: readonly string[];
   /** Comma-separated list whose every item must be one of these. */
   readonly allowedList?: readonly string[];
+  /**
+   * This agent's own addition, in neither spec 2.3 nor Istio (the docs mark it so). Such variables
+   * only ever add behaviour behind an opt-in: their defaults keep what Istio does.
+   */
+  readonly agentOwn?: true;
 }
 
 /** The run-time value of each type. Durations are milliseconds. */

@@ -1,5 +1,6 @@
-// The 209 environment variables of spec 2.3, declared once. Parsing, validation, the
-// docs (docs/ENVIRONMENT.md) and the typed config are all derived from this table.
+// The 209 environment variables of spec 2.3, plus the few that are this agent's own (`agentOwn`),
+// declared once. Parsing, validation, the docs (docs/ENVIRONMENT.md) and the typed config are all
+// derived from this table.
 // Where the spec names a placeholder default (`<mesh_domain>`, the orchestrator, `<cloud_a>`), the value
 // is the concrete one this product uses; README "Environment" explains the mapping.
 import { defineVariables } from './define.js';
@@ -139,6 +140,8 @@ export const variables = defineVariables([
     description: "Path of a bootstrap file to use instead of the generated one." },
   { name: "MESH_BOOTSTRAP_OVERRIDE", type: "string", default: "",
     description: "Path of a file whose content is merged over the generated bootstrap." },
+  { name: "MESH_BLOCK_INBOUND_IPV6", type: "bool", default: false, agentOwn: true,
+    description: "This agent's own addition, not in Istio. Default of `mesh-iptables --block-inbound-ipv6`: when no IPv6 capture rules are written (IPv4 pod, MESH_DUAL_STACK off), reject (TCP reset) the inbound IPv6 TCP, link-local addresses included, that the IPv4 rules would capture, so it cannot reach the app past the sidecar. False writes no IPv6 rule, as Istio." },
   { name: "MESH_CPU_LIMIT", type: "int", default: 0,
     description: "CPU limit of the process, as an integer rounded up." },
   { name: "MESH_DELTA_XDS", type: "bool", default: true,

@@ -42,6 +42,7 @@ describe('completion scripts of the real command tree', () => {
       '--log_as_json', '--log_caller', '--log_output_level', '--log_stacktrace_level', '--log_target',
       '--periodMillis', '--requestTimeoutMillis', '--timeoutSeconds', '--url', '--vklog']],
     ['long flags by prefix', 'pilot-agent mesh-iptables --mesh-inbound-p', ['--mesh-inbound-ports']],
+    ['boolean flags by prefix', 'pilot-agent mesh-iptables --bl', ['--block-inbound-ipv6']],
   ];
   for (const [name, line, expected] of cases) {
     it(`bash completes ${name}`, () => assert.deepEqual(bashComplete(line), expected.sort()));

@@ -16,7 +16,7 @@ const CLEAN: Flag[] = [
 ];
 const IPTABLES: Flag[] = [
   ['--capture-all-dns'], ['--cleanup-only'], ['--cni-mode'], ['--drop-invalid'], ['--dry-run', '-n'], ['--dual-stack'],
-  ['--proxy-port', '-p', '"15001"'], ['--inbound-capture-port', '-z', '"15006"'], ['--inbound-tunnel-port', '-e', '"15008"'],
+  ['--block-inbound-ipv6'], ['--proxy-port', '-p', '"15001"'], ['--inbound-capture-port', '-z', '"15006"'], ['--inbound-tunnel-port', '-e', '"15008"'],
   ['--iptables-probe-port', undefined, '15002'], ['--iptables-trace-logging'], ['--mesh-exclude-interfaces', '-c'],
   ['--mesh-inbound-interception-mode', '-m'], ['--mesh-inbound-ports', '-b'], ['--mesh-inbound-tproxy-mark', '-t', '"1337"'],
   ['--mesh-inbound-tproxy-route-table', '-r', '"133"'], ['--mesh-local-exclude-ports', '-d'],

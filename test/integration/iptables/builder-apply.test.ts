@@ -30,6 +30,10 @@ const configs: [string, string[], Record<string, string>, boolean, RegExp][] = [
   ['owner groups exclude', [], { MESH_OUTBOUND_OWNER_GROUPS_EXCLUDE: 'GROUP,203' }, false, /--gid-owner 203/m],
   ['loopback CIDR and trace logging', ['--iptables-trace-logging', '-b', '*', '-i', '*'], { MESH_OUTBOUND_IPV4_LOOPBACK_CIDR: '127.0.0.0/8' }, true,
     /^-A MESH_OUTPUT -j LOG --log-prefix "MESH_OUTPUT:"$/m],
+  ['IPv6 inbound block: all ports with excludes, -c and -k, trace logging', ['--block-inbound-ipv6', '-b', '*', '-d', '15020,15090',
+    '-c', 'eth1', '-k', 'tap0', '--iptables-trace-logging'], {}, false, /^-A PREROUTING -p tcp -j MESH_INBOUND$/m],
+  ['IPv6 inbound block: a port list, TPROXY', ['-m', 'TPROXY', '-b', '8080,9090'], { MESH_BLOCK_INBOUND_IPV6: 'true' }, false,
+    /^-A MESH_INBOUND -p tcp -m tcp --dport 9090 -j MESH_TPROXY$/m],
 ];
 
 const byChain = (chains: readonly MeshChain[]): Record<string, readonly string[]> =>
