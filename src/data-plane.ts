@@ -15,7 +15,8 @@ import { DecisionLog, type Decision, type DecisionStage } from './gateway/decisi
 import { GatewayRouter } from './gateway/router.js';
 import { AccessLog } from './log/access-log.js';
 import { scope } from './log/logger.js';
-import type { RequestDecider } from './proxy/http-handler.js';
+import type { RequestDecider } from './proxy/decider.js';
+import type { Http1Settings } from './proxy/http1/connection.js';
 import { CaptureListener } from './proxy/listener.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { canSwitchSocketOwner } from './proxy/socket-options.js';
@@ -71,15 +72,23 @@ function localAddressCache(): () => ReadonlySet<string> {
   };
 }
 
-function captureListeners(env: EnvValues, stats: ProxyStats, inbound: RequestDecider, reusePort: boolean): CaptureListener[] {
+/** How the data plane reads HTTP/1 requests, from the environment and the mesh config. */
+function http1Settings(env: EnvValues, mesh: MeshConfig): Partial<Http1Settings> {
+  return {
+    forward100Continue: env.ENABLE_100_CONTINUE_HEADERS,
+    allowHttp10: env.PILOT_HTTP10,
+    normalization: mesh.pathNormalization,
+  };
+}
+
+function captureListeners(env: EnvValues, mesh: MeshConfig, stats: ProxyStats, inbound: RequestDecider, reusePort: boolean): CaptureListener[] {
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
   const common = {
     stats,
     ownPorts: new Set<number>([...Object.values(PORTS), env.PROXY_STATUS_PORT]),
     localAddresses: localAddressCache(),
-    forward100Continue: env.ENABLE_100_CONTINUE_HEADERS,
-    allowHttp10: env.PILOT_HTTP10,
+    http: http1Settings(env, mesh),
     reusePort,
   };
   const listeners = [
@@ -146,8 +155,8 @@ export class DataPlane {
     this.security = new RequestSecurity(this.authenticator, this.decisions);
     this.router = options.type === 'router' && !env.DISABLE_PROXY
       ? new GatewayRouter({
-        stats: this.stats, security: this.security, decisions: this.decisions, allowHttp10: env.PILOT_HTTP10,
-        forward100Continue: env.ENABLE_100_CONTINUE_HEADERS, host: '::', reusePort: o.reusePort,
+        stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
+        numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort,
       })
       : undefined;
     this.resources = new MeshResources({
@@ -167,7 +176,7 @@ export class DataPlane {
   /** The sidecar's capture listeners (a gateway has none: its ports come with the configuration). */
   async listen(): Promise<void> {
     if (this.router) return;
-    this.captures = await listenAll(captureListeners(this.o.env, this.stats, inboundDecider(this.security, this.decisions), this.o.reusePort));
+    this.captures = await listenAll(captureListeners(this.o.env, this.o.mesh, this.stats, inboundDecider(this.security, this.decisions), this.o.reusePort));
   }
 
   get listeners(): readonly CaptureListener[] {

@@ -124,12 +124,14 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${http}.downstream_rq_completed`, completed);
     byClass.forEach((count, i) => add(`${http}.downstream_rq_${i + 1}xx`, count));
     add(`${http}.downstream_cx_protocol_error`, d.rqProtocolErrors);
-    add(`${http}.downstream_cx_handed_over`, d.cxHandedOver);
+    add(`${http}.downstream_rq_header_timeout`, d.rqHeadTimeouts);
+    add(`${http}.downstream_rq_upgrades_total`, d.rqTunnels);
     add(`${http}.downstream_rq_body_bytes_total`, d.rqBodyBytes);
     add(`${http}.downstream_rs_body_bytes_total`, d.rsBodyBytes);
     histograms.push({ name: `${http}.downstream_rq_time`, histogram: d.rqDurationMs });
 
     add(`tcp.${direction}.downstream_cx_total`, d.tcpCxTotal);
+    add(`tcp.${direction}.rbac.denied`, d.tcpCxDenied);
 
     const cluster = `cluster.${direction}`;
     add(`${cluster}.upstream_cx_total`, d.upstreamCxTotal);

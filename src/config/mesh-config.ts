@@ -5,6 +5,11 @@ import { parse as parseYaml } from 'yaml';
 import { AgentError } from '../errors/agent-error.js';
 import { parseGoDuration } from './env/values.js';
 
+/** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
+export const PATH_NORMALIZATIONS = ['NONE', 'BASE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'] as const;
+export type PathNormalization = (typeof PATH_NORMALIZATIONS)[number];
+export const DEFAULT_PATH_NORMALIZATION: PathNormalization = 'BASE';
+
 export interface ProxyConfig {
   /** Time to drain connections on a hot restart or a listener change (Istio's drainDuration). */
   readonly drainDurationMs: number;
@@ -14,6 +19,12 @@ export interface ProxyConfig {
   readonly concurrency?: number;
   readonly statusPort?: number;
   readonly serviceCluster?: string;
+  /**
+   * `gatewayTopology.numTrustedProxies`: proxies in front of a gateway whose X-Forwarded-For entries
+   * are trusted; the client address policies see (`remoteIpBlocks`, `remote.ip`) is the entry this
+   * many from the right. 0 (default): the connection's peer.
+   */
+  readonly numTrustedProxies: number;
 }
 
 export interface MeshConfig {
@@ -25,6 +36,8 @@ export interface MeshConfig {
   /** Istio's `accessLogFile`: undefined when not set (the gateway then logs to /dev/stdout); '' turns it off. */
   readonly accessLogFile?: string;
   readonly accessLogEncoding: 'TEXT' | 'JSON';
+  /** `pathNormalization.normalization`: how request paths are normalized before policy and routing. */
+  readonly pathNormalization: PathNormalization;
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
 }
@@ -38,6 +51,7 @@ export const DEFAULT_PROXY_CONFIG: ProxyConfig = {
   drainDurationMs: 45_000,
   terminationDrainDurationMs: 5_000,
   concurrency: 2,
+  numTrustedProxies: 0,
 };
 
 type Doc = Record<string, unknown>;
@@ -81,6 +95,9 @@ function proxyConfigOf(doc: Doc, where: string, prefix: string, base: ProxyConfi
   const statusPort = integer(doc['statusPort'], where, field('statusPort'), 65535);
   const cluster = doc['serviceCluster'];
   if (cluster !== undefined && typeof cluster !== 'string') throw bad(where, field('serviceCluster'), 'expected a string');
+  const topology = doc['gatewayTopology'] ?? {};
+  if (typeof topology !== 'object' || topology === null || Array.isArray(topology)) throw bad(where, field('gatewayTopology'), 'expected a mapping');
+  const trusted = integer((topology as Doc)['numTrustedProxies'], where, field('gatewayTopology.numTrustedProxies'), 64);
   return {
     ...base,
     ...(drain !== undefined ? { drainDurationMs: drain } : {}),
@@ -88,7 +105,20 @@ function proxyConfigOf(doc: Doc, where: string, prefix: string, base: ProxyConfi
     ...(concurrency !== undefined ? { concurrency } : {}),
     ...(statusPort !== undefined ? { statusPort } : {}),
     ...(cluster !== undefined ? { serviceCluster: cluster } : {}),
+    ...(trusted !== undefined ? { numTrustedProxies: trusted } : {}),
   };
+}
+
+function pathNormalizationOf(doc: Doc, path: string): PathNormalization {
+  const section = doc['pathNormalization'] ?? {};
+  if (typeof section !== 'object' || section === null || Array.isArray(section)) throw bad(path, 'pathNormalization', 'expected a mapping');
+  const value = (section as Doc)['normalization'] ?? DEFAULT_PATH_NORMALIZATION;
+  // Istio's enum also takes DEFAULT (= BASE).
+  if (value === 'DEFAULT') return 'BASE';
+  if (typeof value !== 'string' || !(PATH_NORMALIZATIONS as readonly string[]).includes(value)) {
+    throw bad(path, 'pathNormalization.normalization', `${JSON.stringify(value)} is not one of DEFAULT, ${PATH_NORMALIZATIONS.join(', ')}`);
+  }
+  return value as PathNormalization;
 }
 
 /**
@@ -115,5 +145,6 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
   return {
     source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc,
     ...(accessLogFile !== undefined ? { accessLogFile } : {}), accessLogEncoding: encoding,
+    pathNormalization: pathNormalizationOf(doc, path),
   };
 }

@@ -8,13 +8,15 @@ import type { IncomingMessage } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, Server as TlsServer, type SecureContext, type TLSSocket } from 'node:tls';
 import { scope } from '../log/logger.js';
-import { createHttpHandler, type HttpConnectionHandler } from '../proxy/fast-http.js';
-import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/http-handler.js';
+import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { Http1Settings } from '../proxy/http1/connection.js';
+import { Http1Handler } from '../proxy/http1/handler.js';
 import { trackDownstream } from '../proxy/listener.js';
 import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
+import { clientAddress, plainAddress } from './forwarded-for.js';
 import type { CertificateFiles, PortPlan } from './listener-plan.js';
 import { pickDestination, route, type RouteTable } from './routing/index.js';
 
@@ -24,8 +26,10 @@ export interface GatewayRouterOptions {
   readonly stats: ProxyStats;
   readonly security: RequestSecurity;
   readonly decisions: DecisionLog;
-  readonly allowHttp10: boolean;
-  readonly forward100Continue: boolean;
+  /** How HTTP/1 requests are read (100-continue, HTTP/1.0, path normalization, limits, head time-out). */
+  readonly http?: Partial<Http1Settings>;
+  /** Mesh config `gatewayTopology.numTrustedProxies` (forwarded-for.ts). */
+  readonly numTrustedProxies?: number;
   /** Address to listen on (`::`: both families). */
   readonly host: string;
   /** Several workers listen on the same ports (--concurrency > 1). */
@@ -33,32 +37,51 @@ export interface GatewayRouterOptions {
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
-const NO_BYTES = Buffer.alloc(0);
+/** A gateway is no forward proxy: Envoy's gateways refuse CONNECT unless a route is made for it. */
+const NO_CONNECT: Verdict = { kind: 'reply', status: 405, body: 'CONNECT is not served by this gateway\n', headers: { allow: 'GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, TRACE' } };
+
+/**
+ * Headers only the mesh may assert: a client's own copies never reach a backend (Istio's gateways
+ * run with `forwardClientCertDetails: SANITIZE_SET`; a plaintext client has no certificate).
+ */
+const ASSERTED = ['x-forwarded-client-cert'];
+
+function firstValue(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** The names of `raw` that are Envoy's internal `x-envoy-*` headers, lower-case. */
+function envoyInternal(raw: readonly string[]): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!;
+    if (n.length > 8 && (n.charCodeAt(0) | 0x20) === 0x78 && n.toLowerCase().startsWith('x-envoy-')) names.push(n.toLowerCase());
+  }
+  return names;
+}
 
 /** One listening port of the gateway. */
 class GatewayListener {
   readonly server: NetServer;
-  readonly http: HttpConnectionHandler;
+  readonly http: Http1Handler;
   readonly open = new Set<Socket>();
   bound = false;
   error?: string;
 
   constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions) {
     const stats = o.stats.inbound;
-    // The fast HTTP/1.1 path (HTTP_PATH in proxy/fast-http.ts), handing unusual requests to node:http.
-    this.http = createHttpHandler({
-      stats, upstream: { kind: 'direct' }, forward100Continue: o.forward100Continue, allowHttp10: o.allowHttp10,
-      destinationOf: () => undefined, decider,
+    this.http = new Http1Handler({
+      stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, ...(o.http ? { settings: o.http } : {}),
     });
     const take = (socket: Socket): void => {
       trackDownstream(socket, stats, this.open);
       socket.setNoDelay(true);
-      // TLS sockets too: no bytes read yet (the handler reads the TLS stream's handle, or 'data' events).
-      this.http.accept(socket, NO_BYTES);
+      this.http.acceptSocket(socket); // TLS sockets too: no bytes read yet
     };
     if (plan.protocol === 'HTTPS') {
       const contexts = loadContexts(plan.certificates);
       const tls = new TlsServer({
+        allowHalfOpen: true, // a client's FIN after its request still gets the answer
         ...(contexts[0] ? { cert: readFileSync(plan.certificates[0]!.cert), key: readFileSync(plan.certificates[0]!.key) } : {}),
         SNICallback: (servername, done) => done(null, contextFor(contexts, servername)),
       });
@@ -66,7 +89,7 @@ class GatewayListener {
       tls.on('tlsClientError', () => { stats.cxErrors++; });
       this.server = tls;
     } else {
-      this.server = new NetServer({ noDelay: true }, take);
+      this.server = new NetServer({ noDelay: true, allowHalfOpen: true }, take);
     }
     this.server.on('error', (err) => log.error(`gateway listener ${plan.port} error: ${err.message}`));
   }
@@ -199,11 +222,19 @@ export class GatewayRouter {
     return {
       decide: (req) => {
         const draft = this.o.decisions.begin(req, listener);
+        if (req.method === 'CONNECT') {
+          draft.route = 'CONNECT refused (a gateway is not a forward proxy)';
+          return NO_CONNECT;
+        }
         if (plan.httpsRedirect) {
           draft.route = 'https redirect (tls.httpsRedirect)';
           return { kind: 'reply', status: 301, body: '', headers: { location: `https://${hostOnly(draft.authority)}${draft.path}` } };
         }
-        const outcome = this.o.security.check(req, { port: plan.port, ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}) }, draft);
+        const peer = req.socket.remoteAddress;
+        const ctx = peer
+          ? { port: plan.port, sourceIp: peer, remoteIp: clientAddress(firstValue(req.headers['x-forwarded-for']), plainAddress(peer), this.o.numTrustedProxies ?? 0) }
+          : { port: plan.port };
+        const outcome = this.o.security.check(req, ctx, draft);
         if (outcome instanceof Promise) return outcome.then((x) => this.routeRequest(req, x, draft, plan.port, scheme));
         return this.routeRequest(req, outcome, draft, plan.port, scheme);
       },
@@ -243,8 +274,9 @@ export class GatewayRouter {
         draft.upstream = `${dst.host}:${dst.port}`;
         const { setHeaders, removeHeaders, path: tokenlessPath } = this.o.security.upstreamEdits(authn, draft.path);
         const forwardedFor = req.headers['x-forwarded-for'];
-        const client = req.socket.remoteAddress?.replace(/^::ffff:(?=\d+\.)/, '') ?? '';
+        const client = plainAddress(req.socket.remoteAddress);
         setHeaders.push(['x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client], ['x-forwarded-proto', scheme]);
+        removeHeaders.push(...ASSERTED, ...envoyInternal(req.rawHeaders));
         const rh = decision.requestHeaders;
         if (rh) {
           for (const [n, v] of Object.entries({ ...rh.add, ...rh.set })) setHeaders.push([n.toLowerCase(), v]);

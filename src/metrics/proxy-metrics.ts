@@ -15,7 +15,9 @@ export const PROXY_METRIC_NAMES = {
   requestBytes: 'mesh_request_bytes_total',
   responseBytes: 'mesh_response_bytes_total',
   httpProtocolErrors: 'mesh_http_protocol_errors_total',
-  httpHandedOver: 'mesh_http_connections_handed_over_total',
+  httpHeadTimeouts: 'mesh_http_request_header_timeouts_total',
+  httpTunnels: 'mesh_http_upgrades_total',
+  tcpDenied: 'mesh_tcp_connections_denied_total',
   tcpOpened: 'mesh_tcp_connections_opened_total',
   tcpClosed: 'mesh_tcp_connections_closed_total',
   tcpReceivedBytes: 'mesh_tcp_received_bytes_total',
@@ -140,15 +142,16 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   new StatsDurationHistogram(registry, stats);
   directionCounter(registry, stats, n.requestBytes, 'HTTP request body bytes received from clients.', (d) => d.rqBodyBytes);
   directionCounter(registry, stats, n.responseBytes, 'HTTP response body bytes sent back to clients.', (d) => d.rsBodyBytes);
-  directionCounter(registry, stats, n.httpProtocolErrors, 'Malformed HTTP requests, answered 400.', (d) => d.rqProtocolErrors);
-  directionCounter(registry, stats, n.httpHandedOver,
-    'HTTP connections the fast path handed to node:http (Upgrade, CONNECT, Expect, HTTP/1.0).', (d) => d.cxHandedOver);
+  directionCounter(registry, stats, n.httpProtocolErrors, 'Malformed HTTP requests, answered 400 (414, 431, 501, 505 for their cases).', (d) => d.rqProtocolErrors);
+  directionCounter(registry, stats, n.httpHeadTimeouts, 'HTTP request heads not complete within the header time-out (408).', (d) => d.rqHeadTimeouts);
+  directionCounter(registry, stats, n.httpTunnels, 'HTTP requests whose protocol switch the upstream confirmed (101 to an Upgrade, 2xx to CONNECT).', (d) => d.rqTunnels);
 
   directionCounter(registry, stats, n.tcpOpened, 'Downstream TCP connections accepted (HTTP and passthrough).', (d) => d.cxTotal);
   directionCounter(registry, stats, n.tcpClosed, 'Downstream TCP connections closed (HTTP and passthrough).', (d) => d.cxTotal - d.cxActive);
   directionCounter(registry, stats, n.tcpReceivedBytes, 'Bytes read from downstream connections.', (d) => d.rxBytes);
   directionCounter(registry, stats, n.tcpSentBytes, 'Bytes written to downstream connections.', (d) => d.txBytes);
   directionCounter(registry, stats, n.tcpPassthrough, 'Downstream connections carried as raw TCP (not HTTP/1.x).', (d) => d.tcpCxTotal);
+  directionCounter(registry, stats, n.tcpDenied, 'Downstream connections not HTTP/1.x that authorization policy refused (closed before a byte went on).', (d) => d.tcpCxDenied);
   directionGauge(registry, stats, n.downstreamActive, 'Downstream connections open now.', (d) => d.cxActive);
 
   directionCounter(registry, stats, n.upstreamTotal, 'Connections opened to upstreams (original destinations).', (d) => d.upstreamCxTotal);

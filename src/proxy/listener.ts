@@ -1,22 +1,28 @@
 // A capture listener (15001 outbound, 15006 inbound): finds where each accepted connection was
-// going, refuses loops, and decides from the first bytes whether it is HTTP/1.x (L7) or anything
-// else (TCP relay). The upstream connection is opened at once, in parallel with that decision, so
-// server-first protocols (the server speaks first: SMTP, MySQL) are not held up.
+// going, refuses loops, and decides from the first bytes whether it is HTTP/1.x (L7, every request
+// judged) or anything else (opaque bytes, judged once as a TCP connection: Istio's TCP semantics).
+// A server that speaks first (SMTP, MySQL) must not wait for the client, so an upstream connection
+// is opened at accept time, but only for a connection policy would let through as TCP, and only
+// while the client says nothing: the moment its bytes may be an HTTP request, that connection is
+// closed (HTTP requests go through the keep-alive pool, each after its own decision), so a client
+// that sends half a head holds nothing at the application.
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
 import { scope } from '../log/logger.js';
-import { createHttpHandler, type HttpConnectionHandler, type HttpPath } from './fast-http.js';
-import type { RequestDecider } from './http-handler.js';
+import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
+import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS } from './http1/handler.js';
+import type { Http1Settings } from './http1/connection.js';
 import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
-import { sniff } from './sniff.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
-import { relay } from './tcp-relay.js';
+import { relay } from './tcp/relay.js';
+import { sniff, type Protocol } from './tcp/sniff.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
 const log = scope('default');
 
 /** Raw TCP connections idle this long are closed (Envoy's TCP proxy default). */
 const TCP_IDLE_TIMEOUT_MS = 3_600_000;
+const ALLOWED: ConnectionVerdict = { allowed: true, reason: 'no policy' };
 
 export interface CaptureListenerOptions {
   readonly direction: Direction;
@@ -33,12 +39,10 @@ export interface CaptureListenerOptions {
   readonly ownPorts: ReadonlySet<number>;
   /** Addresses of this pod (a destination on one of them is local). */
   readonly localAddresses: () => ReadonlySet<string>;
-  readonly forward100Continue: boolean;
-  readonly allowHttp10: boolean;
-  /** Where HTTP requests go; default: the original destination (policy plugs in inbound). */
+  /** How HTTP/1 requests are read (100-continue, HTTP/1.0, path normalization, limits, head time-out). */
+  readonly http?: Partial<Http1Settings>;
+  /** Where HTTP requests go, and which opaque connections pass; default: the original destination, all. */
   readonly decider?: RequestDecider;
-  /** The L7 path (default HTTP_PATH, fast-http.ts): 'node' carries every request on node:http. */
-  readonly httpPath?: HttpPath;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
@@ -60,18 +64,19 @@ export function trackDownstream(downstream: Socket, stats: DirectionStats, open:
 
 export class CaptureListener {
   private readonly server: Server;
-  private readonly http: HttpConnectionHandler;
+  private readonly http: Http1Handler;
   private readonly open = new Set<Socket>();
+  private readonly headTimeoutMs: number;
 
   constructor(private readonly o: CaptureListenerOptions) {
-    this.http = createHttpHandler({
+    this.http = new Http1Handler({
       stats: o.stats.of(o.direction),
       upstream: o.upstream,
-      forward100Continue: o.forward100Continue,
-      allowHttp10: o.allowHttp10,
       destinationOf: (socket) => destinations.get(socket),
       ...(o.decider ? { decider: o.decider } : {}),
-    }, o.httpPath);
+      ...(o.http ? { settings: o.http } : {}),
+    });
+    this.headTimeoutMs = o.http?.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS;
     this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (socket) => this.onConnection(socket));
     this.server.on('error', (err) => log.error(`${o.direction} listener error`, { error: err.message }));
   }
@@ -135,55 +140,118 @@ export class CaptureListener {
     this.dispatch(downstream, dst);
   }
 
+  /** What policy says of this connection as opaque TCP (asked once, before anything is opened for it). */
+  private tcpVerdict(downstream: Socket, dst: Endpoint): ConnectionVerdict {
+    const d = this.o.decider;
+    if (!d?.policesConnections || !d.admitConnection) return ALLOWED;
+    try {
+      return d.admitConnection({ source: downstream.remoteAddress, destination: dst, kind: 'tcp' });
+    } catch (err) { // a bug must not let a connection through
+      log.error(`connection policy check failed: ${(err as Error).message}`);
+      return { allowed: false, reason: 'policy check failed' };
+    }
+  }
+
   private dispatch(downstream: Socket, dst: Endpoint): void {
     const stats = this.o.stats.of(this.o.direction);
-    const upstream = connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
+    const verdict = this.tcpVerdict(downstream, dst);
+    let upstream: Socket | undefined;
     let connectFailed = false;
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (!decided && err.code === 'ECONNREFUSED') connectFailed = true;
-    });
-    upstream.pause();
+    const openUpstream = (): Socket | undefined => {
+      try {
+        const s = connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
+        s.on('error', (err: NodeJS.ErrnoException) => {
+          if (!decided && err.code === 'ECONNREFUSED') connectFailed = true;
+        });
+        s.pause();
+        return s;
+      } catch (err) { // a socket libc would not make (TPROXY without the capabilities...)
+        log.debug('upstream connection failed', { error: (err as Error).message });
+        connectFailed = true;
+        return undefined;
+      }
+    };
+    const dropUpstream = (): void => {
+      if (upstream) {
+        upstream.off('readable', onUpstreamFirst);
+        upstream.destroy();
+        upstream = undefined;
+      }
+    };
     let decided = false;
     let head: Buffer = Buffer.alloc(0);
+    let timer: NodeJS.Timeout | undefined;
 
-    const asTcp = (): void => {
+    const asTcp = (kind: Protocol): void => {
       decided = true;
+      const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind };
+      this.o.decider?.connectionDecided?.(facts, verdict);
+      if (!verdict.allowed) {
+        dropUpstream();
+        stats.tcpCxDenied++;
+        log.debug('connection refused by policy', { source: facts.source, destination: `${dst.address}:${dst.port}`, reason: verdict.reason });
+        downstream.destroy();
+        return;
+      }
       stats.tcpCxTotal++;
       downstream.setTimeout(TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
-      if (connectFailed || upstream.destroyed) {
+      upstream ??= openUpstream();
+      if (connectFailed || !upstream || upstream.destroyed) {
         stats.upstreamCxConnectFail++;
+        upstream?.destroy();
         downstream.resetAndDestroy();
         return;
       }
+      upstream.off('readable', onUpstreamFirst);
       trackUpstream(upstream, stats);
       relay(downstream, upstream, head, () => undefined);
     };
     const asHttp = (): void => {
       decided = true;
-      // The parallel connection is not needed: requests go through the keep-alive pool.
-      upstream.destroy();
-      this.http.accept(downstream, head); // it reads the socket from here (resumes it as it sees fit)
+      // Not needed: requests go through the keep-alive pool, each after its decision.
+      dropUpstream();
+      this.http.accept(downstream, head); // it reads the socket from here
     };
     const onData = (chunk: Buffer): void => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
       const protocol = sniff(head);
-      if (protocol === undefined) return;
+      if (protocol === undefined) {
+        // Perhaps an HTTP request, not complete: nothing is held at the application meanwhile.
+        dropUpstream();
+        restartTimer(this.headTimeoutMs);
+        return;
+      }
       cleanup();
       if (protocol === 'http1') asHttp();
-      else asTcp();
+      else asTcp(protocol);
     };
-    const onEarlyEnd = (): void => { cleanup(); asTcp(); };
-    const onUpstreamFirst = (): void => { cleanup(); asTcp(); };
+    const onEarlyEnd = (): void => { cleanup(); asTcp('tcp'); };
+    const onUpstreamFirst = (): void => { cleanup(); asTcp('tcp'); };
+    const restartTimer = (ms: number): void => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        cleanup();
+        dropUpstream();
+        downstream.destroy();
+      }, ms).unref();
+    };
     const cleanup = (): void => {
+      if (timer) clearTimeout(timer);
       downstream.off('data', onData);
       downstream.off('end', onEarlyEnd);
-      upstream.off('readable', onUpstreamFirst);
+      upstream?.off('readable', onUpstreamFirst);
       downstream.pause();
     };
     downstream.on('data', onData);
     downstream.on('end', onEarlyEnd);
-    // A server that speaks first makes this a TCP connection.
-    upstream.once('readable', onUpstreamFirst);
+    if (verdict.allowed) {
+      // A server that speaks first makes this a TCP connection.
+      upstream = openUpstream();
+      upstream?.once('readable', onUpstreamFirst);
+    } else {
+      // Nothing opened for a client that says nothing; an idle one goes after the keep-alive time.
+      restartTimer(KEEP_ALIVE_TIMEOUT_MS);
+    }
     downstream.resume();
   }
 }

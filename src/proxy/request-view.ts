@@ -1,10 +1,11 @@
-// What a RequestDecider sees of a request on the fast path: the parts of node:http's
-// IncomingMessage that deciders read (method, url, headers, rawHeaders, httpVersion, socket), built
-// from the parser's output. `headers` is made on first use: the sidecar's default decider never
-// asks for it. It is not a stream: the body goes to the upstream, not to the decider.
+// What a RequestDecider sees of a request: the parts of node:http's IncomingMessage that deciders
+// read (method, url, headers, rawHeaders, httpVersion, socket), built from the request as it will
+// be forwarded (http1/message.ts): the normalized url, Host carrying the authority, hop-by-hop lines
+// out. `headers` is made on first use: the sidecar's default decider never asks for it. It is not
+// a stream: the body goes to the upstream, not to the decider.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { headersObject } from './http-headers.js';
+import { headersObject } from './http1/headers.js';
 
 export class RequestView {
   /** The whole body has arrived. */

@@ -48,19 +48,20 @@ export class DirectionStats {
   txBytes = 0;
   /** Connections carried as raw TCP (not HTTP/1.x). */
   tcpCxTotal = 0;
+  /** Connections not HTTP/1.x that policy refused (Istio's TCP semantics): closed before a byte went on. */
+  tcpCxDenied = 0;
 
   // HTTP requests (L7 path).
   rqTotal = 0;
   rqActive = 0;
   /** Completed requests by response status code. */
   readonly rqByCode = new Map<number, number>();
-  /** Malformed requests answered 400. */
+  /** Malformed requests answered 400 (and the parser's 414, 431, 501, 505). */
   rqProtocolErrors = 0;
-  /**
-   * Connections the fast HTTP/1.1 path handed to the node:http one, at a request it does not take
-   * (Upgrade, CONNECT, `Expect`, HTTP/1.0); that path counts their requests from then on.
-   */
-  cxHandedOver = 0;
+  /** Request heads not complete within the head time-out (408, connection closed). */
+  rqHeadTimeouts = 0;
+  /** Requests whose protocol switch the upstream confirmed (101 to an Upgrade, 2xx to CONNECT): tunnels. */
+  rqTunnels = 0;
   readonly rqDurationMs = new Histogram(DURATION_BUCKETS_MS);
   /** HTTP body bytes received from clients / sent back to them. */
   rqBodyBytes = 0;

@@ -1,7 +1,7 @@
 // The sidecar's inbound requests: to the original destination, as always, but first through the
 // RequestAuthentication and AuthorizationPolicy that select this workload (401/403). With no
 // policy in force the check is skipped entirely: the sidecar's hot path stays as it was.
-import { ORIGINAL_DESTINATION, type RequestDecider, type Verdict } from '../proxy/http-handler.js';
+import { ORIGINAL_DESTINATION, type RequestDecider, type Verdict } from '../proxy/decider.js';
 import type { DecisionLog } from '../gateway/decisions.js';
 import type { RequestSecurity, SecurityOutcome } from './request-security.js';
 import type { Endpoint } from '../proxy/socket-options.js';

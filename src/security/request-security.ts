@@ -3,7 +3,7 @@
 // and the sidecar's inbound listener both use it; only the gateway then routes on the claims.
 import type { IncomingMessage } from 'node:http';
 import type { AuthorizationPolicy, JwtRule } from '../config/resources/types.js';
-import type { LocalReply } from '../proxy/http-handler.js';
+import type { LocalReply } from '../proxy/decider.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
 import { evaluate, type AuthzDecision } from './authz/evaluate.js';
 import type { AuthnResult, JwtAuthenticator } from './jwt/authenticator.js';
@@ -14,6 +14,8 @@ export interface RequestContext {
   readonly port: number;
   readonly destinationIp?: string;
   readonly sourceIp?: string;
+  /** The original client (a gateway's trusted X-Forwarded-For entry); default: sourceIp. */
+  readonly remoteIp?: string;
 }
 
 export interface SecurityOutcome {
@@ -101,7 +103,7 @@ export class RequestSecurity {
       headers: req.headers,
       ...(valid ? { principal: valid.principal, claims: valid.claims, audiences: [...valid.audiences] } : {}),
       ...(valid?.presenter ? { presenter: valid.presenter } : {}),
-      ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp, remoteIp: ctx.sourceIp } : {}),
+      ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp, remoteIp: ctx.remoteIp ?? ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
     });
     const verdict = authz.allowed ? 'allowed' : 'denied';

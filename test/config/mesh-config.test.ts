@@ -15,9 +15,19 @@ it('uses the default mesh when the file does not exist', () => {
 it('reads defaultConfig and configSources, and PROXY_CONFIG overrides the proxy settings', () => {
   const file = 'defaultConfig:\n  drainDuration: 30s\n  terminationDrainDuration: 10s\n  concurrency: 2\nconfigSources:\n  - address: fs://./etc/mesh/resources\n';
   const m = loadMeshConfig('mesh.yaml', file, '{"terminationDrainDuration": "1m30s", "statusPort": 15121}');
-  assert.deepEqual(m.defaultConfig, { drainDurationMs: 30_000, terminationDrainDurationMs: 90_000, concurrency: 2, statusPort: 15121 });
+  assert.deepEqual(m.defaultConfig, { drainDurationMs: 30_000, terminationDrainDurationMs: 90_000, concurrency: 2, statusPort: 15121, numTrustedProxies: 0 });
   assert.deepEqual(m.configSources, ['fs://./etc/mesh/resources']);
   assert.equal(m.source, 'mesh.yaml');
+});
+
+it('reads pathNormalization (default BASE, DEFAULT meaning BASE) and gatewayTopology.numTrustedProxies', () => {
+  assert.equal(loadMeshConfig('m', undefined, '').pathNormalization, 'BASE');
+  assert.equal(loadMeshConfig('m', 'pathNormalization:\n  normalization: DEFAULT\n', '').pathNormalization, 'BASE');
+  for (const n of ['NONE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'] as const) {
+    assert.equal(loadMeshConfig('m', `pathNormalization: {normalization: ${n}}\n`, '').pathNormalization, n);
+  }
+  assert.equal(loadMeshConfig('m', 'defaultConfig:\n  gatewayTopology:\n    numTrustedProxies: 2\n', '').defaultConfig.numTrustedProxies, 2);
+  assert.equal(loadMeshConfig('m', '', '{"gatewayTopology": {"numTrustedProxies": 1}}').defaultConfig.numTrustedProxies, 1);
 });
 
 it('names the file and the field of a bad value', () => {
@@ -27,6 +37,9 @@ it('names the file and the field of a bad value', () => {
     ['configSources:\n  - {}\n', '', /mesh\.yaml: configSources\[0\]\.address: expected a string/],
     ['a: [', '', /mesh\.yaml: not valid YAML or JSON/],
     ['', 'concurrency: -1', /PROXY_CONFIG: concurrency: -1 is not an integer from 0 to 1024/],
+    ['pathNormalization: {normalization: STRICT}\n', '', /mesh\.yaml: pathNormalization\.normalization: "STRICT" is not one of DEFAULT, NONE, BASE/],
+    ['pathNormalization: BASE\n', '', /mesh\.yaml: pathNormalization: expected a mapping/],
+    ['defaultConfig:\n  gatewayTopology: {numTrustedProxies: -1}\n', '', /defaultConfig\.gatewayTopology\.numTrustedProxies: -1 is not an integer/],
   ];
   for (const [file, env, message] of cases) {
     assert.throws(() => loadMeshConfig('mesh.yaml', file, env), (e: unknown) => e instanceof AgentError && e.code === 'ERR_CONFIG' && message.test(e.message), file + env);

@@ -1,13 +1,17 @@
-// An HTTP/1.1 response parser for the fast path's upstream side, on bytes: no string per header,
-// no copy of the body. It finds what a proxy needs (status, framing, reuse) and hands on the head
-// as slices of what was read, hop-by-hop lines left out (RFC 9110 7.6.1), and the body as it goes
-// on the wire to the client: a chunked body verbatim (trailers dropped), other bodies as they come.
-// Strict, as llhttp is by default: a malformed head, a bad chunk, Content-Length with
-// Transfer-Encoding, or bytes after a response are errors (the connection is not reused).
-// Requests are not parsed here: they come from clients, and llhttp stays in charge of those.
+// An HTTP/1.1 response parser for the upstream side, on bytes: no string per header, no copy of the
+// body. It finds what a proxy needs (status, framing, reuse) and hands on the head as slices of
+// what was read, hop-by-hop lines left out (RFC 9110 7.6.1), and the body as it goes on the wire to
+// the client: a chunked body verbatim (trailers dropped), other bodies as they come. Strict: a
+// malformed head, a bad chunk, Content-Length with Transfer-Encoding, or bytes after a response are
+// errors (the connection is not reused). A protocol switch (101 to an Upgrade, 2xx to CONNECT)
+// ends the parsing: what follows is the tunnel's.
+import { CR, FIELD, HEX, LF, nameIs, TOKEN } from './bytes.js';
 
-/** How the response body is delimited. */
-export type Framing = 'none' | 'length' | 'chunked' | 'close';
+/** How the response body is delimited; 'tunnel': the connection switched protocols, bytes follow raw. */
+export type Framing = 'none' | 'length' | 'chunked' | 'close' | 'tunnel';
+
+/** The protocol switch the request asked for, which alone makes a 101 (or a 2xx to CONNECT) valid. */
+export type SwitchRequest = 'upgrade' | 'connect' | undefined;
 
 export interface ResponseHead {
   readonly status: number;
@@ -16,6 +20,8 @@ export interface ResponseHead {
   readonly keepAlive: boolean;
   /** A Date header is there. */
   readonly hasDate: boolean;
+  /** A 101's Upgrade value (the hop-by-hop lines are not in `parts`). */
+  readonly upgrade?: string;
   /**
    * The head as forwarded, from the status code on (`200 OK\r\nName: value\r\n...`): slices of the
    * bytes read, valid during the callback only. Without the final empty line.
@@ -34,39 +40,16 @@ export interface ResponseEvents {
   onEnd(): void;
 }
 
-/** The limit node:http and llhttp put on a head. */
-export const MAX_HEAD_BYTES = 16 * 1024;
+/** The largest response head taken (Envoy's default limit on headers, as for requests). */
+export const MAX_HEAD_BYTES = 60 * 1024;
 /** A chunk size line (with its extensions) longer than this is refused. */
 const MAX_CHUNK_LINE = 4096;
 const MAX_CHUNK_SIZE = 2 ** 48;
 
-const CR = 13;
-const LF = 10;
 const CRLF = Buffer.from('\r\n', 'latin1');
 const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
-/** tchar (RFC 9110 5.6.2). */
-const TOKEN = new Uint8Array(256);
-for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
-for (let c = 0x30; c <= 0x39; c++) TOKEN[c] = 1;
-for (let c = 0x41; c <= 0x5a; c++) TOKEN[c] = 1;
-for (let c = 0x61; c <= 0x7a; c++) TOKEN[c] = 1;
-/** Bytes a field value or reason phrase may hold: HTAB, SP, VCHAR, obs-text. */
-const FIELD = new Uint8Array(256);
-FIELD[9] = 1;
-for (let c = 0x20; c <= 0x7e; c++) FIELD[c] = 1;
-for (let c = 0x80; c <= 0xff; c++) FIELD[c] = 1;
-const HEX = new Int8Array(256).fill(-1);
-for (let c = 0; c < 10; c++) HEX[0x30 + c] = c;
-for (let c = 0; c < 6; c++) { HEX[0x41 + c] = 10 + c; HEX[0x61 + c] = 10 + c; }
-
-const enum State { Head, Length, Close, Size, SizeExt, SizeLf, Data, DataCr, DataLf, Trailer, TrailerLine, TrailerLf, TrailerEndLf, Done }
-
-/** `b[at..at+name.length)` is `name` (lower-case ASCII letters and '-') in any case; the bytes are token chars. */
-function nameIs(b: Buffer, at: number, name: string): boolean {
-  for (let i = 0; i < name.length; i++) if ((b[at + i]! | 0x20) !== name.charCodeAt(i)) return false;
-  return true;
-}
+const enum State { Head, Length, Close, Tunnel, Size, SizeExt, SizeLf, Data, DataCr, DataLf, Trailer, TrailerLine, TrailerLf, TrailerEndLf, Done }
 
 export class ResponseError extends Error {
   readonly code = 'HPE_INVALID_RESPONSE';
@@ -79,6 +62,7 @@ export class ResponseError extends Error {
 export class ResponseParser {
   /** The request was HEAD: the response has no body whatever its headers say. */
   noBody = false;
+  private switching: SwitchRequest;
   private state = State.Head;
   /** Part of a head that did not come in one read. */
   private pending: Buffer | undefined;
@@ -90,8 +74,9 @@ export class ResponseParser {
   constructor(private readonly on: ResponseEvents) {}
 
   /** For the next response on this connection (the previous one complete). */
-  reset(noBody: boolean): void {
+  reset(noBody: boolean, switching: SwitchRequest = undefined): void {
     this.noBody = noBody;
+    this.switching = switching;
     this.state = State.Head;
     this.pending = undefined;
   }
@@ -136,6 +121,7 @@ export class ResponseParser {
           break;
         }
         case State.Close:
+        case State.Tunnel:
           this.on.onBody(b.subarray(pos, end), end - pos);
           pos = end;
           break;
@@ -153,7 +139,7 @@ export class ResponseParser {
 
   /** The upstream closed its side: ends a body delimited by the close; anything else was cut short. */
   finish(): ResponseError | undefined {
-    if (this.state === State.Close) {
+    if (this.state === State.Close || this.state === State.Tunnel) {
       this.complete();
       return undefined;
     }
@@ -192,6 +178,7 @@ export class ResponseParser {
     let closeToken = false;
     let keepAliveToken = false;
     let hasDate = false;
+    let upgrade: string | undefined;
     let named: string[] | undefined;
     let at = lineEnd + 2;
     while (at < headEnd + 2) {
@@ -211,7 +198,14 @@ export class ResponseParser {
       switch (colon - at) {
         case 2: drop = nameIs(b, at, 'te'); break;
         case 4: if (nameIs(b, at, 'date')) hasDate = true; break;
-        case 7: drop = nameIs(b, at, 'trailer') || nameIs(b, at, 'upgrade'); break;
+        case 7:
+          if (nameIs(b, at, 'upgrade')) {
+            drop = true;
+            upgrade = b.toString('latin1', vs, ve);
+          } else {
+            drop = nameIs(b, at, 'trailer');
+          }
+          break;
         case 10:
           if (nameIs(b, at, 'connection')) {
             drop = true;
@@ -258,16 +252,19 @@ export class ResponseParser {
     if (headEnd + 2 > keepFrom) parts.push(b.subarray(keepFrom, headEnd + 2));
     if (named) this.dropNamed(parts, named);
 
-    if (status === 101) return new ResponseError('101 to a request that asked for no upgrade');
-    if (transferEncoding && contentLength >= 0) return new ResponseError('both Transfer-Encoding and Content-Length');
+    const switched = status === 101 || (this.switching === 'connect' && status >= 200 && status < 300);
+    if (status === 101 && this.switching !== 'upgrade') return new ResponseError('101 to a request that asked for no upgrade');
+    if (status === 101 && upgrade === undefined) return new ResponseError('101 without Upgrade');
+    if (transferEncoding && contentLength >= 0 && !switched) return new ResponseError('both Transfer-Encoding and Content-Length');
     let framing: Framing;
-    if (this.noBody || status < 200 || status === 204 || status === 304) framing = 'none';
+    if (switched) framing = 'tunnel';
+    else if (this.noBody || status < 200 || status === 204 || status === 304) framing = 'none';
     else if (transferEncoding) framing = chunked ? 'chunked' : 'close';
     else if (contentLength >= 0) framing = 'length';
     else framing = 'close';
-    const keepAlive = framing !== 'close' && (minor === 1 ? !closeToken : keepAliveToken);
-    this.final = status >= 200;
-    this.on.onHead({ status, framing, keepAlive, hasDate, parts });
+    const keepAlive = framing !== 'close' && framing !== 'tunnel' && (minor === 1 ? !closeToken : keepAliveToken);
+    this.final = status >= 200 || switched;
+    this.on.onHead({ status, framing, keepAlive, hasDate, parts, ...(status === 101 ? { upgrade } : {}) });
     switch (framing) {
       case 'none': this.complete(); break;
       case 'length':
@@ -277,6 +274,7 @@ export class ResponseParser {
         break;
       case 'chunked': this.startChunk(); break;
       case 'close': this.state = State.Close; break;
+      case 'tunnel': this.state = State.Tunnel; break;
     }
     return undefined;
   }

@@ -1,14 +1,15 @@
-// Test scaffolding for the fast HTTP path: a proxy listener on 127.0.0.1 feeding a FastHttpHandler
-// (the way CaptureListener does, first bytes sniffed), an upstream node:http server, a recording
+// Test scaffolding for the HTTP/1.1 path: a proxy listener on 127.0.0.1 feeding an Http1Handler
+// (the way CaptureListener does, first bytes read), an upstream node:http server, a recording
 // decider, and a raw client that writes exact bytes and parses what comes back on its own.
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { Server, connect, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { FastHttpHandler, type FastHttpHandlerOptions } from '../../src/proxy/fast-http.js';
-import type { RequestDecider, Verdict } from '../../src/proxy/http-handler.js';
-import type { Endpoint } from '../../src/proxy/socket-options.js';
-import { DirectionStats } from '../../src/proxy/stats.js';
-import type { UpstreamMode } from '../../src/proxy/upstream.js';
+import type { RequestDecider, Verdict } from '../../../src/proxy/decider.js';
+import type { Http1Settings } from '../../../src/proxy/http1/connection.js';
+import { Http1Handler } from '../../../src/proxy/http1/handler.js';
+import type { Endpoint } from '../../../src/proxy/socket-options.js';
+import { DirectionStats } from '../../../src/proxy/stats.js';
+import type { UpstreamMode } from '../../../src/proxy/upstream.js';
 
 export interface Completion {
   readonly url: string;
@@ -46,8 +47,9 @@ export function toDestination(req: IncomingMessage, dst: Endpoint | undefined): 
   return { kind: 'forward', address: dst!.address, port: dst!.port };
 }
 
-export interface ProxyOptions extends Partial<Omit<FastHttpHandlerOptions, 'stats' | 'destinationOf'>> {
+export interface ProxyOptions extends Partial<Http1Settings> {
   readonly destination: Endpoint;
+  readonly decider?: RequestDecider;
   /** Hand the first chunk as `head`, like the capture listener (default); false: nothing read. */
   readonly sniff?: boolean;
   readonly host?: string;
@@ -56,7 +58,7 @@ export interface ProxyOptions extends Partial<Omit<FastHttpHandlerOptions, 'stat
 
 export interface Proxy {
   readonly port: number;
-  readonly handler: FastHttpHandler;
+  readonly handler: Http1Handler;
   readonly stats: DirectionStats;
   readonly sockets: Set<Socket>;
   close(): Promise<void>;
@@ -64,10 +66,10 @@ export interface Proxy {
 
 export async function startProxy(o: ProxyOptions): Promise<Proxy> {
   const stats = new DirectionStats();
-  const handler = new FastHttpHandler({
-    stats, upstream: o.upstream ?? { kind: 'direct' }, forward100Continue: o.forward100Continue ?? true,
-    allowHttp10: o.allowHttp10 ?? false, destinationOf: () => o.destination,
-    ...(o.decider ? { decider: o.decider } : {}), ...(o.consume !== undefined ? { consume: o.consume } : {}),
+  const { destination, decider, sniff: _sniff, host: _host, upstream, ...settings } = o;
+  const handler = new Http1Handler({
+    stats, upstream: upstream ?? { kind: 'direct' }, destinationOf: () => destination,
+    ...(decider ? { decider } : {}), settings,
   });
   const sockets = new Set<Socket>();
   const server = new Server({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true }, (socket) => {

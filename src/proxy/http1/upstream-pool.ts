@@ -1,13 +1,14 @@
-// The fast path's upstream side: a keep-alive pool of HTTP/1.1 connections per destination and
+// The upstream side of the HTTP/1.1 path: a keep-alive pool of connections per destination and
 // source address (opened the listener's way: direct, passthrough from 127.0.0.6 / ::6, or
 // transparent from the client's address), each with its own response parser. Reads land in one
 // shared buffer (`onread`: no Buffer and no 'data' event per read); the parser hands on views of
-// it, and what one read produced goes to the client in one write (which copies it out).
+// it, and what one read produced goes to the client in one write (which copies it out). After a
+// protocol switch a connection carries raw bytes for a tunnel (`carryRaw`) and is never pooled.
 import type { Socket } from 'node:net';
-import { ResponseParser, type ResponseHead } from './response-parser.js';
-import type { Endpoint } from './socket-options.js';
-import type { DirectionStats } from './stats.js';
-import { connectUpstream, trackUpstream, type UpstreamMode } from './upstream.js';
+import { ResponseParser, type ResponseHead, type SwitchRequest } from './response-parser.js';
+import type { Endpoint } from '../socket-options.js';
+import type { DirectionStats } from '../stats.js';
+import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 
 /** Every upstream read lands here. Handlers run synchronously and copy what they keep before the next read. */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
@@ -19,6 +20,8 @@ export const MAX_IDLE_PER_KEY = 1024;
 export interface ResponseSink {
   /** The request was HEAD: its response has no body. */
   readonly headRequest: boolean;
+  /** The protocol switch the request asked for (a 101 or a 2xx to CONNECT starts a tunnel). */
+  readonly switching: SwitchRequest;
   /** A head (1xx ones included): views of the read buffer, to copy before the read is done. */
   onResponseHead(head: ResponseHead): void;
   /** Body bytes as they go to the client (a view, likewise); `payload`: content bytes among them. */
@@ -32,6 +35,16 @@ export interface ResponseSink {
   onUpstreamError(err: NodeJS.ErrnoException, retryable: boolean): void;
   /** One read is parsed: write out what it produced. False: the client is not keeping up, stop reading. */
   onReadDone(): boolean;
+}
+
+/** Where a tunnel's upstream bytes and end go, once the connection carries raw bytes. */
+export interface RawSink {
+  /** A read (a view of the shared buffer: copy what is kept). False: stop reading until resume(). */
+  onData(bytes: Buffer): boolean;
+  /** The upstream sent its FIN. */
+  onEnd(): void;
+  /** The connection is gone. */
+  onClose(err: Error | undefined): void;
 }
 
 function closedError(): NodeJS.ErrnoException {
@@ -51,6 +64,7 @@ export class UpstreamConnection {
   /** A 1xx head was the last one: its end is not the response's. */
   private interim = false;
   private paused = false;
+  private raw: RawSink | undefined;
   private readonly parser: ResponseParser;
 
   constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined) {
@@ -69,8 +83,15 @@ export class UpstreamConnection {
     const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
     // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
     this.socket = trackUpstream(connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
-    this.socket.on('error', (err: NodeJS.ErrnoException) => this.fail(err));
+    this.socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (this.raw) this.raw.onClose(err);
+      else this.fail(err);
+    });
     this.socket.on('end', () => {
+      if (this.raw) {
+        this.raw.onEnd();
+        return;
+      }
       this.pool.remove(this); // idle: the upstream closed it (its 'close' comes later)
       // A body delimited by the close ends here; anything else was cut short.
       const sink = this.sink;
@@ -82,9 +103,21 @@ export class UpstreamConnection {
       if (this.sink) this.fail(closedError());
     });
     this.socket.on('close', () => {
+      if (this.raw) {
+        this.raw.onClose(undefined);
+        return;
+      }
       this.pool.remove(this);
       if (this.sink) this.fail(closedError());
     });
+  }
+
+  /** From now on reads go to `raw` as they come (a tunnel); the connection is never pooled again. */
+  carryRaw(raw: RawSink): void {
+    this.sink = undefined;
+    this.keepAlive = false;
+    this.raw = raw;
+    this.resume();
   }
 
   /** Takes the response of the request about to be written. */
@@ -92,7 +125,7 @@ export class UpstreamConnection {
     this.sink = sink;
     this.answered = false;
     this.interim = false;
-    this.parser.reset(sink.headRequest);
+    this.parser.reset(sink.headRequest, sink.switching);
     if (this.paused) this.resume();
   }
 
@@ -109,6 +142,11 @@ export class UpstreamConnection {
   }
 
   private onRead(n: number): boolean {
+    if (this.raw) {
+      if (this.raw.onData(READ_BUFFER.subarray(0, n))) return true;
+      this.paused = true;
+      return false;
+    }
     const sink = this.sink;
     if (!sink) { // an idle connection has nothing to say: not one to reuse
       this.socket.destroy();

@@ -1,4 +1,4 @@
-// The fast HTTP path over TLS client sockets (the gateway's HTTPS ports) and with every upstream
+// The HTTP/1.1 path over TLS client sockets (the gateway's HTTPS ports) and with every upstream
 // mode of upstream.ts: direct (IPv4, IPv6), passthrough from 127.0.0.6, transparent from the
 // client's own address (IPv4 and IPv6: the libc-made socket, IP_TRANSPARENT, SO_MARK; root only).
 import assert from 'node:assert/strict';
@@ -8,19 +8,19 @@ import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { connect as tlsConnect, Server as TlsServer, type TLSSocket } from 'node:tls';
-import { FastHttpHandler } from '../../src/proxy/fast-http.js';
-import { DirectionStats } from '../../src/proxy/stats.js';
-import { repoRoot } from '../helpers/repo.js';
-import { eventually, RawClient, startProxy, startUpstream, type Proxy, type Upstream } from './fast-http-harness.js';
+import { Http1Handler } from '../../../src/proxy/http1/handler.js';
+import { DirectionStats } from '../../../src/proxy/stats.js';
+import { repoRoot } from '../../helpers/repo.js';
+import { eventually, RawClient, startProxy, startUpstream, type Proxy, type Upstream } from './harness.js';
 
 const GET = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: app\r\n\r\n`;
 const urlOf = (body: Buffer): string => (JSON.parse(body.toString()) as { url: string }).url;
 const root = process.getuid?.() === 0;
 
-describe('FastHttpHandler over TLS client sockets', () => {
+describe('Http1Handler over TLS client sockets', () => {
   let upstream: Upstream;
   let tls: TlsServer;
-  let handler: FastHttpHandler;
+  let handler: Http1Handler;
   const clients: TLSSocket[] = [];
 
   before(async () => {
@@ -29,10 +29,7 @@ describe('FastHttpHandler over TLS client sockets', () => {
       socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
       socket.pipe(socket);
     });
-    handler = new FastHttpHandler({
-      stats: new DirectionStats(), upstream: { kind: 'direct' }, forward100Continue: true, allowHttp10: false,
-      destinationOf: () => upstream.endpoint,
-    });
+    handler = new Http1Handler({ stats: new DirectionStats(), upstream: { kind: 'direct' }, destinationOf: () => upstream.endpoint });
     tls = new TlsServer({
       cert: readFileSync(join(repoRoot, 'test', 'fixtures', 'localhost.crt')),
       key: readFileSync(join(repoRoot, 'test', 'fixtures', 'localhost.key')),
@@ -54,7 +51,7 @@ describe('FastHttpHandler over TLS client sockets', () => {
     s.once('error', reject);
   });
 
-  it('serves keep-alive requests, then tunnels an Upgrade handed to node:http', async () => {
+  it('serves keep-alive requests, then tunnels a confirmed Upgrade', async () => {
     const c = await client();
     c.write(GET('/a') + GET('/b'));
     assert.equal(urlOf((await c.response()).body), '/a');
@@ -67,7 +64,7 @@ describe('FastHttpHandler over TLS client sockets', () => {
   });
 });
 
-describe('FastHttpHandler upstream modes', () => {
+describe('Http1Handler upstream modes', () => {
   const proxies: Proxy[] = [];
   const upstreams: Upstream[] = [];
   const clients: RawClient[] = [];

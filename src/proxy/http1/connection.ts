@@ -1,25 +1,25 @@
-// One client connection on the fast HTTP/1.1 path: its request parser (reading the socket's handle
-// directly when it can), the requests in arrival order, and the bytes this turn produced for the
-// client (written in one write). Requests are answered one at a time, in order: the next pipelined
-// request is decided and sent upstream when the previous response is complete; meanwhile at most
-// one more is read. A request this path does not take (Upgrade, CONNECT, Expect, not HTTP/1.1) is
-// handed to the node:http path at that request's boundary, with the connection: earlier responses
-// finish first, reading stops, and the head (written out again) plus the unread bytes go along.
+// One client connection on the HTTP/1.1 path: the request parser (ours: request-parser.ts), the
+// requests in arrival order, and the bytes this turn produced for the client (written in one
+// write). Requests are answered one at a time, in order: the next pipelined request is decided and
+// sent upstream when the previous response is complete; meanwhile at most one more is parsed.
+// Every request, whatever it carries (Upgrade, CONNECT, Expect, HTTP/1.0), is judged by the decider
+// before anything goes upstream. A protocol switch happens only when the upstream confirms it (101
+// to an Upgrade, 2xx to CONNECT): the connection then becomes a tunnel (tunnel.ts); any other
+// answer keeps it HTTP and the next request is parsed and judged like the first.
 import type { Socket } from 'node:net';
-import { scope } from '../log/logger.js';
-import type { ForwardTarget, LocalReply, RequestDecider, Verdict } from './http-handler.js';
-import { forwardedHeaders, invalidEdit, requestHead, type ForwardedHeaders } from './http-headers.js';
-import {
-  closeParserLater, consumableHandle, createParser, HEAD_CONTINUE, HEAD_STOP,
-  type ConsumableHandle, type NativeParser, type ParseError, type ParserCallbacks,
-} from './http-parser.js';
-import { BAD_REQUEST, decisionFailed, httpDate, isConnectFailure, replyBytes, upstreamFailureBody, UPSTREAM_FAILURE } from './http-replies.js';
-import { RequestView } from './request-view.js';
-import type { ResponseHead } from './response-parser.js';
-import type { Endpoint } from './socket-options.js';
-import type { DirectionStats } from './stats.js';
+import { scope } from '../../log/logger.js';
+import type { ForwardTarget, LocalReply, RequestDecider, Verdict } from '../decider.js';
+import { RequestView } from '../request-view.js';
+import type { Endpoint } from '../socket-options.js';
+import type { DirectionStats } from '../stats.js';
+import { sourceFor, type UpstreamMode } from '../upstream.js';
+import { invalidEdit } from './headers.js';
+import { isMessageError, requestMessage, upstreamHead, type MessageOptions, type RequestMessage } from './message.js';
+import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstreamFailureBody, UPSTREAM_FAILURE } from './replies.js';
+import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
+import type { ResponseHead, SwitchRequest } from './response-parser.js';
+import { runTunnel } from './tunnel.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
-import { sourceFor, type UpstreamMode } from './upstream.js';
 
 const log = scope('default');
 
@@ -31,10 +31,24 @@ export const LINGER_MS = 5_000;
 const CRLF = '\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
 const STATUS_PREFIX = 'HTTP/1.1 ';
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 /** Requests sent again on a new connection when a pooled one turns out closed before answering. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 const NO_DESTINATION: LocalReply = { kind: 'reply', status: 503, body: `${UPSTREAM_FAILURE}no original destination\n` };
 const TIMED_OUT: LocalReply = { kind: 'reply', status: 504, body: 'upstream request timeout\n' };
+const HTTP10_REFUSED: LocalReply = { kind: 'reply', status: 426, body: '' };
+const HEAD_TIMED_OUT: LocalReply = { kind: 'reply', status: 408, body: 'request head not received in time\n' };
+
+/** How requests are read and checked (the same for every connection of a handler). */
+export interface Http1Settings extends MessageOptions {
+  /** ENABLE_100_CONTINUE_HEADERS: pass `Expect: 100-continue` on and relay the upstream's 100 (else the proxy answers 100). */
+  readonly forward100Continue: boolean;
+  /** PILOT_HTTP10: accept HTTP/1.0 requests (else 426). */
+  readonly allowHttp10: boolean;
+  readonly limits: RequestLimits;
+  /** A request head that has begun must be complete within this (408, and the connection closes). */
+  readonly headTimeoutMs: number;
+}
 
 /** What a connection needs from the handler that owns it. */
 export interface ConnectionOwner {
@@ -44,10 +58,7 @@ export interface ConnectionOwner {
   /** Undefined: every request to the connection's original destination, decided here without a call. */
   readonly decider: RequestDecider | undefined;
   readonly draining: boolean;
-  /** Read the socket's handle directly (false: 'data' events, for tests of that path). */
-  readonly consume: boolean;
-  /** The node:http path takes the connection, `bytes` first. */
-  handOver(socket: Socket, bytes: Buffer): void;
+  readonly settings: Http1Settings;
   forget(c: Connection): void;
 }
 
@@ -72,10 +83,13 @@ class Exchange implements ResponseSink {
   closeAfter: boolean;
   done = false;
   retried = false;
+  /** The upstream confirmed the protocol switch: a tunnel starts once its head is written. */
+  switched = false;
   timer: NodeJS.Timeout | undefined;
 
-  constructor(readonly conn: Connection, readonly view: RequestView, readonly fwd: ForwardedHeaders,
-    keepAlive: boolean, readonly started: number) {
+  /** `msg` undefined: a request refused before any decision, answered `fixed`. */
+  constructor(readonly conn: Connection, readonly msg: RequestMessage | undefined, readonly view: RequestView,
+    readonly fixed: LocalReply | undefined, keepAlive: boolean, readonly started: number) {
     this.closeAfter = !keepAlive;
   }
 
@@ -85,6 +99,10 @@ class Exchange implements ResponseSink {
 
   get headRequest(): boolean {
     return this.view.method === 'HEAD';
+  }
+
+  get switching(): SwitchRequest {
+    return this.msg?.tunnel?.kind;
   }
 
   onResponseHead(head: ResponseHead): void {
@@ -110,28 +128,29 @@ class Exchange implements ResponseSink {
 
 export class Connection {
   idleSince = performance.now();
-  private readonly parser: NativeParser;
-  /** Set while the parser reads the socket's handle itself. */
-  private handle: ConsumableHandle | undefined;
+  private readonly parser: RequestParser;
   private readonly queue: Exchange[] = [];
   /** The request whose body is being parsed. */
   private receiving: Exchange | undefined;
+  /** Bytes read and not parsed yet (the parser stopped at a message's end). */
+  private input: Buffer | undefined;
+  /** The parser stopped at a message's end: it goes on once the requests ahead allow (`mayParse`). */
+  private holdParse = false;
+  /** Nothing more is parsed: an error, or what follows the connection's last request. */
+  private halted = false;
+  /** A request the parser refused: answered once the earlier responses are out, then the connection ends. */
+  private refused: LocalReply | undefined;
   private out: (string | Buffer)[] = [];
   private outBytes = 0;
   /** `out` holds views of the upstream read buffer: they are copied before the read is done. */
   private outBorrowed = false;
   /** No further request is taken; the connection ends once the queue is done. */
   private last = false;
-  /** The parser met a head it does not take, or an error: what follows is not parsed. */
-  private stopped = false;
-  /** Set by the parser callback that stops at a head to hand over; resolved once the read is parsed. */
-  private handOverHead: string | undefined;
-  private handOverBytes: Buffer | undefined;
-  private badRequest = false;
   private closed = false;
-  private handedOver = false;
   private ending = false;
+  private tunneling = false;
   private lingerTimer: NodeJS.Timeout | undefined;
+  private headTimer: NodeJS.Timeout | undefined;
   private writeBlocked = false;
   private upBlocked = false;
   private readonly remote: string | undefined;
@@ -144,45 +163,28 @@ export class Connection {
   constructor(private readonly owner: ConnectionOwner, readonly socket: Socket, private readonly dst: Endpoint | undefined) {
     this.remote = socket.remoteAddress;
     this.defaultVerdict = dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION;
-    const callbacks: ParserCallbacks = {
-      onHead: (major, minor, raw, method, url, _status, _message, upgrade, keepAlive) =>
-        this.requestHead(major, minor, raw, method ?? 'GET', url, upgrade, keepAlive),
+    this.parser = new RequestParser({
+      onHead: (head) => this.requestHead(head),
       onBody: (chunk) => this.requestBody(chunk),
-      onMessageComplete: () => this.requestEnd(),
-      onExecute: (ret) => this.afterExecute(ret, undefined),
-    };
-    this.parser = createParser('request', callbacks);
+      onEnd: () => this.requestEnd(),
+    }, owner.settings.limits);
   }
 
   /** Starts with the bytes already read (`head`), then reads the socket. */
   begin(head: Buffer): void {
     const socket = this.socket;
+    socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
     socket.on('drain', this.onDrain);
     socket.on('error', ignore);
-    if (head.length > 0) this.feed(head);
-    if (this.closed || this.handedOver || this.ending) return;
-    const handle = this.owner.consume ? consumableHandle(socket) : undefined;
-    if (handle) {
-      handle._consumed = true;
-      this.parser.consume(handle);
-      this.handle = handle;
-      // Bytes the stream read before (TLS records, what a sniffer did not take) come first.
-      while (socket.readableLength > 0 && !this.stopped && !this.closed) {
-        const chunk = socket.read() as Buffer | null;
-        if (chunk === null) break;
-        this.feed(chunk);
-      }
-    } else {
-      socket.on('data', this.onData);
-    }
-    this.settle();
+    if (head.length > 0) this.onData(head);
+    else this.settle();
   }
 
   /** Drain: an idle connection ends now; a busy one after its current response (which says close). */
   drain(): void {
-    if (this.queue.length === 0 && this.receiving === undefined) {
+    if (this.queue.length === 0 && this.receiving === undefined && !this.tunneling) {
       this.last = true;
       this.settle();
     }
@@ -190,33 +192,64 @@ export class Connection {
 
   /** Keep-alive time-out: a connection idle this long is closed. */
   sweep(now: number, idleMs: number): void {
-    if (this.queue.length === 0 && this.receiving === undefined && now - this.idleSince > idleMs) this.socket.destroy();
+    if (this.queue.length === 0 && this.receiving === undefined && !this.tunneling && now - this.idleSince > idleMs) this.socket.destroy();
   }
 
-  // ---- the request side (parser callbacks)
+  // ---- the request side
 
-  private requestHead(major: number, minor: number, raw: string[], method: string, url: string,
-    upgrade: boolean, keepAlive: boolean): number {
-    if (this.stopped || this.ending || this.last) {
-      this.stopped = true;
-      return HEAD_STOP;
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.closed || this.tunneling || this.ending) return; // lingering: read and dropped
+    this.input = this.input === undefined ? chunk : Buffer.concat([this.input, chunk]);
+    this.pump();
+    this.settle();
+  };
+
+  /** Parses what was read, unless the parser must wait for the requests ahead. */
+  private pump(): void {
+    while (this.input !== undefined && !this.holdParse && !this.halted && !this.closed) {
+      const input = this.input;
+      this.input = undefined;
+      const r = this.parser.execute(input);
+      if (r instanceof RequestParseError) {
+        this.parseError(r);
+        break;
+      }
+      if (r < input.length) this.input = input.subarray(r);
     }
-    const fwd = forwardedHeaders(raw);
-    if (upgrade || method === 'CONNECT' || major !== 1 || minor !== 1 || fwd.expect) {
-      // Not this path's: llhttp stops after this head; the node:http path gets it, at this boundary.
-      this.handOverHead = requestHead(method, url, major, minor, raw);
-      this.stopped = true;
-      return HEAD_STOP;
+    this.armHeadTimer();
+  }
+
+  private requestHead(head: RequestHead): boolean {
+    if (this.last || this.ending) { // what follows a `Connection: close` request is not read
+      this.halted = true;
+      return true;
     }
     const s = this.owner.stats;
     s.rqTotal++;
     s.rqActive++;
-    const view = new RequestView(method, url, major, minor, raw, this.socket);
-    const ex = new Exchange(this, view, fwd, keepAlive && !this.owner.draining, performance.now());
+    const settings = this.owner.settings;
+    const m = requestMessage(head, settings);
+    let fixed: LocalReply | undefined;
+    let msg: RequestMessage | undefined;
+    if (isMessageError(m)) {
+      if (m.status === 400) s.rqProtocolErrors++;
+      log.debug('request refused', { status: m.status, reason: m.reason });
+      fixed = refusal(m.status, m.reason);
+    } else if (m.minor === 0 && !settings.allowHttp10) {
+      fixed = HTTP10_REFUSED;
+    } else {
+      msg = m;
+    }
+    const view = new RequestView(head.method, msg ? msg.url : head.target, 1, head.minor, msg ? msg.headers : head.rawHeaders, this.socket);
+    const ex = new Exchange(this, msg, view, fixed, msg !== undefined && msg.keepAlive && !this.owner.draining, performance.now());
     if (ex.closeAfter) this.last = true;
-    this.receiving = ex;
     this.queue.push(ex);
-    return HEAD_CONTINUE;
+    this.receiving = ex;
+    if (fixed) { // its body is not read: the connection ends after the answer
+      this.halted = true;
+      return true;
+    }
+    return false;
   }
 
   private requestBody(chunk: Buffer): void {
@@ -233,47 +266,33 @@ export class Connection {
     }
   }
 
-  private requestEnd(): void {
+  /** A request is complete. Parsing stops here when what follows must wait: see `mayParse`. */
+  private requestEnd(): boolean {
     const ex = this.receiving;
-    if (!ex) return;
-    this.receiving = undefined;
-    ex.view.complete = true;
-    if (ex.up && !ex.done && ex.fwd.chunked) this.toUpstream(ex, LAST_CHUNK);
+    if (ex) {
+      this.receiving = undefined;
+      ex.view.complete = true;
+      if (ex.up && !ex.done && ex.msg?.framing === 'chunked') this.toUpstream(ex, LAST_CHUNK);
+    }
+    this.holdParse = !this.mayParse();
+    return this.holdParse;
   }
 
-  private readonly onData = (chunk: Buffer): void => {
-    this.feed(chunk);
-  };
-
-  private feed(chunk: Buffer): void {
-    if (this.stopped || this.closed || this.handedOver) return;
-    this.afterExecute(this.parser.execute(chunk), chunk);
+  /**
+   * Whether the next request may be parsed now: not after the last one, not while a protocol
+   * switch is pending (what follows it may be the tunnel's), and at most one waiting behind the
+   * one being answered.
+   */
+  private mayParse(): boolean {
+    if (this.last || this.ending || this.halted || this.queue.length >= 2) return false;
+    for (const ex of this.queue) if (ex.switching !== undefined && !ex.done) return false;
+    return true;
   }
 
-  /** After a read is parsed: hand-over bytes, a parse error, then whatever can move. */
-  private afterExecute(ret: number | ParseError, chunk: Buffer | undefined): void {
-    if (this.closed || this.handedOver || this.ending) return;
-    if (typeof ret !== 'number') {
-      this.parseError(ret);
-      return;
-    }
-    if (this.handOverHead !== undefined) {
-      const rest = (chunk ?? this.parser.getCurrentBuffer()).subarray(ret);
-      this.handOverBytes = Buffer.concat([Buffer.from(this.handOverHead, 'latin1'), rest]);
-      this.handOverHead = undefined;
-    }
-    this.settle();
-  }
-
-  private parseError(err: ParseError): void {
-    this.stopped = true;
-    this.handOverHead = undefined;
-    if (this.last && this.receiving === undefined) { // bytes after `Connection: close` (llhttp refuses them): ignored
-      this.settle();
-      return;
-    }
+  private parseError(err: RequestParseError): void {
+    this.halted = true;
     this.owner.stats.rqProtocolErrors++;
-    log.debug('malformed HTTP request', { code: err.code, reason: (err as { reason?: string }).reason });
+    log.debug('malformed HTTP request', { status: err.status, reason: err.reason });
     const cut = this.receiving;
     this.receiving = undefined;
     if (cut?.headSent) { // its response is on the way: nothing can be said cleanly any more
@@ -281,14 +300,36 @@ export class Connection {
       return;
     }
     if (cut) this.abandon(cut);
-    this.badRequest = true; // a 400 once the earlier responses are out
-    this.settle();
+    this.refused = refusal(err.status, err.reason);
   }
+
+  private armHeadTimer(): void {
+    const waiting = this.parser.inHead && !this.halted && !this.closed;
+    if (waiting && this.headTimer === undefined) {
+      this.headTimer = setTimeout(this.onHeadTimeout, this.owner.settings.headTimeoutMs).unref();
+    } else if (!waiting && this.headTimer !== undefined) {
+      clearTimeout(this.headTimer);
+      this.headTimer = undefined;
+    }
+  }
+
+  private readonly onHeadTimeout = (): void => {
+    this.headTimer = undefined;
+    if (this.closed || this.halted || !this.parser.inHead) return;
+    this.owner.stats.rqHeadTimeouts++;
+    this.halted = true;
+    this.refused = HEAD_TIMED_OUT;
+    this.settle();
+  };
 
   // ---- deciding and forwarding
 
   private start(ex: Exchange): void {
     ex.begun = true;
+    if (ex.fixed) {
+      this.reply(ex, ex.fixed);
+      return;
+    }
     const decider = this.owner.decider;
     if (!decider) {
       this.apply(ex, this.defaultVerdict);
@@ -309,7 +350,11 @@ export class Connection {
 
   private decided(ex: Exchange, v: Verdict): void {
     if (ex.done || this.closed) return;
-    this.apply(ex, v);
+    try {
+      this.apply(ex, v);
+    } catch (err) { // never a request left without an answer
+      if (!ex.done && !ex.headSent) this.reply(ex, decisionFailed(err as Error));
+    }
     this.settle();
   }
 
@@ -329,6 +374,7 @@ export class Connection {
   }
 
   private forward(ex: Exchange, t: ForwardTarget): void {
+    const msg = ex.msg!;
     const edited = (t.removeHeaders !== undefined && t.removeHeaders.length > 0) || (t.setHeaders !== undefined && t.setHeaders.length > 0);
     if (edited || t.path !== undefined) {
       const bad = invalidEdit(t);
@@ -337,11 +383,13 @@ export class Connection {
         return;
       }
     }
-    const text = edited ? forwardedHeaders(ex.view.rawHeaders, t).text : ex.fwd.text;
-    ex.upHead = `${ex.view.method} ${t.path ?? ex.view.url} HTTP/1.1\r\n${text}${ex.fwd.chunked ? 'transfer-encoding: chunked\r\n' : ''}\r\n`;
+    const forwardExpect = this.owner.settings.forward100Continue;
+    ex.upHead = upstreamHead(msg, edited || t.path !== undefined ? t : undefined, forwardExpect);
     ex.target = t;
+    // The client waits for a 100 before it sends the body: the proxy says it, now that the request goes on.
+    if (msg.expectContinue && !forwardExpect && !ex.reqComplete) this.push(CONTINUE);
     if (t.timeoutMs) ex.timer = setTimeout(() => this.timedOut(ex), t.timeoutMs);
-    this.send(ex, false);
+    this.send(ex, ex.switching !== undefined);
   }
 
   /** Sends the request on a pooled connection (`fresh`: a new one) with the body held so far. */
@@ -363,7 +411,7 @@ export class Connection {
     ex.up = up;
     up.attach(ex);
     const held = ex.held;
-    const end = ex.reqComplete && ex.fwd.chunked;
+    const end = ex.reqComplete && ex.msg!.framing === 'chunked';
     if (!held) {
       up.socket.write(end ? ex.upHead + LAST_CHUNK : ex.upHead, 'latin1');
       return;
@@ -377,8 +425,9 @@ export class Connection {
     up.socket.uncork();
   }
 
+  /** Body bytes as parsed (chunk framing removed): re-chunked by the proxy when the request is chunked. */
   private bodyToUpstream(ex: Exchange, b: Buffer): void {
-    if (ex.fwd.chunked) {
+    if (ex.msg!.framing === 'chunked') {
       const s = ex.up!.socket;
       s.cork();
       s.write(`${b.length.toString(16)}\r\n`, 'latin1');
@@ -419,10 +468,12 @@ export class Connection {
 
   responseHead(ex: Exchange, head: ResponseHead): void {
     if (ex.done) return;
-    this.outBorrowed = true;
-    this.push(STATUS_PREFIX);
-    for (const part of head.parts) this.push(part);
-    if (head.status < 200) { // 103 and friends go on; the final response follows
+    const minor = ex.msg!.minor;
+    if (head.status < 200 && head.framing !== 'tunnel') { // 103 and friends go on (not to HTTP/1.0 clients); the final response follows
+      if (minor === 0) return;
+      this.outBorrowed = true;
+      this.push(STATUS_PREFIX);
+      for (const part of head.parts) this.push(part);
       this.push(CRLF);
       return;
     }
@@ -430,13 +481,22 @@ export class Connection {
       clearTimeout(ex.timer);
       ex.timer = undefined;
     }
-    // A body delimited by the upstream's close goes in chunks: the client keeps its connection.
-    ex.wrapChunks = head.framing === 'close';
+    this.outBorrowed = true;
+    this.push(STATUS_PREFIX);
+    for (const part of head.parts) this.push(part);
+    ex.status = head.status;
+    ex.headSent = true;
+    if (head.framing === 'tunnel') {
+      // The switch is confirmed: the head goes out with the lines that say so, then raw bytes.
+      ex.switched = true;
+      this.push(head.upgrade !== undefined ? `connection: upgrade\r\nupgrade: ${head.upgrade}\r\n\r\n` : CRLF);
+      return;
+    }
+    // A body delimited by the upstream's close goes in chunks: an HTTP/1.1 client keeps its connection.
+    ex.wrapChunks = head.framing === 'close' && minor === 1;
     if (this.owner.draining) ex.closeAfter = true;
     this.push(`${head.hasDate ? '' : `date: ${httpDate()}\r\n`}${head.framing === 'chunked' || ex.wrapChunks ? 'transfer-encoding: chunked\r\n' : ''}`
       + `${ex.closeAfter ? 'connection: close\r\n' : ''}\r\n`);
-    ex.status = head.status;
-    ex.headSent = true;
   }
 
   responseBody(ex: Exchange, bytes: Buffer, payload: number): void {
@@ -455,6 +515,8 @@ export class Connection {
   responseEnd(ex: Exchange): void {
     if (ex.done) return;
     if (ex.wrapChunks) this.push(LAST_CHUNK);
+    // A switch the upstream ended at once: nothing to tunnel, and the client is past HTTP.
+    if (ex.switched) ex.closeAfter = true;
     this.finish(ex, true);
   }
 
@@ -462,7 +524,7 @@ export class Connection {
     if (ex.done) return;
     ex.up = undefined;
     this.upBlocked = false;
-    if (retryable && !ex.retried && !ex.hasBody && ex.reqComplete && IDEMPOTENT.has(ex.view.method)) {
+    if (retryable && !ex.retried && !ex.hasBody && ex.reqComplete && ex.switching === undefined && IDEMPOTENT.has(ex.view.method)) {
       // A pooled connection the upstream had closed while idle: the request never reached it.
       ex.retried = true;
       this.send(ex, true);
@@ -503,8 +565,8 @@ export class Connection {
     const up = ex.up;
     if (up) {
       ex.up = undefined;
-      // Reusable only when both messages ended where HTTP says they end.
-      if (upstreamDone && ex.reqComplete) this.owner.pool.release(up);
+      // Reusable only when both messages ended where HTTP says they end (never after a switch was asked).
+      if (upstreamDone && ex.reqComplete && ex.switching === undefined) this.owner.pool.release(up);
       else up.destroy();
     }
     this.upBlocked = false;
@@ -518,7 +580,7 @@ export class Connection {
     if (this.queue.length === 0) this.idleSince = now;
   }
 
-  /** A request dropped before its answer (cut by a parse error). */
+  /** A request dropped before its answer (cut by a parse error, or by the client's end). */
   private abandon(ex: Exchange): void {
     const i = this.queue.indexOf(ex);
     if (i >= 0) this.queue.splice(i, 1);
@@ -541,7 +603,7 @@ export class Connection {
     const ms = now - ex.started;
     if (status !== undefined) s.recordResponse(status, ms);
     const decider = this.owner.decider;
-    if (!decider?.completed) return now;
+    if (!decider?.completed || ex.fixed) return now;
     try {
       decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms);
     } catch (err) {
@@ -551,28 +613,34 @@ export class Connection {
   }
 
   /**
-   * Moves the connection on after any event: starts the next request, hands over or ends once the
-   * queue is done, writes out this turn's bytes, reads or not.
+   * Moves the connection on after any event: parses what waited, starts the next request, starts
+   * a confirmed tunnel, ends once the queue is done, writes out this turn's bytes, reads or not.
    */
   private settle(): void {
-    if (this.closed || this.handedOver) return;
-    let head = this.queue[0];
-    while (head && !head.begun) { // a local reply finishes its request at once: go on with the next
-      this.start(head);
-      head = this.queue[0];
+    if (this.closed || this.tunneling) return;
+    for (;;) {
+      if (this.holdParse && this.mayParse()) {
+        this.holdParse = false;
+        this.pump();
+      }
+      const head = this.queue[0];
+      if (!head || head.begun) break;
+      this.start(head); // a local reply finishes its request at once: go on with the next
+    }
+    const head = this.queue[0];
+    if (head?.switched && head.up) {
+      this.startTunnel(head);
+      return;
     }
     if (this.queue.length === 0 && !this.ending) {
-      if (this.badRequest) {
-        this.push(BAD_REQUEST);
+      if (this.refused) {
+        this.push(replyBytes(this.refused, true, false));
+        this.refused = undefined;
         this.end();
         return;
       }
-      if (this.last) { // (an earlier response said close: a pending hand-over is dropped with the connection)
+      if (this.last || (this.clientEnded && !this.holdParse)) {
         this.end();
-        return;
-      }
-      if (this.handOverBytes) {
-        this.handOver(this.handOverBytes);
         return;
       }
     }
@@ -581,26 +649,22 @@ export class Connection {
   }
 
   private wantRead(): boolean {
-    if (this.closed || this.handedOver) return false;
+    if (this.closed || this.tunneling) return false;
     if (this.ending) return this.lingerTimer !== undefined;
-    if (this.stopped || this.upBlocked) return false;
+    if (this.halted || this.holdParse || this.upBlocked || this.clientEnded) return false;
     const r = this.receiving;
     if (r) return r.heldBytes < MAX_HELD_BODY; // its body is needed (or dropped as it comes)
     return !this.last && this.queue.length <= 1;
   }
 
+  /** Whether the socket is flowing (a listener hands it over paused). */
+  private reading = false;
+
   private setReading(on: boolean): void {
-    const h = this.handle;
-    if (h) {
-      if (on === (h.reading === true)) return;
-      h.reading = on;
-      if (on) h.readStart();
-      else h.readStop();
-    } else if (on) {
-      this.socket.resume();
-    } else {
-      this.socket.pause();
-    }
+    if (on === this.reading) return;
+    this.reading = on;
+    if (on) this.socket.resume();
+    else this.socket.pause();
   }
 
   private push(part: string | Buffer): void {
@@ -645,8 +709,10 @@ export class Connection {
    */
   private end(): void {
     this.ending = true;
+    this.clearHeadTimer();
     this.flush();
-    if (this.receiving && !this.receiving.reqComplete) {
+    const r = this.receiving;
+    if (r && !r.reqComplete && !this.clientEnded) {
       this.lingerTimer = setTimeout(() => this.socket.destroy(), LINGER_MS).unref();
       this.socket.end();
       this.setReading(true);
@@ -656,52 +722,66 @@ export class Connection {
     }
   }
 
-  private handOver(bytes: Buffer): void {
-    this.handOverBytes = undefined;
-    this.flush();
-    this.handedOver = true;
-    this.setReading(false);
-    const socket = this.socket;
-    const handle = this.handle;
-    if (handle) this.parser.unconsume(); // the handle stays marked consumed: node:http reads it by 'data' events
-    socket.off('data', this.onData);
-    this.detach();
-    socket.pause();
-    this.owner.handOver(socket, bytes);
-    // The stream still believes the read it asked for before the handle was consumed is under way,
-    // so it would never ask again: start the handle here (node:http does the same on 'resume').
-    if (handle && !socket.destroyed && !handle.reading) {
-      handle.reading = true;
-      handle.readStart();
+  private clearHeadTimer(): void {
+    if (this.headTimer !== undefined) {
+      clearTimeout(this.headTimer);
+      this.headTimer = undefined;
     }
+  }
+
+  /** The upstream confirmed a protocol switch: its head is out, the two sockets now carry raw bytes. */
+  private startTunnel(ex: Exchange): void {
+    const up = ex.up!;
+    ex.up = undefined;
+    this.flush();
+    this.tunneling = true;
+    this.queue.splice(0);
+    const rest = this.input;
+    this.input = undefined;
+    this.detach();
+    this.owner.stats.rqTunnels++;
+    runTunnel(this.socket, up, rest, () => {
+      ex.done = true;
+      this.completed(ex, ex.status);
+    });
   }
 
   private detach(): void {
     const socket = this.socket;
+    socket.off('data', this.onData);
     socket.off('end', this.onEnd);
     socket.off('close', this.onClose);
     socket.off('drain', this.onDrain);
+    this.clearHeadTimer();
     if (this.lingerTimer) clearTimeout(this.lingerTimer);
     this.owner.forget(this);
-    closeParserLater(this.parser);
   }
 
+  /** The client sent its FIN: nothing more comes. */
+  private clientEnded = false;
+
   /**
-   * The client closed its side. As node:http (without httpAllowHalfOpen) and Envoy do, that ends
-   * the connection: requests not answered yet are abandoned, what is written goes out, then FIN.
+   * The client closed its side (it may still read). The requests it sent whole are answered, in
+   * order, then the connection ends; one it had not finished sending is abandoned.
    */
   private readonly onEnd = (): void => {
-    if (this.closed || this.handedOver) return;
+    if (this.closed) return;
+    this.clientEnded = true;
     if (this.ending) { // lingering is over; otherwise the socket closes once our end is written
       if (this.lingerTimer) this.socket.destroy();
       return;
     }
-    this.ending = true;
-    this.receiving = undefined;
-    for (const ex of this.queue.splice(0)) this.completedUnanswered(ex);
-    this.flush();
-    this.setReading(false);
-    this.socket.destroySoon();
+    this.clearHeadTimer();
+    const cut = this.receiving;
+    if (cut && !cut.reqComplete) {
+      this.receiving = undefined;
+      if (cut.headSent || cut.up) { // on its way upstream: cut short
+        this.socket.destroy();
+        return;
+      }
+      this.abandon(cut);
+    }
+    this.settle();
   };
 
   private readonly onDrain = (): void => {

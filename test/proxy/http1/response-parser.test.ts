@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ResponseParser, type Framing } from '../../src/proxy/response-parser.js';
+import { ResponseParser, type Framing, type SwitchRequest } from '../../../src/proxy/http1/response-parser.js';
 
 interface Seen {
   heads: { status: number; framing: Framing; keepAlive: boolean; hasDate: boolean; text: string }[];
@@ -11,7 +11,7 @@ interface Seen {
 }
 
 /** Feeds `input` in pieces cut at `cuts`, then (if `eof`) the connection's end. */
-function run(input: string, cuts: number[], o: { noBody?: boolean; eof?: boolean } = {}): Seen {
+function run(input: string, cuts: number[], o: { noBody?: boolean; eof?: boolean; switching?: SwitchRequest } = {}): Seen {
   const seen: Seen = { heads: [], body: '', payload: 0, ends: 0 };
   const p = new ResponseParser({
     onHead: (h) => seen.heads.push({
@@ -21,7 +21,7 @@ function run(input: string, cuts: number[], o: { noBody?: boolean; eof?: boolean
     onBody: (b, n) => { seen.body += b.toString('latin1'); seen.payload += n; },
     onEnd: () => { seen.ends++; },
   });
-  p.reset(o.noBody ?? false);
+  p.reset(o.noBody ?? false, o.switching);
   const bytes = Buffer.from(input, 'latin1');
   let from = 0;
   for (const cut of [...cuts, bytes.length]) {
@@ -40,7 +40,7 @@ function run(input: string, cuts: number[], o: { noBody?: boolean; eof?: boolean
 }
 
 /** Every way to cut `input` in two, plus in single bytes: the result never depends on the reads. */
-function everySplit(input: string, o: { noBody?: boolean; eof?: boolean } = {}): Seen {
+function everySplit(input: string, o: { noBody?: boolean; eof?: boolean; switching?: SwitchRequest } = {}): Seen {
   const whole = run(input, [], o);
   for (let i = 1; i < input.length; i++) assert.deepEqual(run(input, [i], o), whole, `cut at ${i}`);
   assert.deepEqual(run(input, [...Array(input.length).keys()].slice(1), o), whole, 'byte by byte');
@@ -132,8 +132,35 @@ describe('ResponseParser', () => {
     });
   }
 
-  it('refuses a head past 16 KiB', () => {
-    const s = run(`HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, [1000, 9000]);
+  it('takes a head of 59 KiB (Envoy\'s 60 KiB limit) and refuses one past 60 KiB', () => {
+    assert.equal(run(`HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(59 * 1024)}\r\nContent-Length: 0\r\n\r\n`, [1000, 9000]).error, undefined);
+    const s = run(`HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(61 * 1024)}\r\n\r\n`, [1000, 9000]);
     assert.match(s.error ?? '', /head too large/);
+  });
+
+  it('a 101 to an Upgrade: the head (Upgrade value kept aside), then raw bytes until the close', () => {
+    const s = everySplit('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: k\r\n\r\n\x81\x05hello', { switching: 'upgrade', eof: true });
+    assert.deepEqual(s.heads.map((h) => [h.status, h.framing, h.text]), [[101, 'tunnel', '101 Switching Protocols\r\nSec-WebSocket-Accept: k\r\n']]);
+    assert.equal(s.body, '\x81\x05hello');
+    assert.equal(s.ends, 1);
+  });
+
+  it('an Upgrade answered otherwise stays HTTP: the response is an ordinary one', () => {
+    const s = everySplit('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok', { switching: 'upgrade' });
+    assert.deepEqual(s.heads.map((h) => [h.status, h.framing, h.keepAlive]), [[200, 'length', true]]);
+    assert.equal(s.body, 'ok');
+  });
+
+  it('a 2xx to CONNECT is a tunnel whatever its framing headers say; a 4xx is a response', () => {
+    const s = everySplit('HTTP/1.1 200 Connection established\r\nContent-Length: 5\r\n\r\nbytes and more', { switching: 'connect', eof: true });
+    assert.deepEqual(s.heads.map((h) => h.framing), ['tunnel']);
+    assert.equal(s.body, 'bytes and more');
+    const refused = everySplit('HTTP/1.1 403 Forbidden\r\nContent-Length: 2\r\n\r\nno', { switching: 'connect' });
+    assert.deepEqual(refused.heads.map((h) => h.framing), ['length']);
+  });
+
+  it('refuses a 101 to CONNECT and a 101 without Upgrade', () => {
+    assert.ok(run('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n', [], { switching: 'connect' }).error);
+    assert.ok(run('HTTP/1.1 101 Switching Protocols\r\n\r\n', [], { switching: 'upgrade' }).error);
   });
 });

@@ -1,16 +1,19 @@
-// The answers the fast HTTP/1.1 path writes itself, as bytes: local replies (a decider's 401/403/
-// 404/redirect), 400 for a malformed request, 503 when the upstream fails, 504 on a route timeout.
-// Texts are those of the node:http path (http-handler.ts), so clients see one proxy.
+// The answers the HTTP/1.1 path writes itself, as bytes: local replies (a decider's 401/403/404/
+// redirect), 400 and friends for a request the parser or the message rules refuse, 503 when the
+// upstream fails, 504 on a route timeout. Envoy's texts where an operator would search for them.
 import { STATUS_CODES } from 'node:http';
-import { scope } from '../log/logger.js';
-import type { LocalReply } from './http-handler.js';
-import { validHeaderValue } from './http-headers.js';
+import { scope } from '../../log/logger.js';
+import type { LocalReply } from '../decider.js';
+import { validHeaderValue, wireText } from './headers.js';
 
 const log = scope('default');
 
 export const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: ';
 
-export const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
+/** The answer to a request refused before any decision (malformed, too large, not supported). */
+export function refusal(status: number, reason: string): LocalReply {
+  return { kind: 'reply', status, body: `${STATUS_CODES[status] ?? 'Bad Request'}: ${reason}\n` };
+}
 
 /** Codes of a connection that never opened (counted as connect failures). */
 export function isConnectFailure(code: string | undefined): boolean {
@@ -55,9 +58,9 @@ export function replyBytes(reply: LocalReply, close: boolean, headOnly: boolean)
     const l = name.toLowerCase();
     if (l === 'content-length' || l === 'connection' || l === 'transfer-encoding' || l === 'date') continue;
     const value = headers[name]!;
-    if (!validHeaderValue(value)) continue; // node:http would refuse it too
+    if (!validHeaderValue(value)) continue; // never a CR, LF or NUL on the wire
     if (l === 'content-type') typed = true;
-    head += `${name}: ${value}\r\n`;
+    head += `${name}: ${wireText(value)}\r\n`;
   }
   if (!typed) head += 'content-type: text/plain\r\n';
   head += `content-length: ${body.length}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;

@@ -1,0 +1,78 @@
+// The contract between the proxy engine and whoever decides where requests go: the sidecar's
+// original destination, its inbound policy checks, the gateway's routes. The engine parses,
+// normalizes and forwards; a decider only looks at the request (a view of what will be forwarded)
+// and answers a Verdict. Connections that are not carried as HTTP are admitted by the same decider
+// (Istio's TCP semantics for policy).
+import type { IncomingMessage } from 'node:http';
+import type { Endpoint } from './socket-options.js';
+
+/** Forward the request to `address:port`, edited as given. */
+export interface ForwardTarget {
+  readonly kind: 'forward';
+  readonly address: string;
+  readonly port: number;
+  /** Replaces the request target (path and query). */
+  readonly path?: string;
+  /** Lower-case names of request headers not to forward (e.g. a JWT the rule does not forward). */
+  readonly removeHeaders?: readonly string[];
+  /** Request headers to set (replacing any of the same name); values are text, sent as UTF-8. */
+  readonly setHeaders?: readonly (readonly [string, string])[];
+  /** No response head within this time: 504. */
+  readonly timeoutMs?: number;
+}
+
+/** Answer locally (401, 403, 404, a redirect...) without going upstream. */
+export interface LocalReply {
+  readonly kind: 'reply';
+  readonly status: number;
+  readonly body: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export type Verdict = ForwardTarget | LocalReply;
+
+/** A connection the proxy carries as opaque bytes (not HTTP it parses), as policy sees it. */
+export interface ConnectionFacts {
+  /** The peer's address. */
+  readonly source: string | undefined;
+  /** Where the connection was going. */
+  readonly destination: Endpoint;
+  /** What its first bytes looked like: `tcp` (unknown), `tls`, `h2` (HTTP/2 prior knowledge), `connect` (a CONNECT tunnel). */
+  readonly kind: 'tcp' | 'tls' | 'h2' | 'connect';
+}
+
+export interface ConnectionVerdict {
+  readonly allowed: boolean;
+  /** For the logs and the decision record: which policy decided, or why none did. */
+  readonly reason: string;
+}
+
+/**
+ * Where requests go: policy and routing plug in here. Synchronous when it can (the hot path).
+ * `req` is the request as it will be forwarded: method, `url` (normalized path and query),
+ * `headers` (Host = the authority, hop-by-hop lines out), `socket` for the peer's address.
+ */
+export interface RequestDecider {
+  decide(req: IncomingMessage, dst: Endpoint | undefined): Verdict | Promise<Verdict>;
+  /** Once per request, when its response is complete or abandoned (status undefined: no answer sent). */
+  completed?(req: IncomingMessage, verdict: Verdict | undefined, status: number | undefined, durationMs: number): void;
+  /**
+   * Whether a connection carried as opaque bytes may pass (absent: every one may). Pure (nothing
+   * counted): asked at accept, before the proxy opens anything upstream for the connection, which
+   * may still turn out to be HTTP. A refused one is closed before a byte reaches the app.
+   */
+  admitConnection?(facts: ConnectionFacts): ConnectionVerdict;
+  /** Once per connection carried (or refused) as opaque bytes: for the counts and the logs. */
+  connectionDecided?(facts: ConnectionFacts, verdict: ConnectionVerdict): void;
+  /** Whether admitConnection would refuse some connection now (no policy: the check is skipped). */
+  readonly policesConnections?: boolean;
+}
+
+const NO_DESTINATION: LocalReply = {
+  kind: 'reply', status: 503, body: 'upstream connect error or disconnect/reset before headers. reset reason: no original destination\n',
+};
+
+/** The sidecar's default: every request to the connection's original destination. */
+export const ORIGINAL_DESTINATION: RequestDecider = {
+  decide: (_req, dst) => (dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION),
+};

@@ -1,0 +1,59 @@
+// What a captured connection speaks, from its first bytes. HTTP/1.x is recognised by the shape of a
+// request line, not by a list of methods: a method outside a list, or a CRLF before the request
+// line (RFC 9112 2.2), must not turn a request into opaque bytes that skip every HTTP policy. So:
+// `[CR/LF...] token SP target SP HTTP/d.d` → HTTP/1 (the parser then answers what it refuses: a
+// lower-case method, a bare LF, HTTP/3.0...); the HTTP/2 client preface → h2; a TLS ClientHello →
+// tls; anything else → tcp. Whatever is not HTTP/1 gets the TCP rules of policy. Pure.
+import { CR, LF, SP, TOKEN } from '../http1/bytes.js';
+
+export type Protocol = 'http1' | 'tls' | 'h2' | 'tcp';
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
+
+/** A request line longer than this is HTTP/1 all the same: the parser answers it (414). */
+export const MAX_REQUEST_LINE = 60 * 1024;
+
+const enum Part { Method, Target, Version }
+
+/**
+ * Classifies the first bytes; `undefined` means "too few bytes to tell yet" (they could still be
+ * an HTTP/1 request line, or the HTTP/2 preface).
+ */
+export function sniff(head: Buffer): Protocol | undefined {
+  if (head.length === 0) return undefined;
+  if (head[0] === 0x16) return head.length < 2 ? undefined : head[1] === 0x03 ? 'tls' : 'tcp';
+  const n = Math.min(head.length, H2_PREFACE.length);
+  if (head.compare(H2_PREFACE, 0, n, 0, n) === 0) return n === H2_PREFACE.length ? 'h2' : undefined;
+  let i = 0;
+  while (i < head.length && (head[i] === CR || head[i] === LF)) i++;
+  const start = i;
+  let part = Part.Method;
+  let versionAt = 0;
+  for (; i < head.length; i++) {
+    const c = head[i]!;
+    if (part === Part.Method) {
+      if (TOKEN[c] === 1) continue;
+      if (c !== SP || i === start) return 'tcp';
+      part = Part.Target;
+      versionAt = i + 1;
+    } else if (part === Part.Target) {
+      if (c > SP && c < 0x7f) continue;
+      if (c !== SP || i === versionAt) return 'tcp';
+      part = Part.Version;
+      versionAt = i + 1;
+    } else {
+      const k = i - versionAt; // HTTP/d.d then the line's end
+      if (k < 5) {
+        if (c !== HTTP_SLASH[k]) return 'tcp';
+      } else if (k === 5 || k === 7) {
+        if (c < 0x30 || c > 0x39) return 'tcp';
+      } else if (k === 6) {
+        if (c !== 0x2e) return 'tcp';
+      } else {
+        return c === CR || c === LF ? 'http1' : 'tcp';
+      }
+    }
+  }
+  return i - start > MAX_REQUEST_LINE ? 'http1' : undefined;
+}

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { MAX_REQUEST_LINE, sniff } from '../../../src/proxy/tcp/sniff.js';
+
+const b = (s: string | number[]): Buffer => (typeof s === 'string' ? Buffer.from(s, 'latin1') : Buffer.from(s));
+
+it('recognises an HTTP/1 request line by its shape, whatever the method', () => {
+  for (const m of ['GET', 'POST', 'CONNECT', 'PURGE', 'FOO', 'M-SEARCH', 'X_1']) {
+    assert.equal(sniff(b(`${m} /x HTTP/1.1\r\n`)), 'http1', m);
+  }
+  assert.equal(sniff(b('GET http://g/admin HTTP/1.1\r\n')), 'http1', 'absolute-form');
+  assert.equal(sniff(b('OPTIONS * HTTP/1.1\r\n')), 'http1', 'asterisk-form');
+  assert.equal(sniff(b('CONNECT g:443 HTTP/1.1\r\n')), 'http1', 'authority-form');
+});
+
+it('leading empty lines are part of HTTP (RFC 9112 2.2), not a way around it', () => {
+  assert.equal(sniff(b('\r\nGET /admin HTTP/1.1\r\n')), 'http1');
+  assert.equal(sniff(b('\r\n\r\n\r\nGET /admin HTTP/1.1\r\n')), 'http1');
+  assert.equal(sniff(b('\r\n')), undefined);
+});
+
+it('takes what the parser refuses as HTTP too, so it is answered, not relayed', () => {
+  assert.equal(sniff(b('get /admin HTTP/1.1\r\n')), 'http1', 'lower-case method: the parser answers 400');
+  assert.equal(sniff(b('GET /admin HTTP/1.1\n')), 'http1', 'bare LF: 400');
+  assert.equal(sniff(b('GET /admin HTTP/3.0\r\n')), 'http1', 'another version: 505');
+  assert.equal(sniff(b(`GET /${'a'.repeat(MAX_REQUEST_LINE)}`)), 'http1', 'too long to be anything else: 414');
+});
+
+it('waits while the bytes could still become a request line or the HTTP/2 preface', () => {
+  for (const s of ['', 'G', 'GET', 'GET ', 'GET /adm', 'GET /admin ', 'GET /admin HTTP/1.', 'GET /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'FOO /x HT']) {
+    assert.equal(sniff(b(s)), undefined, JSON.stringify(s));
+  }
+});
+
+it('the HTTP/2 preface is h2, a TLS ClientHello tls, everything else tcp', () => {
+  assert.equal(sniff(b('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')), 'h2');
+  assert.equal(sniff(b([0x16, 0x03, 0x01, 0x02, 0x00])), 'tls');
+  assert.equal(sniff(b([0x16])), undefined);
+  for (const s of ['SSH-2.0-OpenSSH\r\n', '*1\r\n$4\r\nPING\r\n', 'GE@T / HTTP/1.1\r\n', 'GET  / HTTP/1.1\r\n', 'GET / HTTP/1.1x', 'GET / FTP/1.1\r\n', ' GET / HTTP/1.1\r\n']) {
+    assert.equal(sniff(b(s)), 'tcp', JSON.stringify(s));
+  }
+  assert.equal(sniff(b([0x00, 0x00, 0x00, 0x01])), 'tcp');
+  assert.equal(sniff(b([0x16, 0x01])), 'tcp');
+});
