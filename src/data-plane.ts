@@ -78,6 +78,8 @@ function http1Settings(env: EnvValues, mesh: MeshConfig): Partial<Http1Settings>
     forward100Continue: env.ENABLE_100_CONTINUE_HEADERS,
     allowHttp10: env.PILOT_HTTP10,
     normalization: mesh.pathNormalization,
+    // 0 turns it off: a timer that never fires.
+    headTimeoutMs: env.MESH_REQUEST_HEADERS_TIMEOUT > 0 ? env.MESH_REQUEST_HEADERS_TIMEOUT : 2 ** 31 - 1,
   };
 }
 

@@ -350,18 +350,24 @@ export class Connection {
 
   private decided(ex: Exchange, v: Verdict): void {
     if (ex.done || this.closed) return;
-    try {
-      this.apply(ex, v);
-    } catch (err) { // never a request left without an answer
-      if (!ex.done && !ex.headSent) this.reply(ex, decisionFailed(err as Error));
-    }
+    this.apply(ex, v);
     this.settle();
   }
 
+  /** Carries out a verdict; whatever goes wrong on the way becomes an answer, never a request left hanging. */
   private apply(ex: Exchange, v: Verdict): void {
     ex.verdict = v;
-    if (v.kind === 'reply') this.reply(ex, v);
-    else this.forward(ex, v);
+    try {
+      if (v.kind === 'reply') this.reply(ex, v);
+      else this.forward(ex, v);
+    } catch (err) {
+      if (ex.done || ex.headSent) {
+        log.error(`request failed after its answer began: ${(err as Error).message}`);
+        this.socket.destroy();
+      } else {
+        this.reply(ex, decisionFailed(err as Error));
+      }
+    }
   }
 
   private reply(ex: Exchange, reply: LocalReply): void {

@@ -1,0 +1,237 @@
+// The attacks of the security review, end to end at the sidecar's inbound: a pod with capture rules,
+// the sidecar as uid 1337, policies selecting the workload, and an app that logs every connection
+// and request it parses (ECHO_LOG). A raw client in the peer namespace writes exact bytes. For each
+// attack: what the client got, and what reached the app: nothing the policy did not judge.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createPod, netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
+import { binPath, repoRoot } from '../../helpers/repo.js';
+import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+
+const FIXTURES = join(repoRoot, 'test', 'fixtures');
+const token = (name: string): string => readFileSync(join(FIXTURES, 'jwt', name), 'utf8').trim();
+const JWKS = readFileSync(join(FIXTURES, 'jwt', 'jwks.json'), 'utf8').replace(/\n/g, '');
+
+const POLICIES = `apiVersion: security.mesh.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  jwtRules:
+  - issuer: testing@secure.istio.io
+    jwks: '${JWKS}'
+    outputClaimToHeaders: [{header: x-jwt-sub, claim: sub}]
+---
+apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: allow-known, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  action: ALLOW
+  rules:
+  - to: [{operation: {paths: ["/public*", "/secret*", "/headers*"]}}]
+---
+apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: deny-some, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  action: DENY
+  rules:
+  - to: [{operation: {paths: ["/secret", "/public/private*"]}}]
+  - to: [{operation: {hosts: ["blocked.example"]}}]
+  - when: [{key: "request.headers[X-Role]", values: ["admin"]}]
+`;
+
+interface Received {
+  readonly received: string;
+  readonly closed: boolean;
+}
+
+/** Status codes of the responses in what a connection received, in order. */
+const statuses = (r: Received): number[] => [...r.received.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => Number(m[1]));
+
+describe('the sidecar against the attacks of the security review (inbound, policies in force)', { skip: netnsSkip }, () => {
+  let pod: Pod;
+  let app: ChildProcess;
+  let appLog = '';
+  const dir = mkdtempSync(join(tmpdir(), 'pa-sidecar-security-'));
+
+  interface AppEvent { connection?: string; request?: { method: string; url: string; headers: Record<string, string>; body: string } }
+  const appEvents = (): AppEvent[] => appLog.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AppEvent);
+  const appRequests = (): NonNullable<AppEvent['request']>[] => appEvents().flatMap((e) => (e.request ? [e.request] : []));
+
+  /** Sends raw connections from the peer to the app's port (captured inbound); what each got back. */
+  const raw = (cases: { data: string; end?: boolean; quietMs?: number }[], parallel = false): Received[] => {
+    const file = join(dir, `cases-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify(cases.map((c) => ({ ...c, data: Buffer.from(c.data, 'latin1').toString('base64') }))));
+    const r = pod.peer.exec(process.execPath, [join(FIXTURES, 'raw-client.mjs'), POD_V4, '9080', file, ...(parallel ? ['parallel'] : [])]);
+    return JSON.parse(r.stdout) as Received[];
+  };
+  /** Runs `fn`, then answers what reached the app meanwhile (after a moment for its log to come). */
+  const seenByApp = async (fn: () => void): Promise<AppEvent[]> => {
+    const before = appEvents().length;
+    fn();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    return appEvents().slice(before);
+  };
+  const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: web\r\n${extra}\r\n`;
+
+  before(async () => {
+    pod = createPod();
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
+    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
+    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'app="web"\n');
+    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'policy.yaml'), POLICIES);
+    const init = await runCli(['mesh-iptables', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
+      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
+    assert.equal(init.code, 0, init.stderr);
+    app = pod.start('env', ['ECHO_LOG=1', process.execPath, join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']);
+    await new Promise<void>((resolve, reject) => {
+      app.once('exit', (code) => reject(new Error(`app exited with ${code}`)));
+      app.stdout!.setEncoding('utf8').on('data', (d: string) => {
+        appLog += d;
+        if (appLog.includes('listening')) resolve();
+      });
+    });
+    pod.start('env', ['-C', dir, 'POD_NAMESPACE=shop', 'MESH_REQUEST_HEADERS_TIMEOUT=1s', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
+      process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
+    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.equal(wait.code, 0, wait.stderr);
+  });
+  after(() => {
+    pod?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('1. Connection cannot take Content-Length away: the body stays a body, no request is smuggled', async () => {
+    const smuggled = get('/secret');
+    for (const connection of ['content-length', 'close, Content-Length', 'CONTENT-LENGTH']) {
+      const events = await seenByApp(() => {
+        const [r] = raw([{ data: `POST /public HTTP/1.1\r\nHost: web\r\nConnection: ${connection}\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}` }]);
+        assert.deepEqual(statuses(r!), [200], r!.received);
+      });
+      const requests = events.flatMap((e) => (e.request ? [e.request] : []));
+      assert.deepEqual(requests.map((q) => [q.method, q.url, q.body]), [['POST', '/public', smuggled]], connection);
+    }
+    const [host] = raw([{ data: get('/public', 'Connection: host\r\n') }]);
+    assert.deepEqual(statuses(host!), [200], 'Host stays');
+    const [coded] = raw([{ data: 'POST /public HTTP/1.1\r\nHost: web\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n' }]);
+    assert.deepEqual(statuses(coded!), [501]);
+  });
+
+  it('2. what is HTTP is parsed as HTTP: a leading CRLF, any upper-case method; lower-case is 400', async () => {
+    const events = await seenByApp(() => {
+      const r = raw([
+        { data: `\r\n${get('/secret')}` },
+        { data: `\r\n\r\n${get('/public/private/x')}` },
+        { data: 'FOO /secret HTTP/1.1\r\nHost: web\r\n\r\n' },
+        { data: 'FOO /public HTTP/1.1\r\nHost: web\r\n\r\n' },
+        { data: 'get /public HTTP/1.1\r\nHost: web\r\n\r\n' },
+      ]);
+      assert.deepEqual(r.map(statuses), [[403], [403], [403], [200], [400]]);
+    });
+    assert.deepEqual(events.flatMap((e) => (e.request ? [[e.request.method, e.request.url]] : [])), [['FOO', '/public']]);
+  });
+
+  it('2. what is not HTTP gets TCP semantics: ALLOW rules need HTTP, so it is closed before a byte reaches the app', async () => {
+    const clientHello = Buffer.from('16030100a5010000a10303' + '00'.repeat(40), 'hex').toString('latin1');
+    const events = await seenByApp(() => {
+      const r = raw([
+        { data: clientHello },
+        { data: 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' },
+        { data: 'HELLO /secret\r\nGET /secret HTTP/1.1\r\n\r\n' },
+        { data: '\x00\x01\x02GET /secret HTTP/1.1\r\nHost: web\r\n\r\n' },
+      ]);
+      for (const x of r) {
+        assert.equal(x.received, '', 'nothing comes back');
+        assert.equal(x.closed, true, 'the connection is closed');
+      }
+    });
+    assert.deepEqual(events, [], 'no connection, no byte at the app');
+    const stats = await runCli(['request', 'GET', '/stats?filter=rbac'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.match(stats.stdout, /tcp\.inbound\.rbac\.denied: [4-9]/, stats.stdout);
+    const decisions = await runCli(['request', 'GET', '/debug/decisions'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.match(decisions.stdout, /"authz":"denied[^"]*"/);
+  });
+
+  it('3. an Upgrade answered without 101 keeps the connection HTTP: the next request is judged', async () => {
+    const events = await seenByApp(() => {
+      const [r] = raw([{ data: get('/public/ws', 'Connection: upgrade\r\nUpgrade: websocket\r\n') + get('/secret') + get('/public/next') }]);
+      assert.deepEqual(statuses(r!), [200, 403, 200], r!.received);
+    });
+    assert.deepEqual(events.flatMap((e) => (e.request ? [e.request.url] : [])), ['/public/ws', '/public/next']);
+  });
+
+  it('4. absolute-form: policy judges the URI\'s path and authority; the app gets origin-form', async () => {
+    const events = await seenByApp(() => {
+      const r = raw([
+        { data: 'GET http://web/secret HTTP/1.1\r\nHost: web\r\n\r\n' },
+        { data: 'GET http://blocked.example/public HTTP/1.1\r\nHost: ok.example\r\n\r\n' },
+        { data: 'GET http://web/public/x?q=1 HTTP/1.1\r\nHost: elsewhere\r\n\r\n' },
+        { data: 'POST http://web/secret HTTP/1.1\r\nHost: web\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi' },
+      ]);
+      assert.deepEqual(r.map(statuses), [[403], [403], [200], [403]]);
+    });
+    const reqs = events.flatMap((e) => (e.request ? [e.request] : []));
+    assert.deepEqual(reqs.map((q) => [q.url, q.headers['host']]), [['/public/x?q=1', 'web']]);
+  });
+
+  it('4. a Bearer token in a second Authorization line or after another scheme is verified: a forged one is 401', () => {
+    const good = token('demo.jwt');
+    const forged = `${good.slice(0, -4)}AAAA`;
+    const r = raw([
+      { data: get('/headers', `Authorization: Basic Zm9v, Bearer ${forged}\r\n`) },
+      { data: get('/headers', `Authorization: Bearer ${good}\r\nAuthorization: Bearer ${forged}\r\n`) },
+      { data: get('/headers', `Authorization: Basic Zm9v\r\nAuthorization: Bearer ${forged}\r\n`) },
+      { data: get('/headers', `Authorization: Bearer ${good}\r\n`) },
+    ]);
+    assert.deepEqual(r.map(statuses), [[401], [401], [401], [200]]);
+  });
+
+  it('5. paths are normalized before policy, and the app gets the normalized path', async () => {
+    const attacks = ['/public/../secret', '/./secret', '/%73ecret', '/public/%2e%2e/secret', '/secret#x', '/public\\..\\secret', '/public/./private/x', '/%2e/secret'];
+    const events = await seenByApp(() => {
+      const r = raw(attacks.map((p) => ({ data: get(p) })));
+      assert.deepEqual(r.map(statuses), attacks.map(() => [403]), JSON.stringify(r));
+      const bad = raw([{ data: get('/public/%00') }, { data: get('/public/..;/secret') }]);
+      assert.deepEqual(bad.map(statuses), [[400], [400]]);
+      const fine = raw([{ data: get('/public/a/../b?x=../../secret') }]);
+      assert.deepEqual(fine.map(statuses), [[200]]);
+    });
+    assert.deepEqual(events.flatMap((e) => (e.request ? [e.request.url] : [])), ['/public/b?x=../../secret']);
+  });
+
+  it('5. a header condition sees every value, repeated lines or a comma list, any name case', () => {
+    const r = raw([
+      { data: get('/public', 'x-role: user\r\nx-role: admin\r\n') },
+      { data: get('/public', 'x-role: user, admin\r\n') },
+      { data: get('/public', 'X-ROLE: admin\r\n') },
+      { data: get('/public', 'x-role: user\r\n') },
+    ]);
+    assert.deepEqual(r.map(statuses), [[403], [403], [403], [200]]);
+  });
+
+  it('6. a client\'s own claim header never reaches the app; a verified token\'s claim does', () => {
+    const [forged, real] = raw([
+      { data: get('/headers', 'x-jwt-sub: admin\r\n') },
+      { data: get('/headers', `x-jwt-sub: admin\r\nAuthorization: Bearer ${token('demo.jwt')}\r\n`) },
+    ]);
+    const seen = (r: Received): Record<string, string> => (JSON.parse(r.received.slice(r.received.indexOf('\r\n\r\n') + 4)) as { headers: Record<string, string> }).headers;
+    assert.equal(seen(forged!)['x-jwt-sub'], undefined);
+    assert.equal(seen(real!)['x-jwt-sub'], 'testing@secure.istio.io');
+  });
+
+  it('7. a client that sends half a head holds no connection at the app, and is closed at the head time-out', async () => {
+    const events = await seenByApp(() => {
+      const r = raw(Array.from({ length: 100 }, () => ({ data: 'G', quietMs: 3000 })), true);
+      for (const x of r) assert.equal(x.closed, true, 'closed by the proxy within the 1 s head time-out');
+    });
+    assert.deepEqual(events.filter((e) => e.connection), [], 'the app saw no connection');
+  });
+});
