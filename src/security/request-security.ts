@@ -1,14 +1,19 @@
 // The two checks every policed request passes, in Envoy's filter order: the JWT (RequestAuthentication;
 // a token present but not verifiable is 401), then AuthorizationPolicy (denied is 403). The gateway
 // and the sidecar's inbound listener both use it; only the gateway then routes on the claims.
+//
+// Policy judges the request the backend will get: every header line (header-lines.ts), after the
+// JWT filter's edits (token removed, claim headers written, a client's copies of them dropped).
+// Connections that are not HTTP get the same policies with Istio's TCP semantics (checkConnection).
 import type { IncomingMessage } from 'node:http';
 import type { AuthorizationPolicy, JwtRule } from '../config/resources/types.js';
 import type { LocalReply } from '../proxy/decider.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
-import { evaluate, type AuthzDecision } from './authz/evaluate.js';
-import type { AuthnResult, JwtAuthenticator } from './jwt/authenticator.js';
+import { evaluate, evaluateConnection, type AuthzDecision } from './authz/evaluate.js';
+import { requestHeaderLines } from './header-lines.js';
+import type { AuthnResult, JwtAuthenticator, RequestHeaders } from './jwt/authenticator.js';
 
-/** What the request looks like to policy, beyond its headers. */
+/** What the request (or connection) looks like to policy, beyond its headers. */
 export interface RequestContext {
   /** The destination port (the gateway's listener port, the app's port inbound). */
   readonly port: number;
@@ -18,20 +23,44 @@ export interface RequestContext {
   readonly remoteIp?: string;
 }
 
+/** A connection that is not HTTP: its destination port and addresses. */
+export type ConnectionContext = RequestContext;
+
+/** Edits of the forwarded request; fresh arrays per request: the caller may add its own to them. */
+export interface SecurityEdits {
+  /** Lower-case names and values to set (replacing every line of the same name). */
+  setHeaders: [string, string][];
+  /** Lower-case names of headers to drop (every line). */
+  removeHeaders: string[];
+  /** The request target to forward, when it changed (a token's query parameter removed). */
+  path?: string;
+}
+
 export interface SecurityOutcome {
   readonly authn: AuthnResult;
   readonly authz?: AuthzDecision;
   /** Set when the request is refused (401 or 403). */
   readonly reply?: LocalReply;
+  /** What to forward: the edits the policy judged the request with (the same as upstreamEdits). */
+  readonly edits: SecurityEdits;
 }
 
 const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access denied' };
 const ABSENT: AuthnResult = { outcome: 'absent' };
 
+/**
+ * `value` as an RFC 9110 quoted-string: `\` and `"` escaped, characters a quoted-string cannot hold
+ * (controls other than HTAB, DEL, anything beyond U+00FF) dropped. The Host header is the client's
+ * text: unescaped, a `"` in it would end the realm and let it write its own auth-params.
+ */
+export function quotedString(value: string): string {
+  return `"${value.replace(/[^\t\x20-\x7e\x80-\xff]/g, '').replace(/["\\]/g, '\\$&')}"`;
+}
+
 function unauthorized(result: Extract<AuthnResult, { outcome: 'invalid' }>, host: string): LocalReply {
   return {
     kind: 'reply', status: 401, body: result.message,
-    headers: { 'www-authenticate': `Bearer realm="${host}", error="invalid_token"` },
+    headers: { 'www-authenticate': `Bearer realm=${quotedString(host)}, error="invalid_token"` },
   };
 }
 
@@ -65,42 +94,75 @@ export class RequestSecurity {
     return !this.hasRules && this.policies.length === 0;
   }
 
-  /** Header and URL edits for the forwarded request: the token removed unless forwarded, claims to headers. */
-  upstreamEdits(authn: AuthnResult, url: string): { setHeaders: [string, string][]; removeHeaders: string[]; path?: string } {
-    if (authn.outcome !== 'valid') return { setHeaders: [], removeHeaders: [] };
+  /**
+   * Some AuthorizationPolicy is in force: connections that are not HTTP go through checkConnection.
+   * False: every connection is allowed without evaluation (RequestAuthentication alone never blocks TCP).
+   */
+  get hasPolicies(): boolean {
+    return this.policies.length > 0;
+  }
+
+  /**
+   * Header and URL edits for the forwarded request, whatever the JWT outcome: the token(s) removed
+   * unless forwarded and claims to headers (valid), a client's own copy of a header a rule writes
+   * dropped (always). `check` computes the same edits once as `SecurityOutcome.edits`; prefer those.
+   * Without `headers`, a cookie that carried a token cannot be cut out: the `cookie` header is removed.
+   */
+  upstreamEdits(authn: AuthnResult, url: string, headers?: RequestHeaders): SecurityEdits {
     // Fresh arrays per call: the caller may add its own edits to them.
-    const { setHeaders, removeHeaders, url: edited } = this.authenticator.upstreamEdits(authn, { url });
+    if (!this.hasRules) return { setHeaders: [], removeHeaders: [] };
+    const { setHeaders, removeHeaders, url: edited } = this.authenticator.upstreamEdits(authn, headers === undefined ? { url } : { url, headers });
     return edited !== url ? { setHeaders, removeHeaders, path: edited } : { setHeaders, removeHeaders };
   }
 
   /** Authenticates then authorizes; synchronous unless keys must be fetched. Fills in `draft`. */
   check(req: IncomingMessage, ctx: RequestContext, draft: DecisionDraft): SecurityOutcome | Promise<SecurityOutcome> {
-    const authn = this.hasRules ? this.authenticator.authenticate({ headers: req.headers, url: req.url ?? '/' }) : ABSENT;
-    if (authn instanceof Promise) return authn.then((a) => this.authorize(req, ctx, draft, a));
-    return this.authorize(req, ctx, draft, authn);
+    const url = req.url ?? '/';
+    if (this.idle) return this.authorize(req, req.headers, url, ctx, draft, ABSENT);
+    const headers = requestHeaderLines(req);
+    const authn = this.hasRules ? this.authenticator.authenticate({ headers, url }) : ABSENT;
+    if (authn instanceof Promise) return authn.then((a) => this.authorize(req, headers, url, ctx, draft, a));
+    return this.authorize(req, headers, url, ctx, draft, authn);
   }
 
-  private authorize(req: IncomingMessage, ctx: RequestContext, draft: DecisionDraft, authn: AuthnResult): SecurityOutcome {
+  /** Authorizes a connection that is not HTTP (Istio's TCP semantics); counted as stage `authz`. */
+  checkConnection(ctx: ConnectionContext): AuthzDecision {
+    if (this.policies.length === 0) return { allowed: true, reason: 'no policies' };
+    const decision = evaluateConnection(this.policies, {
+      port: ctx.port,
+      ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp } : {}),
+      ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
+    });
+    this.decisions.count('authz', decision.allowed ? 'allowed' : 'denied');
+    return decision;
+  }
+
+  private authorize(
+    req: IncomingMessage, headers: RequestHeaders, url: string, ctx: RequestContext, draft: DecisionDraft, authn: AuthnResult,
+  ): SecurityOutcome {
     this.decisions.count('jwt', authn.outcome);
+    const edits = this.upstreamEdits(authn, url, headers);
     if (authn.outcome === 'invalid') {
       draft.jwt = `invalid: ${authn.reason}: ${authn.message}`;
       draft.authz = 'not evaluated';
-      return { authn, reply: unauthorized(authn, draft.authority) };
+      return { authn, edits, reply: unauthorized(authn, draft.authority) };
     }
     draft.jwt = authn.outcome;
     if (authn.outcome === 'valid') draft.principal = authn.principal;
     if (this.policies.length === 0) {
       draft.authz = 'allowed: no policies';
       this.decisions.count('authz', 'allowed');
-      return { authn };
+      return { authn, edits };
     }
     const valid = authn.outcome === 'valid' ? authn : undefined;
+    const host = headers.host;
     const authz = evaluate(this.policies, {
       method: req.method ?? 'GET',
-      path: pathOnly(req.url ?? '/'),
-      host: hostOnly(req.headers.host ?? ''),
+      path: pathOnly(url),
+      host: hostOnly((typeof host === 'string' ? host : host?.[0]) ?? ''),
       port: ctx.port,
-      headers: req.headers,
+      headers,
+      headerEdits: { remove: edits.removeHeaders, set: edits.setHeaders },
       ...(valid ? { principal: valid.principal, claims: valid.claims, audiences: [...valid.audiences] } : {}),
       ...(valid?.presenter ? { presenter: valid.presenter } : {}),
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp, remoteIp: ctx.remoteIp ?? ctx.sourceIp } : {}),
@@ -109,6 +171,6 @@ export class RequestSecurity {
     const verdict = authz.allowed ? 'allowed' : 'denied';
     draft.authz = authz.reason.startsWith(verdict) ? authz.reason : `${verdict}: ${authz.reason}`;
     this.decisions.count('authz', authz.allowed ? 'allowed' : 'denied');
-    return authz.allowed ? { authn, authz } : { authn, authz, reply: DENIED };
+    return authz.allowed ? { authn, authz, edits } : { authn, authz, edits, reply: DENIED };
   }
 }

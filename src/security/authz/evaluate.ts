@@ -1,12 +1,20 @@
 // AuthorizationPolicy evaluation in Istio's order: CUSTOM (not supported here: never matches, and
 // said so in the reason), then DENY (any match denies), then ALLOW (when any ALLOW policy applies,
 // one must match). AUDIT policies are evaluated for the record and never change the outcome. Pure.
+//
+// Two entry points: `evaluate` for an HTTP request, `evaluateConnection` for a connection that is
+// not HTTP (Istio's TCP semantics: an ALLOW rule needing an HTTP-only field matches no connection,
+// a DENY or AUDIT rule's HTTP-only fields are ignored, so it denies more). Header conditions read
+// every value of a header (header-values.ts). authz/README.md has the rules and why.
 import type {
   AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule, AuthorizationSource,
 } from '../../config/resources/types.js';
 import { claimValues, parsePolicyClaimKey } from '../claims.js';
 import { ipInBlocks, parseIp } from './cidr.js';
+import { editedHeader, headerCandidates, type AuthzHeaderEdits } from './header-values.js';
 import { matchAny, matchValue } from './values.js';
+
+export type { AuthzHeaderEdits } from './header-values.js';
 
 export interface AuthzRequest {
   readonly method: string;
@@ -16,7 +24,13 @@ export interface AuthzRequest {
   readonly host: string;
   /** The destination port. */
   readonly port: number;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** Lower-case names; a repeated header as a list of its lines, or as one string joined with ", ". */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  /**
+   * The edits the proxy makes before forwarding (the JWT filter's: token removed, claim headers
+   * written, forged ones dropped): `request.headers[...]` reads the headers as the backend gets them.
+   */
+  readonly headerEdits?: AuthzHeaderEdits;
   /** `iss/sub` of a valid JWT. */
   readonly principal?: string;
   /** The validated JWT payload. */
@@ -35,6 +49,19 @@ export interface AuthzRequest {
   readonly sni?: string;
 }
 
+/** A connection that is not HTTP, as policy sees it (the peer address is also `remote.ip`). */
+export interface AuthzConnection {
+  /** The destination port. */
+  readonly port: number;
+  /** The peer address. */
+  readonly sourceIp?: string;
+  readonly destinationIp?: string;
+  /** mTLS peer identity, when there is one. */
+  readonly sourcePrincipal?: string;
+  readonly sourceNamespace?: string;
+  readonly sni?: string;
+}
+
 export interface AuthzDecision {
   readonly allowed: boolean;
   /** For the decision log: `denied by DENY policy ns/name rule 0`, `allowed by ALLOW policy ns/name`... */
@@ -49,6 +76,12 @@ export interface AuthzDecision {
   readonly unsupported?: readonly string[];
 }
 
+/** `host[:port]` → the host (lower-case) and the port, if written. */
+function splitAuthority(authority: string): [string, string | undefined] {
+  const m = /:(\d+)$/.exec(authority);
+  return m ? [authority.slice(0, m.index).toLowerCase(), m[1]] : [authority.toLowerCase(), undefined];
+}
+
 /** The request's attributes, each derived at most once and only when a policy reads it. */
 class AuthzView {
   private hostsCache: readonly string[] | undefined;
@@ -57,8 +90,10 @@ class AuthzView {
   private remoteCache: Uint8Array | null | undefined;
   private destinationCache: Uint8Array | null | undefined;
   private portText: string | undefined;
+  private headerCache: Map<string, readonly string[] | undefined> | undefined;
 
-  constructor(readonly req: AuthzRequest) {}
+  /** `tcp`: a connection, not a request; HTTP-only fields do not apply (see ruleMatches). */
+  constructor(readonly req: AuthzRequest, readonly tcp = false) {}
 
   get path(): string {
     if (this.pathCache === undefined) {
@@ -75,12 +110,18 @@ class AuthzView {
   /**
    * The host as policy values may name it: bare, and with a port (the Host header's, else the
    * destination port), so `foo.com` matches on any port and `foo.com:8080` on that port only.
+   * Every candidate of the Host header counts (header-values.ts), beside the request's host.
    */
   get hosts(): readonly string[] {
     if (!this.hostsCache) {
-      const host = this.req.host.toLowerCase();
-      const m = /:(\d+)$/.exec(this.header('host') ?? '');
-      this.hostsCache = [host, `${host}:${m ? m[1] : this.port}`];
+      const out: string[] = [];
+      const add = (host: string, port: string | undefined): void => {
+        for (const h of [host, `${host}:${port ?? this.port}`]) if (!out.includes(h)) out.push(h);
+      };
+      const authorities = this.header('host') ?? [];
+      add(this.req.host.toLowerCase(), authorities.length > 0 ? splitAuthority(authorities[0]!)[1] : undefined);
+      for (const a of authorities) add(...splitAuthority(a));
+      this.hostsCache = out;
     }
     return this.hostsCache;
   }
@@ -101,9 +142,14 @@ class AuthzView {
     return this.destinationCache ?? undefined;
   }
 
-  header(name: string): string | undefined {
-    const v = this.req.headers[name];
-    return typeof v === 'string' ? v : v === undefined ? undefined : v.join(',');
+  /** The candidates of header `name` (any case) as the backend will get it; undefined when absent. */
+  header(name: string): readonly string[] | undefined {
+    const lower = name.toLowerCase();
+    const cache = (this.headerCache ??= new Map());
+    if (cache.has(lower)) return cache.get(lower);
+    const values = headerCandidates(editedHeader(this.req.headers, this.req.headerEdits, lower));
+    cache.set(lower, values);
+    return values;
   }
 }
 
@@ -120,9 +166,24 @@ function field(values: readonly string[] | undefined, notValues: readonly string
   return (!set(values) || anyMatches(values, attribute)) && (!set(notValues) || !anyMatches(notValues, attribute));
 }
 
+// ---- HTTP-only fields, for connections (Istio's "Authorization on TCP") ----
+
+/** `when` keys that only a request has: headers, and everything about its JWT. */
+function isHttpOnlyKey(key: string): boolean {
+  return key.startsWith('request.');
+}
+
+/** Whether a rule needs an HTTP-only field: `requestPrincipals`, `hosts`, `methods`, `paths` (and `not` forms), `request.*`. */
+function needsHttp(rule: AuthorizationRule): boolean {
+  return rule.from.some((s) => set(s.requestPrincipals) || set(s.notRequestPrincipals))
+    || rule.to.some((o) => set(o.hosts) || set(o.notHosts) || set(o.methods) || set(o.notMethods) || set(o.paths) || set(o.notPaths))
+    || rule.when.some((c) => isHttpOnlyKey(c.key));
+}
+
 function sourceMatches(s: AuthorizationSource, view: AuthzView): boolean {
   const r = view.req;
-  return field(s.requestPrincipals, s.notRequestPrincipals, r.principal)
+  // On a connection the HTTP-only fields are ignored (only DENY and AUDIT rules get this far).
+  return (view.tcp || field(s.requestPrincipals, s.notRequestPrincipals, r.principal))
     && field(s.principals, s.notPrincipals, r.sourcePrincipal)
     && field(s.namespaces, s.notNamespaces, r.sourceNamespace)
     && (!set(s.ipBlocks) || ipInBlocks(s.ipBlocks, view.sourceIp))
@@ -142,12 +203,13 @@ function anyHostMatches(patterns: readonly string[], view: AuthzView): boolean {
 }
 
 function operationMatches(o: AuthorizationOperation, view: AuthzView): boolean {
-  return field(o.methods, o.notMethods, view.req.method)
-    && field(o.paths, o.notPaths, view.path)
-    && (!set(o.ports) || o.ports.includes(view.port))
+  return (!set(o.ports) || o.ports.includes(view.port))
     && (!set(o.notPorts) || !o.notPorts.includes(view.port))
-    && (!set(o.hosts) || anyHostMatches(o.hosts, view))
-    && (!set(o.notHosts) || !anyHostMatches(o.notHosts, view));
+    && (view.tcp || (
+      field(o.methods, o.notMethods, view.req.method)
+      && field(o.paths, o.notPaths, view.path)
+      && (!set(o.hosts) || anyHostMatches(o.hosts, view))
+      && (!set(o.notHosts) || !anyHostMatches(o.notHosts, view))));
 }
 
 const HEADER_KEY = /^request\.headers\[([^\]]+)\]$/;
@@ -161,9 +223,9 @@ function attribute(c: AuthorizationCondition, view: AuthzView): readonly string[
     if (!path) return 'unknown';
     return r.claims === undefined || r.claims === null ? undefined : claimValues(r.claims, path);
   }
-  if (c.header !== undefined) return one(view.header(c.header));
+  if (c.header !== undefined) return view.header(c.header);
   const header = HEADER_KEY.exec(c.key);
-  if (header) return one(view.header(header[1]!.toLowerCase()));
+  if (header) return view.header(header[1]!);
   switch (c.key) {
     case 'request.auth.principal': return one(r.principal);
     case 'request.auth.audiences': return r.audiences;
@@ -183,11 +245,14 @@ function ipCondition(c: AuthorizationCondition, ip: Uint8Array | undefined): boo
 }
 
 /**
- * A `when` condition: `values` holds when any value matches (any element, for list attributes),
- * `notValues` when none does; a missing attribute fails `values` and satisfies `notValues`. A key
- * this evaluator does not know fails closed: it holds in a DENY policy and fails in any other.
+ * A `when` condition: `values` holds when any value matches (any element, for list attributes;
+ * any candidate, for a header), `notValues` when none does; a missing attribute fails `values` and
+ * satisfies `notValues`. A key this evaluator does not know fails closed: it holds in a DENY
+ * policy and fails in any other.
  */
 function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: AuthorizationAction): boolean {
+  // On a connection an HTTP-only key is ignored (only DENY and AUDIT rules get this far).
+  if (view.tcp && isHttpOnlyKey(c.key)) return true;
   switch (c.key) {
     case 'source.ip': return ipCondition(c, view.sourceIp);
     case 'remote.ip': return ipCondition(c, view.remoteIp);
@@ -201,6 +266,9 @@ function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: Auth
 }
 
 function ruleMatches(rule: AuthorizationRule, view: AuthzView, action: AuthorizationAction): boolean {
+  // Istio drops an ALLOW rule that needs HTTP from a TCP filter (it allows less); DENY and AUDIT
+  // rules keep their other fields (they deny more). A DENY rule of HTTP fields alone denies all.
+  if (view.tcp && action === 'ALLOW' && needsHttp(rule)) return false;
   if (rule.from.length > 0 && !rule.from.some((s) => sourceMatches(s, view))) return false;
   if (rule.to.length > 0 && !rule.to.some((o) => operationMatches(o, view))) return false;
   for (const c of rule.when) if (!conditionHolds(c, view, action)) return false;
@@ -214,10 +282,26 @@ function matchingRule(policy: AuthorizationPolicy, view: AuthzView): number {
 
 const id = (p: AuthorizationPolicy): string => `${p.meta.namespace}/${p.meta.name}`;
 
-/** Evaluates the policies that select this workload (selection is the caller's). */
+const NO_HEADERS: AuthzRequest['headers'] = Object.freeze({});
+
+/** Evaluates the policies that select this workload for an HTTP request (selection is the caller's). */
 export function evaluate(policies: readonly AuthorizationPolicy[], req: AuthzRequest): AuthzDecision {
   if (policies.length === 0) return { allowed: true, reason: 'no policies' };
-  const view = new AuthzView(req);
+  return decide(policies, new AuthzView(req));
+}
+
+/**
+ * Evaluates the policies for a connection that is not HTTP (Istio's TCP semantics, above). The
+ * peer address is `source.ip`, `remote.ip` and what `ipBlocks` and `remoteIpBlocks` test.
+ */
+export function evaluateConnection(policies: readonly AuthorizationPolicy[], conn: AuthzConnection): AuthzDecision {
+  if (policies.length === 0) return { allowed: true, reason: 'no policies' };
+  // The HTTP attributes are never read on a connection: empty placeholders.
+  const req: AuthzRequest = { method: '', path: '', host: '', headers: NO_HEADERS, ...conn };
+  return decide(policies, new AuthzView(req, true));
+}
+
+function decide(policies: readonly AuthorizationPolicy[], view: AuthzView): AuthzDecision {
   let unsupported: string[] | undefined;
   let audited: string[] | undefined;
   let allowCount = 0;

@@ -1,21 +1,26 @@
-// RequestAuthentication as Istio has Envoy's jwt_authn do it: find the token (token-source), check
-// its shape, issuer, time and audience (verify), its signature against the rule's keys (jwks,
-// key-set), and remember verified tokens (token-cache).
+// RequestAuthentication as Istio has Envoy's jwt_authn do it: find the tokens (token-source), check
+// each one's shape, issuer, time and audience (verify), its signature against the rule's keys (jwks,
+// key-set), and remember verified tokens (token-cache). Every token the request carries must verify
+// (Envoy checks only the first; a second one would reach the backend unverified); the first invalid
+// one answers, else the first token is the request's identity.
 //
 // `authenticate` returns a plain value whenever it can: no token, a token refused by the cheap
 // checks, or a token verified before (the cache). Only a token that needs a signature check (or a
 // key set still being fetched) yields a promise, so the steady state of a client re-sending its
 // token costs a header read, a Map lookup and no promise. Callers test `instanceof Promise`.
+// Several tokens are checked one after the other, stopping at the first invalid one: a request
+// stuffed with forged tokens costs at most one failed signature check, as a single token does.
 import type { JwtRule } from '../../config/resources/types.js';
 import { claimAt } from '../claims.js';
 import { discoveryUrl, fetchTextWith, InlineKeys, isHttpUrl, MissingKeys, nodeFetchText, RemoteKeys, type FetchText, type KeySource, type KeyStatus, type Log } from './jwks.js';
 import type { KeySet, KeyEntry } from './key-set.js';
 import { ABSENT, describeLocation, invalid, type AuthnResult, type InvalidToken, type TokenLocation, type ValidToken } from './result.js';
 import { TokenCache } from './token-cache.js';
-import { cookieWithout, findToken, planLocations, urlWithoutParam, type FoundToken, type RequestHeaders, type TokenPlan } from './token-source.js';
+import { cookieWithout, findTokens, planLocations, urlWithoutParam, type FoundToken, type RequestHeaders, type TokenPlan } from './token-source.js';
 import { checkAudience, checkTime, decodeToken, isDecoded, verifySignature, type DecodedToken } from './verify.js';
 
 export type { AuthnReason, AuthnResult, InvalidToken, TokenLocation, ValidToken } from './result.js';
+export type { RequestHeaders } from './token-source.js';
 export type { KeyStatus } from './jwks.js';
 
 export interface JwtAuthenticatorOptions {
@@ -75,6 +80,7 @@ interface Plan {
   readonly outputHeaders: readonly string[];
 }
 
+/** One verification of a token; a token found in several locations may have one per location. */
 interface Cached {
   readonly result: ValidToken;
   readonly source: KeySource;
@@ -82,10 +88,13 @@ interface Cached {
   readonly keys: KeySet;
 }
 
-type Outcome = AuthnResult | Promise<AuthnResult>;
+/** What checking one token yields: never `absent`. */
+type Checked = ValidToken | InvalidToken;
+type Outcome = Checked | Promise<Checked>;
 
 const EMPTY_PLAN: Plan = { rules: [], tokens: planLocations([]), issuers: new Set(), outputHeaders: [] };
-const CR_LF_NUL = /[\r\n\0]/;
+/** Control characters (HTAB aside) and DEL: a header value may not hold them (RFC 9110 5.5). */
+const CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
 
 const noop = (): void => undefined;
 
@@ -97,11 +106,15 @@ function deepFreeze<T>(v: T): T {
   return v;
 }
 
-/** A claim as a header value: a string as is, anything else as JSON text; none for absent or unsafe. */
+/**
+ * A claim as a header value: a string as is, anything else as JSON text; none for absent or unsafe
+ * (CR, LF, NUL or another control character: header injection, or a value the proxy cannot write).
+ * Characters beyond Latin-1 stay as they are: the value is a JS string, written out as UTF-8.
+ */
 function claimHeaderValue(v: unknown): string | undefined {
   if (v === undefined || v === null) return undefined;
   const text = typeof v === 'string' ? v : JSON.stringify(v);
-  return CR_LF_NUL.test(text) ? undefined : text;
+  return CONTROL.test(text) ? undefined : text;
 }
 
 /** The payload part of a compact JWS, as sent: base64url, unpadded (what Envoy forwards). */
@@ -114,13 +127,13 @@ export class JwtAuthenticator {
   private readonly now: () => number;
   private readonly log: Log;
   private readonly remoteOptions: ConstructorParameters<typeof RemoteKeys>[1];
-  private readonly cache: TokenCache<Cached>;
+  private readonly cache: TokenCache<readonly Cached[]>;
   /** Remote key sets by URL, kept across setRules while still named. */
   private remotes = new Map<string, RemoteKeys>();
   /** Parsed inline key sets by text, kept across setRules while still used. */
   private inlines = new Map<string, InlineKeys>();
   /** Verifications under way, by token: concurrent requests with one new token verify it once. */
-  private readonly pending = new Map<string, { readonly location: TokenLocation; readonly result: Promise<AuthnResult> }>();
+  private readonly pending = new Map<string, { readonly location: TokenLocation; readonly result: Promise<Checked> }>();
   private plan: Plan = EMPTY_PLAN;
   private counters = { cacheHits: 0, cacheMisses: 0, signatureVerifications: 0 };
   private readonly countVerification = (): void => {
@@ -168,26 +181,49 @@ export class JwtAuthenticator {
   authenticate(req: AuthnRequest): AuthnResult | Promise<AuthnResult> {
     const plan = this.plan;
     if (plan.rules.length === 0) return ABSENT;
-    let found: FoundToken | undefined;
+    let found: FoundToken[];
     try {
-      found = findToken(plan.tokens, req.headers, req.url);
-      if (found === undefined) return ABSENT;
-      const hit = this.cache.get(found.token, this.now());
-      if (hit !== undefined && hit.result.location === found.at.location && hit.source.current === hit.keys) {
+      found = findTokens(plan.tokens, req.headers, req.url);
+    } catch (e) {
+      // Fail closed: a token that could not be looked for must not pass as no token.
+      return this.unexpected(e, plan.tokens.locations[0]!.location);
+    }
+    if (found.length === 0) return ABSENT;
+    return this.checkAll(plan, found, 0, undefined);
+  }
+
+  /** Tokens `from` on, in order: the first invalid one answers; all valid: the first one's result. */
+  private checkAll(plan: Plan, found: readonly FoundToken[], from: number, first: ValidToken | undefined): Outcome {
+    for (let i = from; i < found.length; i++) {
+      const outcome = this.checkOne(plan, found[i]!);
+      if (outcome instanceof Promise) {
+        return outcome.then((r) => (r.outcome === 'invalid' ? r : this.checkAll(plan, found, i + 1, first ?? r)));
+      }
+      if (outcome.outcome === 'invalid') return outcome;
+      first ??= outcome;
+    }
+    return withOtherLocations(first!, found);
+  }
+
+  /** One token: the cache, a verification under way, or the checks. */
+  private checkOne(plan: Plan, found: FoundToken): Outcome {
+    const location = found.at.location;
+    try {
+      const hit = this.cache.get(found.token, this.now())?.find((c) => c.result.location === location);
+      if (hit !== undefined && hit.source.current === hit.keys) {
         this.counters.cacheHits += 1;
         return hit.result;
       }
       this.counters.cacheMisses += 1;
       const pending = this.pending.get(found.token);
-      if (pending !== undefined && pending.location === found.at.location) return pending.result;
+      if (pending !== undefined && pending.location === location) return pending.result;
       const outcome = this.check(plan, found);
       if (!(outcome instanceof Promise)) return outcome;
-      const at = found.at.location;
-      const settled = outcome.catch((e: unknown) => this.unexpected(e, at));
+      const settled = outcome.catch((e: unknown) => this.unexpected(e, location));
       this.track(found, settled);
       return settled;
     } catch (e) {
-      return found === undefined ? ABSENT : this.unexpected(e, found.at.location);
+      return this.unexpected(e, location);
     }
   }
 
@@ -197,19 +233,33 @@ export class JwtAuthenticator {
     return invalid({ reason: 'malformed', message: 'JWT could not be checked' }, location);
   }
 
+  /**
+   * Edits of the forwarded request. For a valid token: every location that carried a token removed
+   * (unless the rule forwards it), then the payload and claim headers written. Whatever the outcome,
+   * a client's own copy of a header some rule writes is removed: only this filter may assert it.
+   */
   upstreamEdits(result: AuthnResult, req: { readonly url: string; readonly headers?: RequestHeaders }): UpstreamEdits {
     let url = req.url;
     const removeHeaders: string[] = [];
     const setHeaders: [string, string][] = [];
     if (result.outcome === 'valid') {
-      const { rule, location } = result;
+      const { rule } = result;
       if (!rule.forwardOriginalToken) {
-        if (location.kind === 'header') removeHeaders.push(location.name);
-        else if (location.kind === 'param') url = urlWithoutParam(url, location.name);
-        else if (req.headers !== undefined) {
-          const rest = cookieWithout(req.headers.cookie, location.name);
-          if (rest === undefined) removeHeaders.push('cookie');
-          else setHeaders.push(['cookie', rest]);
+        let cookie = req.headers?.cookie;
+        let cookieEdited = false;
+        for (const location of tokenLocations(result)) {
+          if (location.kind === 'header') {
+            if (!removeHeaders.includes(location.name)) removeHeaders.push(location.name);
+          } else if (location.kind === 'param') {
+            url = urlWithoutParam(url, location.name);
+          } else {
+            cookie = cookieWithout(cookie, location.name);
+            cookieEdited = true;
+          }
+        }
+        if (cookieEdited) {
+          if (cookie === undefined) removeHeaders.push('cookie');
+          else setHeaders.push(['cookie', typeof cookie === 'string' ? cookie : cookie.join('; ')]);
         }
       }
       if (rule.outputPayloadToHeader !== undefined && rule.outputPayloadToHeader !== '') {
@@ -220,7 +270,8 @@ export class JwtAuthenticator {
         if (value !== undefined) setHeaders.push([header.toLowerCase(), value]);
       }
     }
-    // Headers a rule writes are this filter's word about the token: a client's own copy is dropped.
+    // Headers a rule writes are this filter's word about the token: a client's own copy is dropped
+    // (a set header replaces every line of that name; the others are removed).
     for (const name of this.plan.outputHeaders) {
       if (!removeHeaders.includes(name) && !setHeaders.some(([n]) => n === name)) removeHeaders.push(name);
     }
@@ -283,7 +334,7 @@ export class JwtAuthenticator {
     return remote;
   }
 
-  private track(found: FoundToken, result: Promise<AuthnResult>): void {
+  private track(found: FoundToken, result: Promise<Checked>): void {
     const entry = { location: found.at.location, result };
     this.pending.set(found.token, entry);
     void result.finally(() => {
@@ -351,7 +402,7 @@ export class JwtAuthenticator {
     return this.verified(plan, found, d, state, keys, selection.keys);
   }
 
-  private async verified(plan: Plan, found: FoundToken, d: DecodedToken, state: RuleState, keys: KeySet, candidates: readonly KeyEntry[]): Promise<AuthnResult> {
+  private async verified(plan: Plan, found: FoundToken, d: DecodedToken, state: RuleState, keys: KeySet, candidates: readonly KeyEntry[]): Promise<Checked> {
     const failure = await verifySignature(found.token, d.alg, candidates, this.countVerification);
     if (failure !== undefined) return invalid(failure, found.at.location, d.iss);
     const issuer = d.iss!;
@@ -369,9 +420,32 @@ export class JwtAuthenticator {
       token: found.token,
     };
     Object.freeze(result);
-    if (plan === this.plan) this.cache.set(found.token, { result, source: state.keys, keys }, d.exp === undefined ? Infinity : d.exp * 1000, this.now());
+    if (plan === this.plan) {
+      // One entry per token, holding its verification at each location (a client may send one token twice).
+      const now = this.now();
+      const others = this.cache.get(found.token, now)?.filter((c) => c.result.location !== result.location) ?? [];
+      this.cache.set(found.token, [...others, { result, source: state.keys, keys }], d.exp === undefined ? Infinity : d.exp * 1000, now);
+    }
     return result;
   }
+}
+
+/** Where the tokens of a valid result were: its own location, then the others. */
+function tokenLocations(result: ValidToken): readonly TokenLocation[] {
+  return result.alsoFoundAt === undefined ? [result.location] : [result.location, ...result.alsoFoundAt];
+}
+
+/**
+ * The first token's result, naming the other locations that carried a (verified) token, so that
+ * upstreamEdits removes them too. The cached result is shared: a new object, only when needed.
+ */
+function withOtherLocations(first: ValidToken, found: readonly FoundToken[]): ValidToken {
+  let others: TokenLocation[] | undefined;
+  for (const f of found) {
+    const l = f.at.location;
+    if (l !== first.location && !others?.includes(l)) (others ??= []).push(l);
+  }
+  return others === undefined ? first : Object.freeze({ ...first, alsoFoundAt: Object.freeze(others) });
 }
 
 /** One key set fetch: whether it worked, how long it took, whether the one before it (same URL) failed. */

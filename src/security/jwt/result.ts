@@ -41,7 +41,13 @@ export interface ValidToken {
   readonly claims: Readonly<Record<string, unknown>>;
   /** The rule that verified it. */
   readonly rule: JwtRule;
+  /** Where this token was found. */
   readonly location: TokenLocation;
+  /**
+   * The other locations that carried a token in this request (each verified, see jwt/README.md);
+   * absent when only `location` did. Removed upstream with it unless the rule forwards the token.
+   */
+  readonly alsoFoundAt?: readonly TokenLocation[];
   /** The token as presented (never log it). */
   readonly token: string;
 }

@@ -131,6 +131,46 @@ describe('when conditions', () => {
   });
 });
 
+describe('header conditions read every value of the header (review finding 4)', () => {
+  const denyAdmin = policy('default/deny-admin', 'DENY', [{ when: [when('request.headers[x-role]', ['admin'])] }]);
+  const denyNotUser = policy('default/deny-not-user', 'DENY', [{ when: [when('request.headers[x-role]', undefined, ['user'])] }]);
+  const allowUser = policy('default/allow-user', 'ALLOW', [{ when: [when('request.headers[x-role]', ['user'])] }]);
+  const denyEvilHost = policy('default/deny-host', 'DENY', [{ to: [{ hosts: ['evil.example'] }] }]);
+  const cases: { name: string; policies: ReturnType<typeof policy>[]; headers: AuthzRequest['headers']; allowed: boolean }[] = [
+    { name: 'DENY values: one value', policies: [denyAdmin], headers: { 'x-role': 'admin' }, allowed: false },
+    { name: 'DENY values: another value', policies: [denyAdmin], headers: { 'x-role': 'user' }, allowed: true },
+    { name: 'DENY values: a second line', policies: [denyAdmin], headers: { 'x-role': ['user', 'admin'] }, allowed: false },
+    { name: 'DENY values: lines joined by node:http', policies: [denyAdmin], headers: { 'x-role': 'user, admin' }, allowed: false },
+    { name: 'DENY values: a list without spaces', policies: [denyAdmin], headers: { 'x-role': 'user,admin' }, allowed: false },
+    { name: 'DENY values: the whole value still matches', policies: [policy('default/d', 'DENY', [{ when: [when('request.headers[x-role]', ['user, admin'])] }])], headers: { 'x-role': 'user, admin' }, allowed: false },
+    { name: 'DENY values: a prefix pattern on an element', policies: [policy('default/d', 'DENY', [{ when: [when('request.headers[x-role]', ['adm*'])] }])], headers: { 'x-role': ['user', 'admin'] }, allowed: false },
+    { name: 'DENY notValues: every value matches', policies: [denyNotUser], headers: { 'x-role': 'user' }, allowed: true },
+    { name: 'DENY notValues: absent', policies: [denyNotUser], headers: {}, allowed: false },
+    { name: 'ALLOW values: an element matches', policies: [allowUser], headers: { 'x-role': 'guest, user' }, allowed: true },
+    { name: 'ALLOW values: none matches', policies: [allowUser], headers: { 'x-role': ['guest', 'admin'] }, allowed: false },
+    { name: 'header names compare in any case', policies: [policy('default/d', 'DENY', [{ when: [{ key: 'request.headers[X-Role]', values: ['admin'] }] }])], headers: { 'x-role': 'admin' }, allowed: false },
+    { name: 'hosts: a second Host line', policies: [denyEvilHost], headers: { host: ['example.com', 'evil.example'] }, allowed: false },
+    { name: 'hosts: a Host list with a port', policies: [denyEvilHost], headers: { host: 'example.com, evil.example:8080' }, allowed: false },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: ${c.allowed ? 'allowed' : 'denied'}`, () => assert.equal(evaluate(c.policies, authzRequest({ headers: c.headers })).allowed, c.allowed));
+  }
+});
+
+describe('headerEdits: headers as the backend gets them (review finding 3)', () => {
+  const denyAdmin = policy('default/deny-admin', 'DENY', [{ when: [when('request.headers[x-jwt-role]', ['admin'])] }]);
+  const requireSub = policy('default/require-sub', 'ALLOW', [{ when: [when('request.headers[x-jwt-sub]', ['*'])] }]);
+  const cases: { name: string; policies: ReturnType<typeof policy>[]; req: Partial<AuthzRequest>; allowed: boolean }[] = [
+    { name: 'a header an edit sets: the set value', policies: [denyAdmin], req: { headerEdits: { remove: [], set: [['x-jwt-role', 'admin']] } }, allowed: false },
+    { name: "the set value replaces the client's", policies: [denyAdmin], req: { headers: { 'x-jwt-role': 'admin' }, headerEdits: { remove: [], set: [['x-jwt-role', 'user']] } }, allowed: true },
+    { name: 'a removed header is absent', policies: [requireSub], req: { headers: { 'x-jwt-sub': 'forged' }, headerEdits: { remove: ['x-jwt-sub'], set: [] } }, allowed: false },
+    { name: "without edits: the client's header", policies: [requireSub], req: { headers: { 'x-jwt-sub': 'forged' } }, allowed: true },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: ${c.allowed ? 'allowed' : 'denied'}`, () => assert.equal(evaluate(c.policies, authzRequest(c.req)).allowed, c.allowed));
+  }
+});
+
 describe('policy order and outcome', () => {
   const requireJwt = policy('mesh-system/require-jwt', 'DENY', [{ from: [{ notRequestPrincipals: ['*'] }] }]);
   const onlyDev = policy('default/only-dev', 'ALLOW', [{ when: [when('request.auth.claims[groups]', ['dev'])] }]);

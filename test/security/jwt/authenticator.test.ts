@@ -225,6 +225,95 @@ describe('JwtAuthenticator', () => {
       { removeHeaders: ['x-jwt-payload', 'x-given', 'x-groups', 'x-missing', 'x-evil'], setHeaders: [], url: '/a?b' });
   });
 
+  describe('every token the request carries must verify (review finding 1)', () => {
+    let intruder: SigningKey;
+    before(async () => {
+      intruder = await makeKey('RS256', 'rsa-1');
+    });
+    let n = 0;
+    /** A fresh token of ISS signed by another key with the JWKS key's kid: bad_signature. */
+    const forged = (): Promise<string> => sign(intruder, { iss: ISS, sub: 'mallory', exp: clock.seconds + 3600, n: n++ });
+
+    const cases: { name: string; headers: (good: string, bad: string, other: string) => Headers; url?: (good: string, bad: string) => string; want: 'first' | 'forged' | 'malformed' }[] = [
+      { name: 'a forged token in a second Authorization line', headers: (g, b) => ({ authorization: [`Bearer ${g}`, `Bearer ${b}`] }), want: 'forged' },
+      { name: 'a forged token in the first line', headers: (g, b) => ({ authorization: [`Bearer ${b}`, `Bearer ${g}`] }), want: 'forged' },
+      { name: 'a forged token after Basic in the same line', headers: (_g, b) => ({ authorization: `Basic Zm9v, Bearer ${b}` }), want: 'forged' },
+      { name: 'lines joined by node:http, the second forged', headers: (g, b) => ({ authorization: `Bearer ${g}, Bearer ${b}` }), want: 'forged' },
+      { name: 'a valid header and a forged access_token', headers: (g) => bearer(g), url: (_g, b) => `/?access_token=${b}`, want: 'forged' },
+      { name: 'a forged access_token repeated after a valid one', headers: () => ({}), url: (g, b) => `/?access_token=${g}&access_token=${b}`, want: 'forged' },
+      { name: 'two valid tokens: the first one', headers: (g, _b, o) => ({ authorization: [`Bearer ${g}`, `Bearer ${o}`] }), want: 'first' },
+      { name: 'one valid token in two lines', headers: (g) => ({ authorization: [`Bearer ${g}`, `Bearer ${g}`] }), want: 'first' },
+      { name: 'a valid token followed by junk: 401 (Envoy would cut the junk off)', headers: (g) => ({ authorization: `Bearer ${g};junk` }), want: 'malformed' },
+    ];
+    for (const c of cases) {
+      it(`${c.name}: ${c.want === 'first' ? 'the first token\'s principal' : `401 (${c.want})`}`, async () => {
+        const a = authenticator([rule({ issuer: ISS, jwksUri: server.url })]);
+        const good = await token(rsa);
+        const other = await token(ec, { sub: 'bob' });
+        const r = await a.authenticate({ headers: c.headers(good, await forged(), other), url: c.url?.(good, await forged()) ?? '/' });
+        if (c.want === 'first') assert.equal(expectValid(r).principal, `${ISS}/alice`);
+        else expectInvalid(r, c.want === 'forged' ? 'bad_signature' : 'malformed');
+      });
+    }
+
+    it('answers synchronously when every token is cached, and verifies a cached token again at no other location', async () => {
+      const a = authenticator([rule({ issuer: ISS, jwksUri: server.url })]);
+      const t1 = await token(rsa, { n: 1 });
+      const t2 = await token(ec, { n: 2 });
+      const headers = { authorization: [`Bearer ${t1}`, `Bearer ${t2}`] };
+      expectValid(await a.authenticate({ headers, url: `/?access_token=${t1}` }));
+      const verifications = a.stats().signatureVerifications;
+      assert.equal(verifications, 3, 't1 in the header, t2, t1 in the parameter');
+      const again = a.authenticate({ headers, url: `/?access_token=${t1}` });
+      assert.ok(!(again instanceof Promise), 'all cached: synchronous');
+      assert.equal(expectValid(again).token, t1);
+      assert.equal(a.stats().signatureVerifications, verifications, 'one token in two locations is cached at both');
+    });
+
+    it('stops at the first invalid token: forged tokens after it cost no signature check', async () => {
+      const a = authenticator([rule({ issuer: ISS, jwksUri: server.url })]);
+      const lines = await Promise.all(Array.from({ length: 5 }, async () => `Bearer ${await forged()}`));
+      expectInvalid(await a.authenticate({ headers: { authorization: lines }, url: '/' }), 'bad_signature');
+      assert.equal(a.stats().signatureVerifications, 1);
+      const expired = await token(rsa, { exp: clock.seconds - 1 });
+      const sync = a.authenticate({ headers: { authorization: [`Bearer ${expired}`, ...lines] }, url: '/' });
+      assert.ok(!(sync instanceof Promise), 'refused by the cheap checks first: synchronous');
+      expectInvalid(sync, 'expired');
+    });
+
+    it('removes every location that carried a token unless the rule forwards it', async () => {
+      const rules = (forward: boolean): JwtRule[] => [rule({
+        issuer: ISS, jwksUri: server.url, forwardOriginalToken: forward,
+        fromHeaders: [{ name: 'Authorization', prefix: 'Bearer ' }, { name: 'x-token', prefix: '' }], fromParams: ['access_token', 't'], fromCookies: ['session', 'sid'],
+      })];
+      const t = await token(rsa);
+      const headers = { authorization: `Bearer ${t}`, 'x-token': t, cookie: [`theme=dark; session=${t}`, `sid=${t}; session=${t}`] };
+      const url = `/p?access_token=${t}&a=1&t=${t}&access_token=${t}`;
+      const dropped = authenticator(rules(false));
+      const v = expectValid(await dropped.authenticate({ headers, url }));
+      assert.deepEqual(dropped.upstreamEdits(v, { url, headers }), {
+        removeHeaders: ['authorization', 'x-token'], setHeaders: [['cookie', 'theme=dark']], url: '/p?a=1',
+      });
+      // Without the headers, a cookie that carried a token cannot be edited: the whole header goes.
+      assert.deepEqual(dropped.upstreamEdits(v, { url: '/' }).removeHeaders, ['authorization', 'x-token', 'cookie']);
+      const kept = authenticator(rules(true));
+      const vk = expectValid(await kept.authenticate({ headers, url }));
+      assert.deepEqual(kept.upstreamEdits(vk, { url, headers }), { removeHeaders: [], setHeaders: [], url });
+    });
+  });
+
+  it('writes a claim outside Latin-1 as the JS string, and refuses control characters (review finding 7)', async () => {
+    const claims = { name: 'José Ωmega 😀', lf: 'a\nb', nul: 'a\0b', cr: 'a\rb', bell: 'a\x07b', tab: 'a\tb', list: ['Ω', 'x\ny'] };
+    const a = authenticator([rule({
+      issuer: ISS, jwksUri: server.url,
+      outputClaimToHeaders: Object.keys(claims).map((k) => ({ header: `x-${k}`, claim: [k] })),
+    })]);
+    const v = expectValid(await check(a, bearer(await token(rsa, claims))));
+    const { setHeaders, removeHeaders } = a.upstreamEdits(v, { url: '/' });
+    assert.deepEqual(setHeaders, [['x-name', 'José Ωmega 😀'], ['x-tab', 'a\tb'], ['x-list', '["Ω","x\\ny"]']]);
+    assert.deepEqual(removeHeaders, ['authorization', 'x-lf', 'x-nul', 'x-cr', 'x-bell']);
+  });
+
   it('caches a verified token: the next request is answered synchronously, without verifying again, until exp', async () => {
     const a = authenticator([rule({ issuer: ISS, jwksUri: server.url })]);
     const t = await token(rsa, { exp: clock.seconds + 120 });

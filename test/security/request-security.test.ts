@@ -1,0 +1,175 @@
+// RequestSecurity: the JWT, then policy judging the request as the backend will get it; requests
+// built as the fast path builds them (raw header lines, node:http's `headers` object from them).
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import type { AuthorizationPolicy } from '../../src/config/resources/types.js';
+import { DecisionLog } from '../../src/gateway/decisions.js';
+import { headersObject } from '../../src/proxy/http-headers.js';
+import { JwtAuthenticator } from '../../src/security/jwt/authenticator.js';
+import { quotedString, RequestSecurity, type SecurityOutcome } from '../../src/security/request-security.js';
+import { policy, when } from './authz/factories.js';
+import { jwksOf, makeKey, rule, sign, type SigningKey } from './jwt/support.js';
+
+const ISS = 'https://issuer.example';
+const PORT = 8080;
+
+/** A request as the proxy hands it to a decider: `raw` is name, value, name, value... */
+function request(raw: string[], url = '/'): IncomingMessage {
+  return { method: 'GET', url, rawHeaders: raw, headers: headersObject(raw), socket: {} } as unknown as IncomingMessage;
+}
+
+describe('RequestSecurity', () => {
+  let key: SigningKey;
+  let intruder: SigningKey;
+  const opened: JwtAuthenticator[] = [];
+
+  before(async () => {
+    key = await makeKey('RS256', 'k1');
+    intruder = await makeKey('RS256', 'k1');
+  });
+  after(() => {
+    for (const a of opened) a.close();
+  });
+
+  function security(policies: AuthorizationPolicy[] = [], withRules = true): { sec: RequestSecurity; decisions: DecisionLog } {
+    const authenticator = new JwtAuthenticator({ refreshIntervalMs: 60_000, insecureSkipVerify: false });
+    opened.push(authenticator);
+    const decisions = new DecisionLog();
+    const sec = new RequestSecurity(authenticator, decisions);
+    sec.configure(withRules ? [rule({
+      issuer: ISS, jwks: jwksOf(key),
+      outputClaimToHeaders: [{ header: 'x-jwt-sub', claim: ['sub'] }, { header: 'x-jwt-role', claim: ['role'] }],
+    })] : [], policies);
+    return { sec, decisions };
+  }
+
+  const token = (sub: string, claims: Record<string, unknown> = {}, by: SigningKey = key): Promise<string> =>
+    sign(by, { iss: ISS, sub, exp: Math.floor(Date.now() / 1000) + 3600, ...claims });
+
+  async function check(sec: RequestSecurity, decisions: DecisionLog, req: IncomingMessage): Promise<SecurityOutcome> {
+    return await sec.check(req, { port: PORT, sourceIp: '10.0.0.1' }, decisions.begin(req, 'test'));
+  }
+
+  const requireSub = policy('ns/require-sub', 'ALLOW', [{ when: [when('request.headers[x-jwt-sub]', ['*'])] }]);
+  const denyAdmin = policy('ns/deny-admin', 'DENY', [{ when: [when('request.headers[x-jwt-role]', ['admin'])] }]);
+  const denyRoleAdmin = policy('ns/deny-x-role', 'DENY', [{ when: [when('request.headers[x-role]', ['admin'])] }]);
+
+  describe('the interplay of tokens, forged headers and policy', () => {
+    const cases: {
+      name: string; policies?: AuthorizationPolicy[]; raw: () => Promise<string[]>;
+      status?: 401 | 403; principal?: string; removes?: string[]; sets?: [string, string][];
+    }[] = [
+      {
+        name: 'a valid token in one Authorization line and a forged one in another: 401',
+        raw: async () => ['Authorization', `Bearer ${await token('alice')}`, 'Authorization', `Bearer ${await token('mallory', {}, intruder)}`],
+        status: 401,
+      },
+      {
+        name: 'a forged token after Basic in the line: 401',
+        raw: async () => ['Authorization', `Basic Zm9v, Bearer ${await token('mallory', {}, intruder)}`],
+        status: 401,
+      },
+      {
+        name: 'valid tokens only: the first one\'s principal, every token removed',
+        raw: async () => ['authorization', `Bearer ${await token('alice')}`, 'authorization', `Bearer ${await token('bob')}`],
+        principal: `${ISS}/alice`, removes: ['authorization', 'x-jwt-role'], sets: [['x-jwt-sub', 'alice']],
+      },
+      {
+        name: 'no token and a forged x-jwt-sub: removed, and policy does not see it',
+        policies: [requireSub], raw: async () => ['X-Jwt-Sub', 'admin', 'x-jwt-role', 'admin'],
+        status: 403, removes: ['x-jwt-sub', 'x-jwt-role'],
+      },
+      {
+        name: 'a valid token: policy sees the claim header the filter writes',
+        policies: [requireSub], raw: async () => ['authorization', `Bearer ${await token('alice')}`],
+        principal: `${ISS}/alice`, removes: ['authorization', 'x-jwt-role'], sets: [['x-jwt-sub', 'alice']],
+      },
+      {
+        name: 'DENY on a header a claim writes sees the written value, not the client\'s',
+        policies: [denyAdmin], raw: async () => ['authorization', `Bearer ${await token('alice', { role: 'admin' })}`, 'x-jwt-role', 'user'],
+        status: 403,
+      },
+      {
+        name: 'a client claiming admin in a claim header is not believed',
+        policies: [denyAdmin], raw: async () => ['authorization', `Bearer ${await token('alice', { role: 'user' })}`, 'x-jwt-role', 'admin'],
+        principal: `${ISS}/alice`, sets: [['x-jwt-sub', 'alice'], ['x-jwt-role', 'user']],
+      },
+      {
+        name: 'a header condition reads a second line node:http would keep from it',
+        policies: [denyRoleAdmin], raw: async () => ['x-role', 'user', 'X-Role', 'admin'],
+        status: 403,
+      },
+    ];
+    for (const c of cases) {
+      it(c.name, async () => {
+        const { sec, decisions } = security(c.policies);
+        const req = request(await c.raw());
+        const outcome = await check(sec, decisions, req);
+        assert.equal(outcome.reply?.status, c.status, JSON.stringify(outcome.reply));
+        if (c.principal !== undefined) assert.equal(outcome.authn.outcome === 'valid' && outcome.authn.principal, c.principal);
+        if (c.removes !== undefined) assert.deepEqual(outcome.edits.removeHeaders, c.removes);
+        if (c.sets !== undefined) assert.deepEqual(outcome.edits.setHeaders, c.sets);
+        // The outcome's edits are what upstreamEdits gives for the same request.
+        assert.deepEqual(outcome.edits, sec.upstreamEdits(outcome.authn, req.url!, req.headers));
+      });
+    }
+  });
+
+  it('upstreamEdits drops a client\'s claim headers whatever the JWT outcome (review finding 2)', () => {
+    const { sec } = security();
+    for (const authn of [{ outcome: 'absent' } as const, { outcome: 'invalid', reason: 'malformed', message: 'x', location: { kind: 'param', name: 'access_token' } } as const]) {
+      assert.deepEqual(sec.upstreamEdits(authn, '/'), { setHeaders: [], removeHeaders: ['x-jwt-sub', 'x-jwt-role'] }, authn.outcome);
+    }
+    assert.deepEqual(security([], false).sec.upstreamEdits({ outcome: 'absent' }, '/'), { setHeaders: [], removeHeaders: [] }, 'no rules: no edits');
+  });
+
+  it('answers without a promise once the token is cached', async () => {
+    const { sec, decisions } = security([requireSub]);
+    const req = request(['authorization', `Bearer ${await token('carol')}`]);
+    assert.ok(sec.check(req, { port: PORT }, decisions.begin(req, 'test')) instanceof Promise, 'a signature to check');
+    await check(sec, decisions, req);
+    const again = sec.check(req, { port: PORT }, decisions.begin(req, 'test'));
+    assert.ok(!(again instanceof Promise));
+    assert.equal(again.reply, undefined);
+  });
+
+  describe('the 401 realm (review finding 6)', () => {
+    const cases: [host: string, header: string][] = [
+      ['example.com:8080', 'Bearer realm="example.com:8080", error="invalid_token"'],
+      ['evil", error="x', 'Bearer realm="evil\\", error=\\"x", error="invalid_token"'],
+      ['a\\b', 'Bearer realm="a\\\\b", error="invalid_token"'],
+      ['a\x01b\x7fc\tdé€', 'Bearer realm="abc\tdé", error="invalid_token"'],
+    ];
+    for (const [host, header] of cases) {
+      it(`Host ${JSON.stringify(host)}`, async () => {
+        const { sec, decisions } = security();
+        const outcome = await check(sec, decisions, request(['host', host, 'authorization', 'Bearer not-a-jwt']));
+        assert.equal(outcome.reply?.headers?.['www-authenticate'], header);
+      });
+    }
+    it('quotedString escapes backslash and double quote', () => assert.equal(quotedString('a"b\\c'), '"a\\"b\\\\c"'));
+  });
+
+  describe('checkConnection (review finding 5)', () => {
+    const requireJwt = policy('mesh-system/require-jwt', 'DENY', [{ from: [{ notRequestPrincipals: ['*'] }] }]);
+    const onlyPort = policy('ns/db', 'ALLOW', [{ to: [{ ports: ['5432'] }], from: [{ ipBlocks: ['10.0.0.0/8'] }] }]);
+    const cases: { name: string; policies: AuthorizationPolicy[]; rules?: boolean; port?: number; hasPolicies: boolean; allowed: boolean; counted?: 'allowed' | 'denied' }[] = [
+      { name: 'RequestAuthentication alone never blocks a connection', policies: [], hasPolicies: false, allowed: true },
+      { name: 'no policy, no rule', policies: [], rules: false, hasPolicies: false, allowed: true },
+      { name: 'a DENY of HTTP fields alone denies every connection', policies: [requireJwt], hasPolicies: true, allowed: false, counted: 'denied' },
+      { name: 'an ALLOW on port and address', policies: [onlyPort], port: 5432, hasPolicies: true, allowed: true, counted: 'allowed' },
+      { name: 'an ALLOW on port and address, another port', policies: [onlyPort], port: 6379, hasPolicies: true, allowed: false, counted: 'denied' },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        const { sec, decisions } = security(c.policies, c.rules ?? true);
+        assert.equal(sec.hasPolicies, c.hasPolicies);
+        const d = sec.checkConnection({ port: c.port ?? 5432, sourceIp: '10.1.1.1', destinationIp: '10.0.0.9' });
+        assert.equal(d.allowed, c.allowed, d.reason);
+        assert.ok(d.reason.length > 0);
+        assert.deepEqual([...(decisions.counts.get('authz') ?? new Map())], c.counted ? [[c.counted, 1]] : []);
+      });
+    }
+  });
+});
