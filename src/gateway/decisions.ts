@@ -3,6 +3,7 @@
 // outcome (metrics, /stats), and written to the access log. Shared by the gateway and the
 // sidecar's inbound policy checks.
 import type { IncomingMessage } from 'node:http';
+import type { ConnectionFacts } from '../proxy/decider.js';
 
 export type DecisionStage = 'jwt' | 'authz' | 'route';
 
@@ -24,6 +25,8 @@ export interface Decision {
   readonly route?: string;
   /** `host:port` the request went to. */
   readonly upstream?: string;
+  /** The peer of a connection decided as TCP. */
+  readonly source?: string;
   /** Undefined: the client left before an answer. */
   readonly status?: number;
   readonly durationMs: number;
@@ -98,6 +101,26 @@ export class DecisionLog {
     };
     (req as WithDraft)[DRAFT] = draft;
     return draft;
+  }
+
+  /** Replaces the policy outcome of the decision begun for `req` (a later check overruled it). */
+  annotate(req: IncomingMessage, authz: string): void {
+    const draft = (req as WithDraft)[DRAFT];
+    if (draft) draft.authz = authz;
+  }
+
+  /**
+   * Records the decision on a connection carried (or refused) as opaque bytes: method `TCP`, the
+   * destination as authority and upstream, no status (nothing HTTP was answered).
+   */
+  connection(listener: string, facts: ConnectionFacts, authz: string): void {
+    const destination = facts.destination.address.includes(':') ? `[${facts.destination.address}]:${facts.destination.port}` : `${facts.destination.address}:${facts.destination.port}`;
+    const decision: Decision = {
+      time: isoNow(), listener, method: 'TCP', authority: destination, path: '-', jwt: '-', authz, upstream: destination, durationMs: 0,
+      ...(facts.source ? { source: facts.source } : {}),
+    };
+    this.record(decision);
+    this.sink?.write(decision);
   }
 
   /** Records the decision begun for `req` once its answer is complete (status undefined: abandoned). */

@@ -4,7 +4,7 @@
 // changes: a new port opens, a removed one stops accepting (its connections finish), and routes
 // change for the next request without touching established connections.
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { createSecureContext, Server as TlsServer, type SecureContext, type TLSSocket } from 'node:tls';
 import { scope } from '../log/logger.js';
@@ -45,6 +45,18 @@ const NO_CONNECT: Verdict = { kind: 'reply', status: 405, body: 'CONNECT is not 
  * run with `forwardClientCertDetails: SANITIZE_SET`; a plaintext client has no certificate).
  */
 const ASSERTED = ['x-forwarded-client-cert'];
+
+/**
+ * The headers as the backend will get them (the JWT filter's edits applied), which routes match,
+ * as Envoy's router runs after jwt_authn: a client's own copy of a claim header routes nothing.
+ */
+function editedHeaders(headers: IncomingHttpHeaders, remove: readonly string[], set: readonly (readonly [string, string])[]): IncomingHttpHeaders {
+  if (remove.length === 0 && set.length === 0) return headers;
+  const out: IncomingHttpHeaders = { ...headers };
+  for (const name of remove) delete out[name];
+  for (const [name, value] of set) out[name] = value;
+  return out;
+}
 
 function firstValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
@@ -247,8 +259,9 @@ export class GatewayRouter {
     const table = this.table;
     if (!table) return NOT_FOUND;
     const authn = security.authn;
+    const { setHeaders, removeHeaders, path: tokenlessPath } = security.edits;
     const decision = route(table, {
-      port, host: draft.authority, method: draft.method, path: draft.path, scheme, headers: req.headers,
+      port, host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
       claims: authn.outcome === 'valid' ? authn.claims : undefined,
       ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}),
     });
@@ -272,7 +285,6 @@ export class GatewayRouter {
           return { kind: 'reply', status: 503, body: 'no healthy upstream' };
         }
         draft.upstream = `${dst.host}:${dst.port}`;
-        const { setHeaders, removeHeaders, path: tokenlessPath } = this.o.security.upstreamEdits(authn, draft.path);
         const forwardedFor = req.headers['x-forwarded-for'];
         const client = plainAddress(req.socket.remoteAddress);
         setHeaders.push(['x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client], ['x-forwarded-proto', scheme]);

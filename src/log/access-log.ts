@@ -8,10 +8,10 @@ export type AccessLogEncoding = 'TEXT' | 'JSON';
 
 /** Envoy's response flags for the outcomes an operator looks for first. */
 function responseFlag(d: Decision): string {
+  if (d.authz.startsWith('denied') && d.status !== 401) return 'RBAC'; // a refused TCP connection has no status
   if (d.status === undefined) return 'DC';
   if (d.route?.startsWith('no ')) return 'NR';
   if (d.jwt.startsWith('invalid')) return 'UAEX';
-  if (d.authz.startsWith('denied')) return 'RBAC';
   if (d.status === 504) return 'UT';
   if (d.status === 503 && d.upstream) return 'UF';
   return '-';

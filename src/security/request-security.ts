@@ -125,16 +125,17 @@ export class RequestSecurity {
     return this.authorize(req, headers, url, ctx, draft, authn);
   }
 
-  /** Authorizes a connection that is not HTTP (Istio's TCP semantics); counted as stage `authz`. */
+  /**
+   * Authorizes a connection that is not HTTP (Istio's TCP semantics). Pure: nothing is counted here,
+   * the caller counts it once the connection is carried or refused (it may still turn out HTTP).
+   */
   checkConnection(ctx: ConnectionContext): AuthzDecision {
     if (this.policies.length === 0) return { allowed: true, reason: 'no policies' };
-    const decision = evaluateConnection(this.policies, {
+    return evaluateConnection(this.policies, {
       port: ctx.port,
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
     });
-    this.decisions.count('authz', decision.allowed ? 'allowed' : 'denied');
-    return decision;
   }
 
   private authorize(
