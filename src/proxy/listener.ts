@@ -22,7 +22,6 @@ const log = scope('default');
 
 /** Raw TCP connections idle this long are closed (Envoy's TCP proxy default). */
 const TCP_IDLE_TIMEOUT_MS = 3_600_000;
-const ALLOWED: ConnectionVerdict = { allowed: true, reason: 'no policy' };
 
 export interface CaptureListenerOptions {
   readonly direction: Direction;
@@ -140,10 +139,13 @@ export class CaptureListener {
     this.dispatch(downstream, dst);
   }
 
-  /** What policy says of this connection as opaque TCP (asked once, before anything is opened for it). */
-  private tcpVerdict(downstream: Socket, dst: Endpoint): ConnectionVerdict {
+  /**
+   * What policy says of this connection as opaque TCP (asked once, before anything is opened for
+   * it); undefined when no policy is in force.
+   */
+  private tcpVerdict(downstream: Socket, dst: Endpoint): ConnectionVerdict | undefined {
     const d = this.o.decider;
-    if (!d?.policesConnections || !d.admitConnection) return ALLOWED;
+    if (!d?.policesConnections || !d.admitConnection) return undefined;
     try {
       return d.admitConnection({ source: downstream.remoteAddress, destination: dst, kind: 'tcp' });
     } catch (err) { // a bug must not let a connection through
@@ -184,12 +186,14 @@ export class CaptureListener {
 
     const asTcp = (kind: Protocol): void => {
       decided = true;
-      const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind };
-      this.o.decider?.connectionDecided?.(facts, verdict);
-      if (!verdict.allowed) {
+      if (verdict) {
+        const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind };
+        this.o.decider?.connectionDecided?.(facts, verdict);
+      }
+      if (verdict && !verdict.allowed) {
         dropUpstream();
         stats.tcpCxDenied++;
-        log.debug('connection refused by policy', { source: facts.source, destination: `${dst.address}:${dst.port}`, reason: verdict.reason });
+        log.debug('connection refused by policy', { source: downstream.remoteAddress, destination: `${dst.address}:${dst.port}`, reason: verdict.reason });
         downstream.destroy();
         return;
       }
@@ -244,7 +248,7 @@ export class CaptureListener {
     };
     downstream.on('data', onData);
     downstream.on('end', onEarlyEnd);
-    if (verdict.allowed) {
+    if (verdict?.allowed !== false) {
       // A server that speaks first makes this a TCP connection.
       upstream = openUpstream();
       upstream?.once('readable', onUpstreamFirst);

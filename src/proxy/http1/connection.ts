@@ -246,6 +246,7 @@ export class Connection {
     this.queue.push(ex);
     this.receiving = ex;
     if (fixed) { // its body is not read: the connection ends after the answer
+      if (head.framing === 'none' || (head.framing === 'length' && head.contentLength === 0)) view.complete = true;
       this.halted = true;
       return true;
     }
