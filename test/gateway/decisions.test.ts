@@ -44,6 +44,25 @@ describe('DecisionLog', () => {
     assert.deepEqual(log.recent().map((d) => [d.path, d.status]), [['/x', undefined]]);
   });
 
+  it('records a connection decided as TCP (method TCP, the destination, no status) and sends it to the sink', () => {
+    const log = new DecisionLog();
+    const seen: Decision[] = [];
+    log.sink = { write: (d) => seen.push(d) };
+    log.connection('inbound', { source: '10.0.0.9', destination: { address: '2001:db8::1', port: 9080 }, kind: 'tls' }, 'denied: tls connection: no ALLOW policy matched');
+    assert.deepEqual(seen.map((d) => [d.method, d.authority, d.upstream, d.source, d.status, d.authz]),
+      [['TCP', '[2001:db8::1]:9080', '[2001:db8::1]:9080', '10.0.0.9', undefined, 'denied: tls connection: no ALLOW policy matched']]);
+    assert.equal(log.recent().length, 1);
+  });
+
+  it('annotate replaces the policy outcome of a draft (a later check overruled it)', () => {
+    const log = new DecisionLog();
+    const req = request('/t');
+    log.begin(req, 'inbound').authz = 'allowed: x';
+    log.annotate(req, 'denied: y');
+    log.complete(req, 403, 1);
+    assert.equal(log.recent()[0]!.authz, 'denied: y');
+  });
+
   it('counts outcomes by stage', () => {
     const log = new DecisionLog();
     log.count('jwt', 'valid');

@@ -14,4 +14,5 @@ function findRoot(start: string): string {
 }
 
 export const repoRoot = findRoot(dirname(fileURLToPath(import.meta.url)));
-export const binPath = join(repoRoot, 'bin', 'pilot-agent');
+/** The pilot-agent under test; PILOT_AGENT_BIN points the end-to-end tests at another build (an older one, to show a test fails there). */
+export const binPath = process.env['PILOT_AGENT_BIN'] ?? join(repoRoot, 'bin', 'pilot-agent');

@@ -21,6 +21,8 @@ describe('access log lines', () => {
     assert.equal(flag({ upstream: '10.0.0.1:80', status: 503 }), 'UF');
     assert.equal(flag({ status: undefined }), 'DC');
     assert.equal(flag({ status: 200 }), '-');
+    assert.equal(flag({ method: 'TCP', authz: 'denied: tls connection: no ALLOW policy matched', status: undefined }), 'RBAC', 'a refused connection');
+    assert.equal(flag({ jwt: 'invalid: malformed', authz: 'denied: x', status: 401 }), 'UAEX');
   });
 
   it('JSON: one object per line with the flag', () => {
