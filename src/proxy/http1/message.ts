@@ -45,6 +45,23 @@ export interface MessageOptions {
 
 const bad = (reason: string): MessageError => ({ status: 400, reason });
 
+/**
+ * `Content_Length`, `Transfer_Encoding`, `Host` with `_` for `-`: servers behind CGI-style header
+ * mapping read them as the real thing, so a second framing would hide behind the spelling. Refused.
+ */
+function lookalike(name: string): boolean {
+  const l = name.length;
+  if ((l !== 14 && l !== 17) || !name.includes('_')) return false;
+  const dashed = name.toLowerCase().replaceAll('_', '-');
+  return dashed === 'content-length' || dashed === 'transfer-encoding';
+}
+
+/** A header name as CGI-style servers read it: lower-case, `_` as `-` (`X_Jwt_Sub` is `x-jwt-sub`). */
+function cgiName(name: string): string {
+  const l = name.toLowerCase();
+  return l.includes('_') ? l.replaceAll('_', '-') : l;
+}
+
 /** The request `head` stands for, or why it is refused. */
 export function requestMessage(head: RequestHead, o: MessageOptions): RequestMessage | MessageError {
   const { method, rawHeaders: raw, minor } = head;
@@ -57,6 +74,7 @@ export function requestMessage(head: RequestHead, o: MessageOptions): RequestMes
   let expect: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
+    if (lookalike(name)) return bad(`header ${JSON.stringify(name)} (an underscore spelling of a framing header)`);
     switch (name.length) {
       case 4: if (name.toLowerCase() === 'host') { hosts++; hostAt = i; } break;
       case 6: if (name.toLowerCase() === 'expect') expect = expect === undefined ? raw[i + 1]! : `${expect}, ${raw[i + 1]!}`; break;
@@ -141,6 +159,8 @@ export interface UpstreamEdits extends HeaderEdits {
  * The head sent upstream: request line, the forwarded lines with the decider's edits (a `host`
  * edit replaces the authority; edits of proxy-owned names are ignored; set values go out as
  * UTF-8), then the proxy's own lines: framing, the protocol switch, Expect when it is passed on.
+ * A name removed or set is removed in its underscore spelling too: a header the mesh asserts
+ * (`x-jwt-sub`, `x-forwarded-for`) must not survive as `x_jwt_sub` for a server that maps `_` to `-`.
  */
 export function upstreamHead(m: RequestMessage, edits: UpstreamEdits | undefined, forwardExpect: boolean): string {
   let text = `${m.method} ${edits?.path ?? m.url} HTTP/1.${m.minor}\r\n`;
@@ -151,7 +171,7 @@ export function upstreamHead(m: RequestMessage, edits: UpstreamEdits | undefined
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     if (edited) {
-      const l = name.toLowerCase();
+      const l = cgiName(name);
       if (remove?.includes(l)) continue;
       if (set?.some(([n]) => n.toLowerCase() === l)) continue;
     }

@@ -102,6 +102,14 @@ describe('requestMessage', () => {
     assert.equal(text, `GET /b HTTP/1.1\r\nX-Keep: k\r\nx-claim: ${Buffer.from('José Ωmega', 'utf8').toString('latin1')}\r\nhost: rewritten\r\n\r\n`);
   });
 
+  it('an underscore spelling of a framing header is refused; one of an edited header goes with it', () => {
+    assert.equal(refused(head('POST', '/', ['Host', 'h', 'Transfer_Encoding', 'chunked'])), 400);
+    assert.equal(refused(head('POST', '/', ['Host', 'h', 'content_length', '5'])), 400);
+    const m = message(head('GET', '/', ['Host', 'h', 'X_Jwt_Sub', 'forged', 'x_forwarded_for', '1.2.3.4', 'X_Other', 'k']));
+    assert.equal(upstreamHead(m, { removeHeaders: ['x-jwt-sub'], setHeaders: [['x-forwarded-for', '5.6.7.8']] }, true),
+      'GET / HTTP/1.1\r\nHost: h\r\nX_Other: k\r\nx-forwarded-for: 5.6.7.8\r\n\r\n');
+  });
+
   it('HTTP/1.0 goes on as HTTP/1.0, never kept alive', () => {
     const m = message(head('GET', '/old', ['Connection', 'keep-alive'], { minor: 0 }));
     assert.equal(m.keepAlive, false);
