@@ -157,7 +157,7 @@ export const variables = defineVariables([
   { name: "MESH_PROXY_ENABLE_CORE_DUMP", type: "bool", default: false,
     description: "Allow the proxy process to write core dumps." },
   { name: "MESH_REQUEST_HEADERS_TIMEOUT", type: "duration", default: "10s", agentOwn: true,
-    description: "This agent's own addition, not in Istio (Envoy's `request_headers_timeout`). An HTTP/1 request head that has begun must be complete within this, at the sidecar and the gateway; past it the proxy answers 408 and closes the connection, and a connection whose first bytes could still be a request line is closed. 0 turns the limit off." },
+    description: "This agent's own addition, not in Istio. Envoy's `request_headers_timeout`: an HTTP/1 request head that has begun must be complete within this, at the sidecar and the gateway; past it the proxy answers 408 and closes the connection, and a connection whose first bytes could still be a request line is closed. 0 turns the limit off." },
   { name: "MESH_GPRC_MAXRECVMSGSIZE", type: "int", default: 4194304,
     description: "Maximum receive buffer size of a gRPC stream, bytes." },
   { name: "MESH_GPRC_MAXSTREAMS", type: "int", default: 100000,
