@@ -151,6 +151,7 @@ export class DataPlane {
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
+      followSameSchemeRedirects: env.MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS,
       log: (level, message) => log[level](`jwks: ${message}`),
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });

@@ -154,6 +154,8 @@ export const variables = defineVariables([
     description: "HTTP2 probing for HTTPS probes." },
   { name: "MESH_ENABLE_IPV4_OUTBOUND_LISTENER_FOR_IPV6_CLUSTERS", type: "bool", default: false,
     description: "Configure an extra IPv4 outbound listener in IPv6-only clusters." },
+  { name: "MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS", type: "bool", default: false, agentOwn: true,
+    description: "This agent's own addition, not in Istio. Lets a RequestAuthentication key set fetch (`jwksUri`, or the OpenID discovery of an issuer) follow up to 3 redirects that keep the scheme: https to https (the new host's certificate checked as the first one's), http to http. A redirect to another scheme is never followed. False (the default) follows no redirect, as Envoy's remote JWKS fetch: a redirect fails the fetch and the keys fetched before stay in force." },
   { name: "MESH_PROXY_ENABLE_CORE_DUMP", type: "bool", default: false,
     description: "Allow the proxy process to write core dumps." },
   { name: "MESH_REQUEST_HEADERS_TIMEOUT", type: "duration", default: "10s", agentOwn: true,

@@ -34,7 +34,15 @@ export interface JwtAuthenticatorOptions {
   readonly cacheSize?: number;
   /** The clock, in ms since the epoch; default Date.now. */
   readonly now?: () => number;
-  /** Replaces the built-in node:http/https client (insecureSkipVerify is then the fetch's business). */
+  /**
+   * MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS: a key set fetch (or an OpenID discovery) may follow a few
+   * redirects that keep the scheme. Default false: a redirect fails the fetch, as in Envoy.
+   */
+  readonly followSameSchemeRedirects?: boolean;
+  /**
+   * Replaces the built-in node:http/https client (insecureSkipVerify is then the fetch's business).
+   * It is asked not to follow redirects (`redirect: 'manual'`); the rule above decides which are.
+   */
   readonly fetch?: typeof fetch;
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
   /** Told of every key set fetch (the agent's num_outgoing_requests and friends). */
@@ -148,7 +156,7 @@ export class JwtAuthenticator {
       refreshIntervalMs: opts.refreshIntervalMs,
       fetchTimeoutMs: opts.fetchTimeoutMs ?? 5000,
       minRefetchIntervalMs: opts.minRefetchIntervalMs ?? 1000,
-      fetchText: observed(opts.fetch === undefined ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify }) : fetchTextWith(opts.fetch), opts.onFetch),
+      fetchText: observed(fetchTextOf(opts), opts.onFetch),
       now: this.now,
       log: this.log,
     };
@@ -446,6 +454,14 @@ function withOtherLocations(first: ValidToken, found: readonly FoundToken[]): Va
     if (l !== first.location && !others?.includes(l)) (others ??= []).push(l);
   }
   return others === undefined ? first : Object.freeze({ ...first, alsoFoundAt: Object.freeze(others) });
+}
+
+/** The client that fetches key sets: the built-in one, or the injected `fetch`; redirects as the options allow. */
+function fetchTextOf(opts: JwtAuthenticatorOptions): FetchText {
+  const redirects = { followSameSchemeRedirects: opts.followSameSchemeRedirects ?? false };
+  return opts.fetch === undefined
+    ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify, ...redirects })
+    : fetchTextWith(opts.fetch, redirects);
 }
 
 /** One key set fetch: whether it worked, how long it took, whether the one before it (same URL) failed. */

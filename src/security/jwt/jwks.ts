@@ -7,6 +7,8 @@
 // and at most one starts per `minRefetchIntervalMs`, so a flood of made-up kids cannot turn into a
 // flood of fetches. A failed fetch keeps the keys already held and is logged once per failing
 // streak; without keys, fetching is retried with back-off and tokens of the issuer are refused.
+// A redirect is such a failure, as Envoy follows none (MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS allows
+// a few that keep the scheme): see redirectTarget.
 import { onSharedKeySet, shareKeySet } from './key-share.js';
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -14,7 +16,7 @@ import { KeySet } from './key-set.js';
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string) => void;
 
-/** Fetches a document as text; rejects on a transport error, a non-200 status or the signal. */
+/** Fetches a document as text; rejects on a transport error, a non-200 status, a redirect it may not follow or the signal. */
 export type FetchText = (url: string, signal: AbortSignal) => Promise<string>;
 
 /** A key set as the verifier sees it. */
@@ -285,21 +287,49 @@ export function discoveryUrl(issuer: string): string | undefined {
 
 /** Largest key set document accepted (a JWKS is a few kB). */
 const MAX_DOCUMENT_BYTES = 1 << 20;
-const MAX_REDIRECTS = 5;
+/** Most redirects one fetch follows, when same-scheme redirects are allowed at all (the variable's description names it). */
+export const MAX_REDIRECTS = 3;
+/** The statuses that redirect a GET (fetch's list); any other 3xx is an error status. */
+const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
+
+export interface RedirectOptions {
+  /**
+   * MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS: follow up to MAX_REDIRECTS redirects that keep the
+   * scheme. Default false: no redirect is followed, as Envoy's remote JWKS fetch.
+   */
+  readonly followSameSchemeRedirects?: boolean;
+}
+
+/**
+ * Where a redirect leads, or why it is not followed (thrown: the fetch fails and the keys held stay).
+ * A key set that a redirect can replace is a key set anyone on the way can replace: followed to any
+ * host and scheme (https → http), somebody else's keys would sign tokens that pass. So no redirect
+ * is followed unless allowed, and then only a few that keep the scheme: https stays https (the new
+ * host's certificate is verified like the first), http stays http.
+ */
+export function redirectTarget(from: URL, status: number, location: string, hops: number, opts: RedirectOptions): URL {
+  let to: URL | undefined;
+  try {
+    to = new URL(location, from);
+  } catch {
+    to = undefined;
+  }
+  // The URL as parsed (or the header JSON-quoted): the server's text never reaches the log raw.
+  const where = `${from.href} redirected (HTTP ${status}) to ${to?.href ?? JSON.stringify(location)}`;
+  if (opts.followSameSchemeRedirects !== true) throw new Error(`${where}; redirects are not followed (MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS is off)`);
+  if (to === undefined) throw new Error(`${where}; not followed: not a URL`);
+  if (to.protocol !== from.protocol) throw new Error(`${where}; not followed: it changes the scheme`);
+  if (hops >= MAX_REDIRECTS) throw new Error(`${where}; not followed: more than ${MAX_REDIRECTS} redirects`);
+  return to;
+}
 
 /**
  * GET over node:http/https. Node's global fetch has no per-request way to skip certificate
  * verification, which JWKS_RESOLVER_INSECURE_SKIP_VERIFY needs; node:https has `rejectUnauthorized`.
  */
-export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean }): FetchText {
-  const get = (url: string, signal: AbortSignal, redirects: number): Promise<string> => new Promise((resolve, reject) => {
-    let u: URL;
-    try {
-      u = new URL(url);
-    } catch {
-      reject(new Error(`not a URL: ${url}`));
-      return;
-    }
+export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean } & RedirectOptions): FetchText {
+  const get = (u: URL, signal: AbortSignal, hops: number): Promise<string> => new Promise((resolve, reject) => {
+    const url = u.href;
     if (u.protocol !== 'http:' && u.protocol !== 'https:') {
       reject(new Error(`not an http(s) URL: ${url}`));
       return;
@@ -311,9 +341,13 @@ export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean }): F
     const req = (u.protocol === 'https:' ? https : http).get(u, options, (res) => {
       const status = res.statusCode ?? 0;
       const location = res.headers.location;
-      if (status >= 300 && status < 400 && location !== undefined && redirects < MAX_REDIRECTS) {
+      if (REDIRECT_STATUSES.has(status) && location !== undefined) {
         res.resume();
-        resolve(get(new URL(location, u).href, signal, redirects + 1));
+        try {
+          resolve(get(redirectTarget(u, status, location, hops, opts), signal, hops + 1));
+        } catch (e) {
+          reject(e);
+        }
         return;
       }
       if (status !== 200) {
@@ -336,17 +370,35 @@ export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean }): F
     });
     req.on('error', reject);
   });
-  return (url, signal) => get(url, signal, 0);
+  return async (url, signal) => {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      throw new Error(`not a URL: ${url}`);
+    }
+    return await get(u, signal, 0);
+  };
 }
 
-/** An injected `fetch` (tests, or a caller with its own client) as a FetchText. */
-export function fetchTextWith(f: typeof fetch): FetchText {
+/**
+ * An injected `fetch` (tests, or a caller with its own client) as a FetchText. Asked not to follow
+ * redirects (`redirect: 'manual'`); the same rule as nodeFetchText decides which are followed.
+ */
+export function fetchTextWith(f: typeof fetch, opts: RedirectOptions = {}): FetchText {
   return async (url, signal) => {
-    const res = await f(url, { signal, headers: { accept: 'application/json' } });
-    if (res.status !== 200) {
+    let u = new URL(url);
+    for (let hops = 0; ; hops += 1) {
+      const res = await f(u.href, { signal, redirect: 'manual', headers: { accept: 'application/json' } });
+      if (res.status === 200 && !res.redirected) return await res.text();
       await res.body?.cancel().catch(() => undefined);
-      throw new Error(`HTTP ${res.status} from ${url}`);
+      // A fetch that followed a redirect anyway (it ignores `redirect: 'manual'`), or one that hides
+      // where it leads (a browser's opaque redirect): where the keys would come from is unknown.
+      if (res.redirected) throw new Error(`${u.href} was redirected to ${res.url} by a fetch that follows redirects itself; not accepted`);
+      if (res.type === 'opaqueredirect') throw new Error(`${u.href} redirected to a place the fetch does not tell; not followed`);
+      const location = res.headers.get('location');
+      if (!REDIRECT_STATUSES.has(res.status) || location === null) throw new Error(`HTTP ${res.status} from ${u.href}`);
+      u = redirectTarget(u, res.status, location, hops, opts);
     }
-    return await res.text();
   };
 }

@@ -1,7 +1,8 @@
 // The gateway with keys and tokens this test makes (jose): routing on nested claims in both
 // spellings, a dotted claim name, string and list claims; every kind of unverifiable token (401);
-// a key rotation on the JWKS server (unknown kid → refetch); the JWKS server going down (cached keys
-// keep working). The JWKS server is a process in the test's namespace serving a file it rewrites.
+// a key rotation on the JWKS server (unknown kid → refetch); the JWKS server redirecting to another
+// key set (not followed); the JWKS server going down (cached keys keep working). The JWKS server is a
+// process in the test's namespace serving a file it rewrites (`302 <location>` makes it redirect).
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -77,6 +78,7 @@ function unsigned(claims: JWTPayload): string {
 describe('pilot-agent proxy router: claims of tokens made here, keys rotated', () => {
   let pod: GatewayPod;
   let jwksFile: string;
+  let foreignFile: string;
   let jwksServer: ChildProcess;
   let first: Key;
   let second: Key;
@@ -92,7 +94,10 @@ describe('pilot-agent proxy router: claims of tokens made here, keys rotated', (
       prepare: async (p) => {
         jwksFile = join(p.dir, 'jwks.json');
         writeFileSync(jwksFile, JSON.stringify({ keys: [first.jwk] }));
-        jwksServer = await p.start(['-e', `require('http').createServer((q, r) => r.end(require('fs').readFileSync(${JSON.stringify(jwksFile)})))`
+        foreignFile = join(p.dir, 'foreign.json');
+        jwksServer = await p.start(['-e', `const fs = require('fs'); require('http').createServer((q, r) => {`
+          + ` const body = fs.readFileSync(q.url === '/foreign.json' ? ${JSON.stringify(foreignFile)} : ${JSON.stringify(jwksFile)}, 'utf8');`
+          + ` if (body.startsWith('302 ')) r.writeHead(302, { location: body.slice(4) }).end(); else r.end(body); })`
           + `.listen(9999, '127.0.0.1', () => console.log('listening'))`]);
       },
     });
@@ -136,6 +141,22 @@ describe('pilot-agent proxy router: claims of tokens made here, keys rotated', (
     second = await makeKey('second');
     writeFileSync(jwksFile, JSON.stringify({ keys: [second.jwk] }));
     assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200, pod.output());
+  });
+
+  it('the JWKS server redirecting to another key set: not followed, its token is 401, the keys held keep working', async () => {
+    const foreign = await makeKey('foreign');
+    writeFileSync(foreignFile, JSON.stringify({ keys: [foreign.jwk] }));
+    writeFileSync(jwksFile, '302 http://127.0.0.1:9999/foreign.json');
+    const token = await sign(foreign, { org: { team: 'core' } });
+    // Its unknown kid makes the gateway refetch (at most once a second): until the refusal is logged.
+    for (const deadline = Date.now() + 5000; !pod.output().includes('redirected (HTTP 302)');) {
+      assert.equal(status('/dots', token), 401);
+      assert.ok(Date.now() < deadline, pod.output());
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(status('/dots', token), 401);
+    assert.equal(status('/dots', await sign(second, { org: { team: 'core' } })), 200);
+    assert.match(pod.output(), /JWKS fetch from http:\/\/127\.0\.0\.1:9999\/jwks\.json failed: .* redirected \(HTTP 302\) to http:\/\/127\.0\.0\.1:9999\/foreign\.json; redirects are not followed/);
   });
 
   it('the JWKS server down: keys already fetched keep working; a kid it can no longer give is 401', async () => {

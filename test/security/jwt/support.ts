@@ -61,10 +61,12 @@ export class Clock {
   }
 }
 
-/** A JWKS server: serves `body` at /jwks (or the status set), counts requests, can be stopped. */
+/** A JWKS server: serves `body` at /jwks (or the status set, or a redirect), counts requests, can be stopped. */
 export class JwksServer {
   body = '{"keys":[]}';
   status = 200;
+  /** Answer every request with this redirect. */
+  redirect: { readonly status: number; readonly location: string } | undefined;
   /** Never answer (for time-outs). */
   hang = false;
   requests = 0;
@@ -82,6 +84,10 @@ export class JwksServer {
     const handler: http.RequestListener = (req, res) => {
       this.requests += 1;
       if (this.hang) return;
+      if (this.redirect !== undefined) {
+        res.writeHead(this.redirect.status, { location: this.redirect.location }).end();
+        return;
+      }
       if (req.url === '/.well-known/openid-configuration') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jwks_uri: this.url }));
         return;
