@@ -17,6 +17,7 @@ import { AccessLog } from './log/access-log.js';
 import { scope } from './log/logger.js';
 import type { RequestDecider } from './proxy/decider.js';
 import type { Http1Settings } from './proxy/http1/connection.js';
+import { DEFAULT_REQUEST_LIMITS } from './proxy/http1/request-parser.js';
 import { CaptureListener } from './proxy/listener.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { canSwitchSocketOwner } from './proxy/socket-options.js';
@@ -78,6 +79,7 @@ function http1Settings(env: EnvValues, mesh: MeshConfig): Partial<Http1Settings>
     forward100Continue: env.ENABLE_100_CONTINUE_HEADERS,
     allowHttp10: env.PILOT_HTTP10,
     normalization: mesh.pathNormalization,
+    limits: { ...DEFAULT_REQUEST_LIMITS, maxHeadBytes: env.MESH_MAX_HEADERS_KB * 1024 },
     // 0 turns it off: a timer that never fires.
     headTimeoutMs: env.MESH_REQUEST_HEADERS_TIMEOUT > 0 ? env.MESH_REQUEST_HEADERS_TIMEOUT : 2 ** 31 - 1,
   };

@@ -12,6 +12,8 @@ export interface VarSpec {
   readonly allowed?: readonly string[];
   /** Comma-separated list whose every item must be one of these. */
   readonly allowedList?: readonly string[];
+  /** The smallest and largest value accepted (int and float variables). */
+  readonly range?: readonly [number, number];
   /**
    * This agent's own addition, in neither spec 2.3 nor Istio (the docs mark it so). Such variables
    * only ever add behaviour behind an opt-in: their defaults keep what Istio does.

@@ -23,7 +23,8 @@ export function renderEnvironmentDoc(): string {
   for (const v of variables) {
     const def = defaultText(v);
     const accepted = v.allowed ? v.allowed.map((a) => (a === '' ? '(empty)' : `\`${a}\``)).join(', ')
-      : v.allowedList ? `comma-separated: ${v.allowedList.map((a) => `\`${a}\``).join(', ')}` : '';
+      : v.allowedList ? `comma-separated: ${v.allowedList.map((a) => `\`${a}\``).join(', ')}`
+        : v.range ? `${v.range[0]} to ${v.range[1]}` : '';
     lines.push(`| ${v.name} | ${v.type} | ${def === '' ? '(empty)' : `\`${cell(def)}\``} | ${accepted} | ${cell(v.description)} |`);
   }
   return `${lines.join('\n')}\n`;

@@ -67,6 +67,10 @@ export function parseVariable<S extends VarSpec>(spec: S, text: string): ParseRe
       return { ok: false, expected: `a comma-separated list of ${listText(spec.allowedList)}` };
     }
   }
+  if (spec.range) {
+    const n = parsed.value as number;
+    if (n < spec.range[0] || n > spec.range[1]) return { ok: false, expected: `a number from ${spec.range[0]} to ${spec.range[1]}` };
+  }
   return parsed;
 }
 

@@ -158,6 +158,8 @@ export const variables = defineVariables([
     description: "This agent's own addition, not in Istio. Lets a RequestAuthentication key set fetch (`jwksUri`, or the OpenID discovery of an issuer) follow up to 3 redirects that keep the scheme: https to https (the new host's certificate checked as the first one's), http to http. A redirect to another scheme is never followed. False (the default) follows no redirect, as Envoy's remote JWKS fetch: a redirect fails the fetch and the keys fetched before stay in force." },
   { name: "MESH_PROXY_ENABLE_CORE_DUMP", type: "bool", default: false,
     description: "Allow the proxy process to write core dumps." },
+  { name: "MESH_MAX_HEADERS_KB", type: "int", default: 60, agentOwn: true, range: [1, 8192],
+    description: "This agent's own addition, not in Istio. Envoy's `max_request_headers_kb` and `max_response_headers_kb`: the largest HTTP/1 request head the sidecar and the gateway take (past it: 431) and the largest response head they take from an upstream (past it: 503), in KiB, 1 to 8192." },
   { name: "MESH_REQUEST_HEADERS_TIMEOUT", type: "duration", default: "10s", agentOwn: true,
     description: "This agent's own addition, not in Istio. Envoy's `request_headers_timeout`: an HTTP/1 request head that has begun must be complete within this, at the sidecar and the gateway; past it the proxy answers 408 and closes the connection, and a connection whose first bytes could still be a request line is closed. 0 turns the limit off." },
   { name: "MESH_GPRC_MAXRECVMSGSIZE", type: "int", default: 4194304,

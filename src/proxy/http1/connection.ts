@@ -292,7 +292,9 @@ export class Connection {
 
   private parseError(err: RequestParseError): void {
     this.halted = true;
-    this.owner.stats.rqProtocolErrors++;
+    // Malformed is a protocol error; a head over the limits (414, 431) or a coding or version not
+    // served (501, 505) is an answer like any other, counted by its status.
+    if (err.status === 400) this.owner.stats.rqProtocolErrors++;
     log.debug('malformed HTTP request', { status: err.status, reason: err.reason });
     const cut = this.receiving;
     this.receiving = undefined;
@@ -641,6 +643,9 @@ export class Connection {
     }
     if (this.queue.length === 0 && !this.ending) {
       if (this.refused) {
+        const s = this.owner.stats;
+        s.rqTotal++;
+        s.recordResponse(this.refused.status, 0);
         this.push(replyBytes(this.refused, true, false));
         this.refused = undefined;
         this.end();

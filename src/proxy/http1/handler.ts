@@ -57,10 +57,10 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
   constructor(private readonly o: HttpHandlerOptions) {
     this.stats = o.stats;
     this.upstreamMode = o.upstream;
-    this.pool = new UpstreamPool(o.upstream, o.stats);
     // The default decider is applied without a call (no verdict object per request).
     this.decider = o.decider === ORIGINAL_DESTINATION ? undefined : o.decider;
     this.settings = { ...DEFAULT_HTTP1_SETTINGS, ...o.settings };
+    this.pool = new UpstreamPool(o.upstream, o.stats, this.settings.limits.maxHeadBytes);
   }
 
   accept(socket: Socket, head: Buffer): void {

@@ -40,7 +40,7 @@ export interface ResponseEvents {
   onEnd(): void;
 }
 
-/** The largest response head taken (Envoy's default limit on headers, as for requests). */
+/** The largest response head taken by default (Envoy's `max_response_headers_kb`, as for requests). */
 export const MAX_HEAD_BYTES = 60 * 1024;
 /** A chunk size line (with its extensions) longer than this is refused. */
 const MAX_CHUNK_LINE = 4096;
@@ -71,7 +71,7 @@ export class ResponseParser {
   private sawDigit = false;
   private final = false;
 
-  constructor(private readonly on: ResponseEvents) {}
+  constructor(private readonly on: ResponseEvents, private readonly maxHeadBytes = MAX_HEAD_BYTES) {}
 
   /** For the next response on this connection (the previous one complete). */
   reset(noBody: boolean, switching: SwitchRequest = undefined): void {
@@ -102,11 +102,11 @@ export class ResponseParser {
           }
           const headEnd = b.indexOf(HEAD_END, pos);
           if (headEnd < 0 || headEnd > end - 4) {
-            if (end - pos > MAX_HEAD_BYTES) return new ResponseError('head too large');
+            if (end - pos > this.maxHeadBytes) return new ResponseError('head too large');
             this.pending = Buffer.from(b.subarray(pos, end));
             return undefined;
           }
-          if (headEnd + 4 - pos > MAX_HEAD_BYTES) return new ResponseError('head too large');
+          if (headEnd + 4 - pos > this.maxHeadBytes) return new ResponseError('head too large');
           const err = this.head(b, pos, headEnd);
           if (err) return err;
           pos = headEnd + 4;

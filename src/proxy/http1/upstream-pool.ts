@@ -5,7 +5,7 @@
 // it, and what one read produced goes to the client in one write (which copies it out). After a
 // protocol switch a connection carries raw bytes for a tunnel (`carryRaw`) and is never pooled.
 import type { Socket } from 'node:net';
-import { ResponseParser, type ResponseHead, type SwitchRequest } from './response-parser.js';
+import { MAX_HEAD_BYTES, ResponseParser, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
@@ -79,7 +79,7 @@ export class UpstreamConnection {
         if (this.interim) this.interim = false;
         else this.sink?.onResponseEnd();
       },
-    });
+    }, pool.maxHeadBytes);
     const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
     // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
     this.socket = trackUpstream(connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
@@ -183,7 +183,8 @@ export function poolKey(dst: Endpoint, source: string | undefined): string {
 export class UpstreamPool {
   private readonly idleByKey = new Map<string, UpstreamConnection[]>();
 
-  constructor(readonly mode: UpstreamMode, readonly stats: DirectionStats, private readonly maxIdlePerKey = MAX_IDLE_PER_KEY) {}
+  /** `maxHeadBytes`: the largest response head taken (MESH_MAX_HEADERS_KB). */
+  constructor(readonly mode: UpstreamMode, readonly stats: DirectionStats, readonly maxHeadBytes = MAX_HEAD_BYTES, private readonly maxIdlePerKey = MAX_IDLE_PER_KEY) {}
 
   /**
    * A pooled connection to `dst` from `source` (`key`: poolKey of both), or a new one (`fresh`:

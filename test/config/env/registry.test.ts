@@ -20,7 +20,7 @@ function badValue(v: VarSpec): string | undefined {
 function goodValue(v: VarSpec): [string, unknown] {
   switch (v.type) {
     case 'bool': return v.default === true ? ['false', false] : ['1', true];
-    case 'int': return ['-42', -42];
+    case 'int': return v.range ? [String(v.range[1]), v.range[1]] : ['-42', -42];
     case 'float': return ['2.5e1', 25];
     case 'duration': return ['1m30.5s', 90_500];
     case 'string': {
@@ -34,7 +34,7 @@ describe('environment registry', () => {
   it('declares the 209 variables of spec 2.3 and this agent\'s own, once each, described', () => {
     const spec = declarations.filter((v) => !v.agentOwn);
     assert.equal(spec.length, 209);
-    assert.deepEqual(declarations.filter((v) => v.agentOwn).map((v) => v.name), ['MESH_BLOCK_INBOUND_IPV6', 'MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS', 'MESH_REQUEST_HEADERS_TIMEOUT']);
+    assert.deepEqual(declarations.filter((v) => v.agentOwn).map((v) => v.name), ['MESH_BLOCK_INBOUND_IPV6', 'MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS', 'MESH_MAX_HEADERS_KB', 'MESH_REQUEST_HEADERS_TIMEOUT']);
     assert.equal(new Set(declarations.map((v) => v.name)).size, declarations.length);
     for (const v of declarations) {
       assert.match(v.name, /^[A-Z][A-Z0-9_]*$/);

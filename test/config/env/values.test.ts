@@ -37,5 +37,8 @@ describe('Go-compatible value parsers', () => {
     const list = { name: 'L', type: 'string', default: '', description: '', allowedList: ['x', 'y'] } as const;
     assert.equal(parseVariable(list, 'x, y').ok, true);
     assert.equal(parseVariable(list, 'x,z').ok, false);
+    const ranged = { name: 'R', type: 'int', default: 60, description: '', range: [1, 8192] } as const;
+    assert.deepEqual(parseVariable(ranged, '8192'), { ok: true, value: 8192 });
+    assert.deepEqual(parseVariable(ranged, '0'), { ok: false, expected: 'a number from 1 to 8192' });
   });
 });
