@@ -330,6 +330,27 @@ describe('Http1Handler', () => {
     assert.equal(p.stats.rqProtocolErrors, 1);
   });
 
+  it('takes heads up to 60 KiB both ways; a larger request head is 431, counted as a 4xx, not a protocol error', async () => {
+    const big = await raw((s) => s.once('data', () => s.end(`HTTP/1.1 200 OK\r\nX-Big: ${'r'.repeat(59 * 1024)}\r\nContent-Length: 2\r\n\r\nok`)));
+    const p = await startProxy({ destination: big.endpoint });
+    proxies.push(p);
+    const c = await client(p);
+    c.write(GET('/big', `X-Big: ${'q'.repeat(59 * 1024)}\r\n`));
+    const r = await c.response();
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['x-big']!.length, 59 * 1024);
+    const over = await client(p);
+    over.write(GET('/over', `X-Big: ${'q'.repeat(61 * 1024)}\r\n`));
+    assert.equal((await over.response()).status, 431);
+    await over.end();
+    assert.equal(p.stats.rqByCode.get(431), 1);
+    assert.equal(p.stats.rqProtocolErrors, 0);
+    const small = await proxy({ limits: { maxHeadBytes: 1024, maxHeaders: 100 } });
+    const s2 = await client(small);
+    s2.write(GET('/x', `X-Big: ${'q'.repeat(2000)}\r\n`));
+    assert.equal((await s2.response()).status, 431, 'the limit is a setting');
+  });
+
   it('answers the requests before a malformed one, then 400', async () => {
     const p = await proxy();
     const c = await client(p);
