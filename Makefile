@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 NODE_TESTS = $(shell find dist/test -name '*.test.js' 2>/dev/null | sort)
 
-.PHONY: deps build test demo bench docs clean
+.PHONY: deps build test differential demo bench docs clean
 
 # Debian packages (iptables, iproute2, shells for the completion tests) and node_modules.
 deps: node_modules/.package-lock.json
@@ -23,6 +23,11 @@ build: deps
 test: build
 	@scripts/proxy-uid-access.sh
 	node --test --test-reporter=spec --test-timeout=300000 $(NODE_TESTS)
+
+# The differential test of the HTTP/1 path with a long corpus; DIFFERENTIAL_SEED replays one (the seed is printed).
+differential: build
+	@scripts/proxy-uid-access.sh
+	DIFFERENTIAL_CASES=$${DIFFERENTIAL_CASES:-60000} node --test --test-reporter=spec --test-timeout=3600000 dist/test/integration/proxy/differential.test.js
 
 demo: build
 	@scripts/proxy-uid-access.sh

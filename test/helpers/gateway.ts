@@ -26,6 +26,18 @@ spec:
 `;
 }
 
+/** A VirtualService for every host, bound to `gateway`; `http`: its rules as YAML list items at column 2. */
+export function virtualService(name: string, gateway: string, http: string, namespace = 'mesh-system'): string {
+  return `apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  hosts: ["*"]
+  gateways: [${gateway}]
+  http:
+${http}`;
+}
+
 export interface Answer {
   readonly status: number;
   readonly headers: Record<string, string>;
@@ -62,6 +74,8 @@ export interface GatewayPodOptions {
   readonly namespace?: string;
   readonly env?: Readonly<Record<string, string>>;
   readonly args?: readonly string[];
+  /** The agent to run as the gateway (default: this checkout's bin/pilot-agent). */
+  readonly bin?: string;
   /** Called before the gateway starts (certificates, a JWKS server...). */
   readonly prepare?: (pod: GatewayPod) => Promise<void> | void;
 }
@@ -103,7 +117,7 @@ export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod>
   try {
     for (const [port, name] of Object.entries(o.apps ?? {})) await pod.start([join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', port, name]);
     await o.prepare?.(pod);
-    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, binPath, 'proxy', 'router', ...(o.args ?? [])], {
+    const gateway = spawn('ip', ['netns', 'exec', ns.name, process.execPath, o.bin ?? binPath, 'proxy', 'router', ...(o.args ?? [])], {
       cwd: dir, env: cleanEnv({ POD_NAMESPACE: o.namespace ?? 'mesh-system', ...o.env }), stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(gateway);

@@ -8,33 +8,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { FIXTURES, httpGateway, startGatewayPod, type GatewayPod } from '../../helpers/gateway.js';
+import { lastBody, rawConnections, statuses, type RawCase, type Received } from '../../helpers/raw-connections.js';
 
 const ISSUER = 'https://issuer.test';
-
-interface Received {
-  readonly received: string;
-  readonly closed: boolean;
-}
-
-/** Status codes of the responses received, in order (Content-Length and chunked bodies skipped). */
-function statuses(r: Received): number[] {
-  const out: number[] = [];
-  let rest = r.received;
-  for (;;) {
-    const end = rest.indexOf('\r\n\r\n');
-    const m = /^HTTP\/1\.1 (\d{3})/.exec(rest);
-    if (end < 0 || !m) return out;
-    out.push(Number(m[1]));
-    const head = rest.slice(0, end);
-    rest = rest.slice(end + 4);
-    const length = /\r\ncontent-length: *(\d+)/i.exec(head);
-    if (length) rest = rest.slice(Number(length[1]));
-    else if (/\r\ntransfer-encoding: *chunked/i.test(head)) rest = rest.slice(rest.indexOf('0\r\n\r\n') + 5);
-  }
-}
-
-/** The body of the last response (the app's /headers answer is JSON). */
-const lastBody = (r: Received): string => r.received.slice(r.received.lastIndexOf('\r\n\r\n') + 4);
 
 describe('the ingress gateway against the attacks of the security review', () => {
   let pod: GatewayPod;
@@ -42,13 +18,11 @@ describe('the ingress gateway against the attacks of the security review', () =>
   let appLog = '';
   let sign: (claims: Record<string, unknown>) => Promise<string>;
 
-  const raw = (cases: { data: string; quietMs?: number }[]): Received[] => {
-    const file = join(pod.dir, `cases-${Math.random().toString(36).slice(2)}.json`);
-    writeFileSync(file, JSON.stringify(cases.map((c) => ({ ...c, data: Buffer.from(c.data, 'latin1').toString('base64') }))));
-    const run = spawnSync('ip', ['netns', 'exec', pod.ns.name, process.execPath, join(FIXTURES, 'raw-client.mjs'), '127.0.0.1', '8080', file], { encoding: 'utf8' });
+  const raw = (cases: RawCase[]): Received[] => rawConnections((command, args, input) => {
+    const run = spawnSync('ip', ['netns', 'exec', pod.ns.name, command, ...args], { encoding: 'utf8', input });
     assert.equal(run.status, 0, run.stderr);
-    return JSON.parse(run.stdout) as Received[];
-  };
+    return run.stdout;
+  }, '127.0.0.1', 8080, cases);
   const requestsSeen = async (fn: () => void): Promise<{ method: string; url: string; headers: Record<string, string> }[]> => {
     const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 200));
     await settle();

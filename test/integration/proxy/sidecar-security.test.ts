@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createPod, netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
+import { rawConnections, statuses, type RawCase, type Received } from '../../helpers/raw-connections.js';
 import { binPath, repoRoot } from '../../helpers/repo.js';
 import { cleanEnv, runCli } from '../../helpers/run-cli.js';
 
@@ -47,25 +48,6 @@ spec:
   - when: [{key: "request.headers[X-Role]", values: ["admin"]}]
 `;
 
-interface Received {
-  readonly received: string;
-  readonly closed: boolean;
-}
-
-/** Status codes of the responses in what a connection received, in order (heads, then Content-Length bodies). */
-function statuses(r: Received): number[] {
-  const out: number[] = [];
-  let rest = r.received;
-  for (;;) {
-    const end = rest.indexOf('\r\n\r\n');
-    const m = /^HTTP\/1\.1 (\d{3})/.exec(rest);
-    if (end < 0 || !m) return out;
-    out.push(Number(m[1]));
-    const length = /\r\ncontent-length: *(\d+)/i.exec(rest.slice(0, end));
-    rest = rest.slice(end + 4 + (length ? Number(length[1]) : 0));
-  }
-}
-
 describe('the sidecar against the attacks of the security review (inbound, policies in force)', { skip: netnsSkip }, () => {
   let pod: Pod;
   let app: ChildProcess;
@@ -76,12 +58,8 @@ describe('the sidecar against the attacks of the security review (inbound, polic
   const appEvents = (): AppEvent[] => appLog.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AppEvent);
 
   /** Sends raw connections from the peer to the app's port (captured inbound); what each got back. */
-  const raw = (cases: { data: string; end?: boolean; quietMs?: number }[], parallel = false): Received[] => {
-    const file = join(dir, `cases-${Math.random().toString(36).slice(2)}.json`);
-    writeFileSync(file, JSON.stringify(cases.map((c) => ({ ...c, data: Buffer.from(c.data, 'latin1').toString('base64') }))));
-    const r = pod.peer.exec(process.execPath, [join(FIXTURES, 'raw-client.mjs'), POD_V4, '9080', file, ...(parallel ? ['parallel'] : [])]);
-    return JSON.parse(r.stdout) as Received[];
-  };
+  const raw = (cases: RawCase[], parallel = false): Received[] =>
+    rawConnections((command, args, input) => pod.peer.exec(command, args, { input }).stdout, POD_V4, 9080, cases, { parallel });
   /** Runs `fn`, then answers what reached the app meanwhile (after a moment for its log to come). */
   const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 200));
   const seenByApp = async (fn: () => void): Promise<AppEvent[]> => {
@@ -161,7 +139,7 @@ describe('the sidecar against the attacks of the security review (inbound, polic
       const r = raw([
         { data: clientHello },
         { data: 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' },
-        { data: 'HELLO /secret\r\nGET /secret HTTP/1.1\r\n\r\n' },
+        { data: 'hello /secret\r\nGET /secret HTTP/1.1\r\n\r\n' },
         { data: '\x00\x01\x02GET /secret HTTP/1.1\r\nHost: web\r\n\r\n' },
       ]);
       for (const x of r) {
