@@ -7,8 +7,8 @@
 // - hop-by-hop lines and the ones `Connection` names are not forwarded, but `Connection` can never
 //   take away the framing or Host: Content-Length, Transfer-Encoding and Host are written by the
 //   proxy from what it parsed;
-// - Upgrade passes only with `Connection: upgrade` on HTTP/1.1 and never for h2c (answered as
-//   HTTP/1.1, as Envoy does); Expect must be `100-continue` (else 417).
+// - Upgrade passes only with `Connection: upgrade` on HTTP/1.1, never for h2c (answered as
+//   HTTP/1.1, as Envoy does) nor on a request with content; Expect must be `100-continue` (else 417).
 // Pure.
 import { normalizePath, type PathNormalization } from '../path-normalization.js';
 import { isHopByHop, isProxyOwned, wireText, type HeaderEdits } from './headers.js';
@@ -54,6 +54,14 @@ function lookalike(name: string): boolean {
   if ((l !== 14 && l !== 17) || !name.includes('_')) return false;
   const dashed = name.toLowerCase().replaceAll('_', '-');
   return dashed === 'content-length' || dashed === 'transfer-encoding';
+}
+
+/**
+ * Content on an Upgrade request: some servers (node:http) take those bytes as the first ones of the
+ * new protocol, others as the body, so such an upgrade is not passed on: the request goes plain.
+ */
+function hasBody(head: RequestHead): boolean {
+  return head.framing === 'chunked' || head.contentLength > 0;
 }
 
 /** A header name as CGI-style servers read it: lower-case, `_` as `-` (`X_Jwt_Sub` is `x-jwt-sub`). */
@@ -109,7 +117,8 @@ export function requestMessage(head: RequestHead, o: MessageOptions): RequestMes
   if (method === 'CONNECT') {
     if (head.framing === 'chunked' || head.contentLength > 0) return bad('CONNECT with a body');
     tunnel = { kind: 'connect' };
-  } else if (minor === 1 && upgrade !== undefined && connection?.includes('upgrade') && !/(^|[\s,])h2c(\s*(,|$))/i.test(upgrade)) {
+  } else if (minor === 1 && upgrade !== undefined && connection?.includes('upgrade') && !/(^|[\s,])h2c(\s*(,|$))/i.test(upgrade)
+    && !hasBody(head)) {
     tunnel = { kind: 'upgrade', protocols: upgrade };
   }
   let expectContinue = false;

@@ -65,6 +65,54 @@ function lowerEquals(s: string, lower: string): boolean {
   return s.length === lower.length && s.toLowerCase() === lower;
 }
 
+const isWs = (c: number | undefined): boolean => c === SP || c === HTAB;
+
+/** qdtext and the byte after a backslash (RFC 9110 5.6.4): HTAB, SP, VCHAR but `"` and `\`, obs-text. */
+function qdtext(c: number): boolean {
+  return c === HTAB || c === SP || c === 0x21 || (c >= 0x23 && c <= 0x5b) || (c >= 0x5d && c <= 0x7e) || c >= 0x80;
+}
+
+/**
+ * `b[i..e)` is exactly `*( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )` (RFC 9112
+ * 7.1.1). Strictly: a reader that took `2;a="` as the start of a quoted string would read the
+ * next lines as part of it, and one that did not would read them as the body.
+ */
+function chunkExtensions(b: Buffer, i: number, e: number): boolean {
+  while (i < e) {
+    while (i < e && isWs(b[i])) i++;
+    if (b[i] !== 0x3b /* ; */) return false;
+    i++;
+    while (i < e && isWs(b[i])) i++;
+    const name = i;
+    while (i < e && TOKEN[b[i]!] === 1) i++;
+    if (i === name) return false;
+    let j = i;
+    while (j < e && isWs(b[j])) j++;
+    if (j === e || b[j] !== 0x3d /* = */) continue;
+    i = j + 1;
+    while (i < e && isWs(b[i])) i++;
+    if (b[i] === 0x22 /* " */) {
+      for (i++; ; i++) {
+        if (i >= e) return false; // unterminated
+        const c = b[i]!;
+        if (c === 0x22) break;
+        if (c === 0x5c /* \ */) {
+          i++;
+          if (i >= e || !(qdtext(b[i]!) || b[i] === 0x22 || b[i] === 0x5c)) return false;
+        } else if (!qdtext(c)) {
+          return false;
+        }
+      }
+      i++;
+    } else {
+      const value = i;
+      while (i < e && TOKEN[b[i]!] === 1) i++;
+      if (i === value) return false;
+    }
+  }
+  return true;
+}
+
 export class RequestParser {
   private state = State.Start;
   /** The part of a line that arrived without its LF yet. */
@@ -312,11 +360,7 @@ export class RequestParser {
       i++;
     }
     if (i === s) return this.fail(400, 'chunk size');
-    if (i < e) {
-      while (i < e && (b[i] === SP || b[i] === HTAB)) i++;
-      if (b[i] !== 0x3b) return this.fail(400, 'chunk size');
-      for (; i < e; i++) if (FIELD[b[i]!] !== 1) return this.fail(400, 'chunk extension');
-    }
+    if (i < e && !chunkExtensions(b, i, e)) return this.fail(400, 'chunk extension');
     if (size === 0) {
       this.state = State.Trailers;
       this.headBytes = 0;

@@ -1,9 +1,12 @@
 // What a captured connection speaks, from its first bytes. HTTP/1.x is recognised by the shape of a
 // request line, not by a list of methods: a method outside a list, or a CRLF before the request
-// line (RFC 9112 2.2), must not turn a request into opaque bytes that skip every HTTP policy. So:
-// `[CR/LF...] token SP target SP HTTP/d.d` → HTTP/1 (the parser then answers what it refuses: a
-// lower-case method, a bare LF, HTTP/3.0...); the HTTP/2 client preface → h2; a TLS ClientHello →
-// tls; anything else → tcp. Whatever is not HTTP/1 gets the TCP rules of policy. Pure.
+// line (RFC 9112 2.2), must not turn a request into opaque bytes that skip every HTTP policy. So,
+// after any CR/LF: an upper-case method, a space and `/` (or a whole `token SP target SP HTTP/d.d`
+// line) → HTTP/1, and the parser answers what it refuses (a lower-case method, a missing version,
+// two spaces, a bare LF...): lenient servers read `GET /admin` alone as HTTP/0.9, so such lines are
+// never relayed as opaque bytes. The HTTP/2 client preface → h2; a TLS ClientHello → tls; anything
+// else → tcp (text protocols such as memcached's `get key` stay TCP). Whatever is not HTTP/1 gets
+// the TCP rules of policy. Pure.
 import { CR, LF, SP, TOKEN } from '../http1/bytes.js';
 
 export type Protocol = 'http1' | 'tls' | 'h2' | 'tcp';
@@ -30,14 +33,25 @@ export function sniff(head: Buffer): Protocol | undefined {
   const start = i;
   let part = Part.Method;
   let versionAt = 0;
+  let upper = true;
   for (; i < head.length; i++) {
     const c = head[i]!;
     if (part === Part.Method) {
-      if (TOKEN[c] === 1) continue;
+      if (TOKEN[c] === 1) {
+        if (c >= 0x61 && c <= 0x7a) upper = false;
+        continue;
+      }
       if (c !== SP || i === start) return 'tcp';
       part = Part.Target;
       versionAt = i + 1;
     } else if (part === Part.Target) {
+      // A method and a path: an HTTP request whatever follows (the parser judges the rest, the
+      // extra spaces lenient servers skip included).
+      if (i === versionAt && upper && c === SP) {
+        versionAt = i + 1;
+        continue;
+      }
+      if (i === versionAt && upper && c === 0x2f /* / */) return 'http1';
       if (c > SP && c < 0x7f) continue;
       if (c !== SP || i === versionAt) return 'tcp';
       part = Part.Version;

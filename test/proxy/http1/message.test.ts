@@ -80,6 +80,12 @@ describe('requestMessage', () => {
     assert.equal(h2c.tunnel, undefined);
     assert.deepEqual(h2c.headers, ['Host', 'h']);
     assert.equal(message(head('GET', '/', ['Connection', 'upgrade', 'Upgrade', 'websocket'], { minor: 0 })).tunnel, undefined, 'not on HTTP/1.0');
+    const withBody = message(head('POST', '/u', ['Host', 'h', 'Connection', 'upgrade', 'Upgrade', 'websocket', 'Content-Length', '4'], { framing: 'length', contentLength: 4 }));
+    assert.equal(withBody.tunnel, undefined, 'not with content: servers disagree on what those bytes are');
+    assert.equal(upstreamHead(withBody, undefined, true), 'POST /u HTTP/1.1\r\nHost: h\r\ncontent-length: 4\r\n\r\n');
+    assert.equal(message(head('POST', '/u', ['Host', 'h', 'Connection', 'upgrade', 'Upgrade', 'websocket'], { framing: 'chunked' })).tunnel, undefined);
+    assert.deepEqual(message(head('GET', '/u', ['Host', 'h', 'Connection', 'upgrade', 'Upgrade', 'websocket', 'Content-Length', '0'], { framing: 'length' })).tunnel,
+      { kind: 'upgrade', protocols: 'websocket' }, 'Content-Length: 0 is no content');
     assert.deepEqual(message(head('CONNECT', 'g:443', ['Host', 'g:443'])).tunnel, { kind: 'connect' });
   });
 

@@ -93,6 +93,11 @@ describe('RequestParser', () => {
     assert.deepEqual(s.bodies, ['hello0123456789', '']);
   });
 
+  it('chunk extensions in the grammar: several, spaced, quoted with escapes', () => {
+    const s = everySplit(`POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2 ; a ; b = c ;d="x \\" y;"\r\nab\r\n0;e=f\r\n\r\n`);
+    assert.deepEqual(s.bodies, ['ab']);
+  });
+
   it('stops after a message when asked, answering where the next begins', () => {
     const input = `${GET}${GET}`;
     const s = run(input, [], { stopAfter: 1 });
@@ -146,6 +151,11 @@ describe('RequestParser', () => {
     ['a chunk size line ended by a bare LF', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n', 400],
     ['a bare LF after chunk data', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\n0\r\n\r\n', 400],
     ['chunk data longer than its size', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhello\r\n0\r\n\r\n', 400],
+    ['a chunk extension with an unterminated quote', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2;a="\r\nxx\r\n0\r\n\r\n', 400],
+    ['a chunk extension without a name', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2;\r\nxx\r\n0\r\n\r\n', 400],
+    ['a chunk extension value with a space', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b c\r\nx\r\n0\r\n\r\n', 400],
+    ['a chunk extension with an empty value', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;a=\r\nx\r\n0\r\n\r\n', 400],
+    ['a chunk extension with a control byte in quotes', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;a="\x01"\r\nx\r\n0\r\n\r\n', 400],
     ['a chunk extension with a bare LF', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5;a\nb\r\nhello\r\n0\r\n\r\n', 400],
     ['a chunk size past 2^48', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFF\r\n', 400],
     ['a folded trailer', 'POST /a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\r\n 2\r\n\r\n', 400],

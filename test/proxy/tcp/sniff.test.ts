@@ -19,6 +19,16 @@ it('leading empty lines are part of HTTP (RFC 9112 2.2), not a way around it', (
   assert.equal(sniff(b('\r\n')), undefined);
 });
 
+it('an upper-case method, a space and a path are HTTP at once, whatever follows (HTTP/0.9 lines included)', () => {
+  for (const s of ['GET /', 'GET /headers\r\nHost: x\r\n\r\n', 'GET /b(HTTP/1.1\r\n', 'FOO /x', '\r\nPOST /a']) {
+    assert.equal(sniff(b(s)), 'http1', JSON.stringify(s));
+  }
+  assert.equal(sniff(b('GET  /headers HTTP/1.1\r\n')), 'http1', 'two spaces: node reads it, so the parser answers it (400)');
+  assert.equal(sniff(b('get /x')), undefined, 'lower-case: only a whole request line makes it HTTP');
+  assert.equal(sniff(b('get key\r\n')), 'tcp', 'memcached');
+  assert.equal(sniff(b('GET key\r\n')), 'tcp', 'Redis inline');
+});
+
 it('takes what the parser refuses as HTTP too, so it is answered, not relayed', () => {
   assert.equal(sniff(b('get /admin HTTP/1.1\r\n')), 'http1', 'lower-case method: the parser answers 400');
   assert.equal(sniff(b('GET /admin HTTP/1.1\n')), 'http1', 'bare LF: 400');
@@ -27,7 +37,7 @@ it('takes what the parser refuses as HTTP too, so it is answered, not relayed', 
 });
 
 it('waits while the bytes could still become a request line or the HTTP/2 preface', () => {
-  for (const s of ['', 'G', 'GET', 'GET ', 'GET /adm', 'GET /admin ', 'GET /admin HTTP/1.', 'GET /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'FOO /x HT']) {
+  for (const s of ['', 'G', 'GET', 'GET ', 'GET http://g/', 'OPTIONS * HTTP/1.', 'get /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'CONNECT g:443 HT']) {
     assert.equal(sniff(b(s)), undefined, JSON.stringify(s));
   }
 });
@@ -36,7 +46,7 @@ it('the HTTP/2 preface is h2, a TLS ClientHello tls, everything else tcp', () =>
   assert.equal(sniff(b('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')), 'h2');
   assert.equal(sniff(b([0x16, 0x03, 0x01, 0x02, 0x00])), 'tls');
   assert.equal(sniff(b([0x16])), undefined);
-  for (const s of ['SSH-2.0-OpenSSH\r\n', '*1\r\n$4\r\nPING\r\n', 'GE@T / HTTP/1.1\r\n', 'GET  / HTTP/1.1\r\n', 'GET / HTTP/1.1x', 'GET / FTP/1.1\r\n', ' GET / HTTP/1.1\r\n']) {
+  for (const s of ['SSH-2.0-OpenSSH\r\n', '*1\r\n$4\r\nPING\r\n', 'GE@T / HTTP/1.1\r\n', 'get  / HTTP/1.1\r\n', 'get / HTTP/1.1x', 'get / FTP/1.1\r\n', ' GET / HTTP/1.1\r\n', 'GET\t/ HTTP/1.1\r\n']) {
     assert.equal(sniff(b(s)), 'tcp', JSON.stringify(s));
   }
   assert.equal(sniff(b([0x00, 0x00, 0x00, 0x01])), 'tcp');
