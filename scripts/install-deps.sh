@@ -10,6 +10,7 @@ declare -A wanted=(
   [fish]=fish
   [python3]=python3            # the TPROXY test listener (IP_TRANSPARENT from Python's socket module)
   [setpriv]=util-linux         # running the sidecar as uid 1337 in tests
+  [dig]=bind9-dnsutils         # a real DNS client in the DNS proxy's truncation test
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

@@ -8,18 +8,33 @@
 // Transport: a UDP query goes out over UDP; an answer with TC set is asked again over TCP from the
 // same server and used when it fits the client's UDP size, otherwise the truncated answer is passed
 // on so the client retries over TCP itself. A TCP query goes out over TCP (one connection each).
+// An answer bigger than a UDP client takes (512 bytes, or its EDNS size) is truncated for it
+// (wire.ts truncateAnswer: whole records, TC set), so that it asks again over TCP.
 //
-// Bytes: the client's query is sent unchanged except for its id: UDP queries share one socket per
-// address family, so each gets an id of its own (random, unused), and the answer gets the client's
-// id back — everything else in it (flags, every section, EDNS options) is the server's, byte for
-// byte. An answer is accepted only from the server asked, with the id and question sent.
+// Spoofing (RFC 5452): every UDP exchange (one query to one server) has a socket of its own, made
+// for it and closed when it ends (answer, time-out, error, another server's answer won, close()). So
+// each query leaves from a port the kernel picks at random (Linux: 32768–60999), and a forged answer
+// has to guess that port as well as the random id, not the id alone, as with one socket for all. As
+// Istio's agent (miekg/dns dials a socket per exchange). The socket is connected: the kernel hands
+// it datagrams from the server's address and port only, and an ICMP unreachable ends it at once.
+// A datagram that still is not the answer (another id, another question, not a response) is
+// counted (dns_upstream_mismatched_answers_total), dropped, and the exchange goes on waiting for
+// the real one until its time-out: ending it would let a forger cut queries short.
+// File descriptors: one per exchange in progress, so at most the server's in-flight bound (1024)
+// times the servers asked at once (1, or up to 3 in parallel); Node raises the soft RLIMIT_NOFILE to
+// the hard one at start. A socket that cannot be made (EMFILE) fails its exchange like a send error.
+//
+// Bytes: the client's query is sent unchanged except for its id over UDP (random per exchange, the
+// client's id being the client's choice, maybe a counter), and the answer gets the client's id
+// back — everything else in it (flags, every section, EDNS options) is the server's, byte for byte,
+// unless it must be truncated. An answer is accepted only with the id and question sent.
 // These sockets belong to this process (uid 1337 in a pod), which the DNS capture rules exempt.
 import { randomFillSync } from 'node:crypto';
-import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
-import { connect, isIP, type Socket } from 'node:net';
+import { createSocket } from 'node:dgram';
+import { connect, isIP } from 'node:net';
 import { scope } from '../log/logger.js';
 import type { DnsMetrics } from './metrics.js';
-import { answersQuery, errorResponse, isTruncated, messageId, RCODE, rcodeOf, withId, type Query } from './wire.js';
+import { answersQuery, errorResponse, isTruncated, RCODE, rcodeOf, truncateAnswer, withId, type Query } from './wire.js';
 
 const log = scope('dns');
 
@@ -53,23 +68,11 @@ function isGood(answer: Uint8Array): boolean {
   return rcode !== RCODE.SERVFAIL && rcode !== RCODE.REFUSED && rcode !== RCODE.NOTIMP;
 }
 
-/** The address as the kernel reports a datagram's source (IPv6 compressed, lower case, no zone). */
-function canonicalIp(address: string): string {
-  const bare = address.replace(/%.*$/, '');
-  return isIP(bare) === 6 ? new URL(`http://[${bare}]/`).hostname.slice(1, -1) : bare;
-}
-
 /** Ends an exchange that is no longer needed. */
 type Cancels = (() => void)[];
 
-interface Pending {
-  readonly from: string;
-  readonly sent: Buffer;
-  readonly questionEnd: number;
-  readonly resolve: (answer: Buffer) => void;
-  readonly reject: (err: Error) => void;
-  readonly timer: NodeJS.Timeout;
-}
+/** Ends an exchange: with its answer, or with an error. Only the first call counts. */
+type Finish = (err: Error | undefined, answer?: Buffer) => void;
 
 class UpstreamTimeout extends Error {
   constructor(upstream: Upstream, transport: Transport, ms: number) {
@@ -81,10 +84,9 @@ class UpstreamTimeout extends Error {
 export class Forwarder {
   readonly upstreams: readonly Upstream[];
   readonly #o: ForwarderOptions;
-  readonly #keys: readonly string[];
-  readonly #pending = new Map<number, Pending>();
-  readonly #sockets: { udp4?: UdpSocket; udp6?: UdpSocket } = {};
-  readonly #tcp = new Set<Socket>();
+  readonly #udpTypes: readonly ('udp4' | 'udp6')[];
+  /** Every exchange in progress, each holding one socket: what close() ends. */
+  readonly #open = new Set<Finish>();
   // Random ids drawn in batches: crypto per query would cost more than the rest of the query.
   readonly #ids = new Uint16Array(1024);
   #idAt = this.#ids.length;
@@ -93,10 +95,10 @@ export class Forwarder {
   constructor(options: ForwarderOptions) {
     this.#o = options;
     this.upstreams = options.upstreams;
-    this.#keys = options.upstreams.map((u) => `${canonicalIp(u.host)}|${u.port}`);
+    this.#udpTypes = options.upstreams.map((u) => (isIP(u.host.replace(/%.*$/, '')) === 6 ? 'udp6' : 'udp4'));
   }
 
-  /** The answer for the client (its id), never a rejection: failures become SERVFAIL. */
+  /** The answer for the client (its id, and its UDP size), never a rejection: failures become SERVFAIL. */
   async forward(msg: Buffer, query: Query, transport: Transport): Promise<ForwardResult> {
     const m = this.#o.metrics;
     m?.incUpstreamRequests();
@@ -108,30 +110,26 @@ export class Forwarder {
     if (result.answer) m?.observeUpstreamDuration((performance.now() - started) / 1000);
     if (!result.good) m?.incUpstreamFailures();
     if (!result.answer) return { answer: errorResponse(msg, RCODE.SERVFAIL, query.questionEnd), ok: false };
-    // The client's id back; nothing else is touched.
-    result.answer[0] = query.id >> 8;
-    result.answer[1] = query.id & 0xff;
-    return { answer: result.answer, ok: result.good };
+    // The client's id back; nothing else is touched unless it is too big for the client.
+    let answer = result.answer;
+    answer[0] = query.id >> 8;
+    answer[1] = query.id & 0xff;
+    if (transport === 'udp' && answer.length > query.udpLimit) {
+      log.debug(`upstream answer of ${answer.length} bytes for ${query.name}: truncated to the client's ${query.udpLimit}`);
+      answer = truncateAnswer(answer, query.udpLimit, query.hasOpt);
+    }
+    return { answer, ok: result.good };
   }
 
-  /** Ends every exchange in flight (they answer SERVFAIL) and closes the sockets. */
+  /** Ends every exchange in progress (their queries answer SERVFAIL), closing its socket; no new ones start. */
   close(): void {
     this.#closed = true;
-    for (const [id, p] of this.#pending) {
-      clearTimeout(p.timer);
-      this.#pending.delete(id);
-      p.reject(new Error('forwarder closed'));
-    }
-    for (const s of this.#tcp) s.destroy();
-    this.#sockets.udp4?.close();
-    this.#sockets.udp6?.close();
-    delete this.#sockets.udp4;
-    delete this.#sockets.udp6;
+    for (const finish of [...this.#open]) finish(new Error('forwarder closed'));
   }
 
-  /** Number of UDP exchanges waiting for an answer (bounded by the server's in-flight limit). */
-  get pending(): number {
-    return this.#pending.size;
+  /** Exchanges in progress, each holding one socket (UDP, or a TCP connection). */
+  get openSockets(): number {
+    return this.#open.size;
   }
 
   /** Runs attempts by the policy; resolves with the first good answer, else the last bad one, else nothing. */
@@ -191,85 +189,76 @@ export class Forwarder {
     return answer;
   }
 
-  #socket(family: 4 | 6): UdpSocket {
-    const name = family === 4 ? 'udp4' : 'udp6';
-    let socket = this.#sockets[name];
-    if (!socket) {
-      socket = createSocket(name);
-      socket.on('message', (msg, rinfo) => this.#onAnswer(msg, rinfo));
-      // Send errors reach the send callback; anything else is logged, never thrown.
-      socket.on('error', (err) => log.warn(`upstream ${name} socket: ${err.message}`));
-      this.#sockets[name] = socket;
+  #randomId(): number {
+    if (this.#idAt === this.#ids.length) {
+      randomFillSync(this.#ids);
+      this.#idAt = 0;
     }
-    return socket;
+    return this.#ids[this.#idAt++]!;
   }
 
-  #freeId(): number {
-    for (;;) {
-      if (this.#idAt === this.#ids.length) {
-        randomFillSync(this.#ids);
-        this.#idAt = 0;
-      }
-      const id = this.#ids[this.#idAt++]!;
-      if (!this.#pending.has(id)) return id;
-    }
-  }
-
-  #udpExchange(i: number, msg: Buffer, questionEnd: number, cancels: Cancels): Promise<Buffer> {
-    const upstream = this.upstreams[i]!;
-    const family = isIP(upstream.host.replace(/%.*$/, '')) === 6 ? 6 : 4;
-    if (this.#pending.size >= 0xf000) return Promise.reject(new Error('too many queries in flight'));
-    const id = this.#freeId();
-    const sent = withId(msg, id);
+  /**
+   * The frame of every exchange: `open` makes its socket, starts the query, calls `finish` when the
+   * answer (or an error) comes, and returns what closes the socket. The time-out, a cancel (another
+   * server won) and close() finish it too; whichever comes first closes the socket, exactly once.
+   */
+  #exchange(upstream: Upstream, transport: Transport, cancels: Cancels, open: (finish: Finish) => () => void): Promise<Buffer> {
+    if (this.#closed) return Promise.reject(new Error('forwarder closed'));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(id);
-        reject(new UpstreamTimeout(upstream, 'udp', this.#o.timeoutMs));
-      }, this.#o.timeoutMs);
-      const entry: Pending = { from: this.#keys[i]!, sent, questionEnd, resolve, reject, timer };
-      this.#pending.set(id, entry);
-      cancels.push(() => {
-        if (this.#pending.get(id) !== entry) return;
+      let release: (() => void) | undefined;
+      let settled = false;
+      const finish: Finish = (err, answer) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
-        this.#pending.delete(id);
-        reject(new Error('cancelled: the query was answered'));
-      });
-      this.#socket(family).send(sent, upstream.port, upstream.host, (err) => {
-        if (!err || this.#pending.get(id)?.sent !== sent) return;
-        clearTimeout(timer);
-        this.#pending.delete(id);
-        reject(err);
-      });
+        this.#open.delete(finish);
+        release?.();
+        if (err) reject(err);
+        else resolve(answer!);
+      };
+      const timer = setTimeout(() => finish(new UpstreamTimeout(upstream, transport, this.#o.timeoutMs)), this.#o.timeoutMs);
+      this.#open.add(finish);
+      cancels.push(() => finish(new Error('cancelled: the query was answered')));
+      try {
+        release = open(finish);
+      } catch (err) {
+        finish(err as Error);
+      }
+      if (settled) release?.(); // finished inside open(), before `release` was known
     });
   }
 
-  #onAnswer(msg: Buffer, rinfo: RemoteInfo): void {
-    if (msg.length < 12) return;
-    const id = messageId(msg);
-    const p = this.#pending.get(id);
-    if (!p || p.from !== `${canonicalIp(rinfo.address)}|${rinfo.port}` || !answersQuery(msg, p.sent, p.questionEnd)) return;
-    clearTimeout(p.timer);
-    this.#pending.delete(id);
-    p.resolve(msg);
+  /** Something on an exchange's socket that is not its answer: counted, dropped, the exchange waits on. */
+  #mismatched(upstream: Upstream, transport: Transport): void {
+    this.#o.metrics?.incUpstreamMismatches();
+    log.debug(`upstream ${upstream.host}: ${transport} message that does not answer the query (id or question), ignored`);
+  }
+
+  /** One query over a UDP socket of its own, connected to the server, with a random id. */
+  #udpExchange(i: number, msg: Buffer, questionEnd: number, cancels: Cancels): Promise<Buffer> {
+    const upstream = this.upstreams[i]!;
+    const sent = withId(msg, this.#randomId());
+    return this.#exchange(upstream, 'udp', cancels, (finish) => {
+      const socket = createSocket(this.#udpTypes[i]!);
+      // ECONNREFUSED (an ICMP unreachable, the socket being connected), EMFILE, and the like.
+      socket.on('error', (err) => finish(err));
+      socket.on('message', (answer) => {
+        if (answersQuery(answer, sent, questionEnd)) finish(undefined, answer);
+        else this.#mismatched(upstream, 'udp');
+      });
+      // Binds to port 0 first: the kernel's random ephemeral port.
+      socket.connect(upstream.port, upstream.host, (err?: Error) => {
+        if (err) finish(err);
+        else socket.send(sent, (sendErr) => { if (sendErr) finish(sendErr); });
+      });
+      return () => socket.close();
+    });
   }
 
   /** One query over a TCP connection of its own (RFC 1035 4.2.2 framing), the query's id kept. */
   #tcpExchange(upstream: Upstream, msg: Buffer, questionEnd: number, cancels: Cancels): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
+    return this.#exchange(upstream, 'tcp', cancels, (finish) => {
       const socket = connect({ host: upstream.host, port: upstream.port });
-      this.#tcp.add(socket);
-      let settled = false;
-      const finish = (err: Error | undefined, answer?: Buffer): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        this.#tcp.delete(socket);
-        socket.destroy();
-        if (err) reject(err);
-        else resolve(answer!);
-      };
-      const timer = setTimeout(() => finish(new UpstreamTimeout(upstream, 'tcp', this.#o.timeoutMs)), this.#o.timeoutMs);
-      cancels.push(() => finish(new Error('cancelled: the query was answered')));
       socket.setNoDelay(true);
       const frame = Buffer.allocUnsafe(msg.length + 2);
       frame.writeUInt16BE(msg.length, 0);
@@ -287,10 +276,12 @@ export class Forwarder {
             finish(undefined, Buffer.from(answer));
             return;
           }
+          this.#mismatched(upstream, 'tcp');
         }
       });
       socket.on('error', (err) => finish(err));
       socket.on('close', () => finish(new Error(`tcp ${upstream.host}:${upstream.port}: closed before an answer`)));
+      return () => socket.destroy();
     });
   }
 }

@@ -188,7 +188,21 @@ export class DnsProxy {
     return new Forwarder({ upstreams, parallel: this.#o.parallel, timeoutMs: this.#timeoutMs(), ...(this.#o.metrics ? { metrics: this.#o.metrics } : {}) });
   }
 
+  /**
+   * Every host on one port. With port 0 the kernel picks it for UDP, and the same number can be
+   * taken for TCP (any outgoing connection on the machine holds one), so another pick is tried.
+   */
   async #bindAll(hosts: readonly string[], wanted: number): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#bindEach(hosts, wanted);
+      } catch (err) {
+        if (wanted !== 0 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt === 10) throw err;
+      }
+    }
+  }
+
+  async #bindEach(hosts: readonly string[], wanted: number): Promise<void> {
     let port = wanted;
     for (const host of hosts) {
       try {

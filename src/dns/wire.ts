@@ -8,8 +8,13 @@ export const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP:
 export const QTYPE = { A: 1, CNAME: 5, AAAA: 28, OPT: 41, ANY: 255 } as const;
 export const QCLASS_IN = 1;
 export const HEADER_LENGTH = 12;
-/** RFC 1035 4.2.1: the UDP answer size without EDNS. */
+/** RFC 1035 4.2.1: the UDP answer size without EDNS; also the least an EDNS size counts as (RFC 6891 6.2.5). */
 export const CLASSIC_UDP_LIMIT = 512;
+/**
+ * The largest UDP payload over IPv4 (65535 − 20-byte IP header − 8-byte UDP header): a client
+ * advertising more (EDNS allows 65535) still cannot be sent more in one datagram.
+ */
+export const MAX_UDP_PAYLOAD = 65_507;
 const MAX_NAME_OCTETS = 255;
 
 /** The query the proxy acts on: its header, its one question, and its EDNS payload size. */
@@ -24,7 +29,7 @@ export interface Query {
   readonly qclass: number;
   /** Offset just after the question: bytes 12..questionEnd are the question as sent. */
   readonly questionEnd: number;
-  /** Largest UDP answer the client takes: its OPT payload size (at least 512), else 512. */
+  /** Largest UDP answer the client takes: its OPT payload size (512 to 65507), else 512. */
   readonly udpLimit: number;
   readonly hasOpt: boolean;
 }
@@ -114,14 +119,22 @@ function readName(msg: Uint8Array, at: number): NameRead | undefined {
   return { name: labels.join('.'), end };
 }
 
-/** Offset after the resource record at `at`, or undefined when it runs past the message. */
-function skipRecord(msg: Uint8Array, at: number): { end: number; type: number; klass: number } | undefined {
+interface RecordRead {
+  /** Offset after the owner name: type, class, TTL and RDLENGTH (10 bytes), then the RDATA. */
+  readonly fixed: number;
+  readonly end: number;
+  readonly type: number;
+  readonly klass: number;
+}
+
+/** The resource record at `at`, or undefined when it runs past the message. */
+function skipRecord(msg: Uint8Array, at: number): RecordRead | undefined {
   const name = readName(msg, at);
   if (!name || name.end + 10 > msg.length) return undefined;
   const type = count(msg, name.end);
   const klass = count(msg, name.end + 2);
   const end = name.end + 10 + count(msg, name.end + 8);
-  return end > msg.length ? undefined : { end, type, klass };
+  return end > msg.length ? undefined : { fixed: name.end, end, type, klass };
 }
 
 /**
@@ -156,7 +169,7 @@ export function readQuery(msg: Uint8Array): ReadResult {
     if (r.type === QTYPE.OPT) {
       if (hasOpt) return formerr('two OPT records'); // RFC 6891 6.1.1
       hasOpt = true;
-      udpLimit = Math.max(CLASSIC_UDP_LIMIT, r.klass);
+      udpLimit = Math.min(MAX_UDP_PAYLOAD, Math.max(CLASSIC_UDP_LIMIT, r.klass));
     }
     pos = r.end;
   }
@@ -208,4 +221,79 @@ export function answersQuery(answer: Uint8Array, query: Uint8Array, questionEnd:
     if (a !== b) return false;
   }
   return true;
+}
+
+/** Section counts at bytes 4, 6, 8 and 10: question, answer, authority, additional. */
+const SECTIONS = 4;
+const ADDITIONAL = 3;
+
+/**
+ * `answer` cut down to what a UDP client takes, the way resolvers truncate (RFC 1035 4.2.1, RFC 2181 9,
+ * RFC 6891 7; as miekg/dns `Msg.Truncate`, which Istio's DNS proxy uses): the header and the question
+ * as they are, then whole records in order (answer, authority, additional) up to the first one that
+ * does not fit, which ends the answer (nothing later is slipped in: a record is never cut, and no set
+ * looks complete that is not); TC set when a record was left out; the counts fixed. The bytes kept
+ * are the answer's own, a prefix of it, so the compression pointers in them (always backwards) still
+ * hold. The server's OPT record is kept at the end when the client sent EDNS (`keepOpt`): it carries
+ * the extended rcode and the DO bit; its options go if even the header and question leave no room for
+ * them (EDNS padding). Without EDNS in the query no OPT is owed (RFC 6891 7), so it goes. Records after
+ * the OPT, and from the first one that cannot be read, are left out. `limit` below 512 counts as 512.
+ */
+export function truncateAnswer(answer: Uint8Array, limit: number, keepOpt: boolean): Buffer {
+  const size = Math.max(limit, CLASSIC_UDP_LIMIT);
+  if (answer.length <= size) return Buffer.from(answer);
+  // Entries in wire order: where each ends and its section; the OPT record aside.
+  const ends: number[] = [];
+  const sectionOf: number[] = [];
+  let opt: RecordRead | undefined;
+  let questionEnd = HEADER_LENGTH;
+  let total = 0;
+  let pos = HEADER_LENGTH;
+  walk: for (let section = 0; section < SECTIONS; section++) {
+    const n = count(answer, 4 + 2 * section);
+    total += n;
+    for (let i = 0; i < n; i++) {
+      if (section === 0) {
+        const name = readName(answer, pos);
+        if (!name || name.end + 4 > answer.length) break walk;
+        pos = questionEnd = name.end + 4;
+      } else {
+        const record = skipRecord(answer, pos);
+        if (!record) break walk;
+        if (section === ADDITIONAL && record.type === QTYPE.OPT) {
+          opt = record;
+          break walk; // the OPT is last in practice; what follows it is left out (see above)
+        }
+        pos = record.end;
+      }
+      ends.push(pos);
+      sectionOf.push(section);
+    }
+  }
+  let optRecord = keepOpt && opt ? rootedOpt(answer, opt, true) : Buffer.alloc(0);
+  if (opt && optRecord.length > 0 && questionEnd + optRecord.length > size) optRecord = rootedOpt(answer, opt, false);
+  const budget = size - optRecord.length;
+  const kept = [0, 0, 0, 0];
+  let cut = HEADER_LENGTH;
+  for (let i = 0; i < ends.length && ends[i]! <= budget; i++) {
+    cut = ends[i]!;
+    kept[sectionOf[i]!]!++;
+  }
+  const keptCount = kept[0]! + kept[1]! + kept[2]! + kept[3]!;
+  const out = Buffer.concat([answer.subarray(0, cut), optRecord]);
+  for (let section = 0; section < SECTIONS; section++) out.writeUInt16BE(kept[section]!, 4 + 2 * section);
+  if (optRecord.length > 0) out.writeUInt16BE(kept[ADDITIONAL]! + 1, 10);
+  // A left-out OPT alone is no missing data (the client did not ask for one).
+  if (keptCount < total - (opt ? 1 : 0)) out[2] = out[2]! | 0x02;
+  return out;
+}
+
+/** The OPT record with the root as its owner (whatever the server wrote), with or without its options. */
+function rootedOpt(msg: Uint8Array, r: RecordRead, withOptions: boolean): Buffer {
+  const rdata = withOptions ? msg.subarray(r.fixed + 10, r.end) : msg.subarray(0, 0);
+  const out = Buffer.alloc(11 + rdata.length);
+  out.set(msg.subarray(r.fixed, r.fixed + 8), 1);
+  out.writeUInt16BE(rdata.length, 9);
+  out.set(rdata, 11);
+  return out;
 }

@@ -26,6 +26,7 @@ export const AGENT_METRIC_NAMES = {
   dnsUpstreamRequests: 'dns_upstream_requests_total',
   dnsUpstreamFailures: 'dns_upstream_failures_total',
   dnsUpstreamDuration: 'dns_upstream_request_duration_seconds',
+  dnsUpstreamMismatchedAnswers: 'dns_upstream_mismatched_answers_total',
 } as const;
 
 /** Node's process metrics carry this prefix so they cannot collide with an app's own `process_*`. */

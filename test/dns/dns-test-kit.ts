@@ -39,6 +39,7 @@ export interface Parsed {
   ra: number;
   questions: { name: string; type: number }[];
   answers: Resource[];
+  authorities: Resource[];
   additionals: Resource[];
 }
 
@@ -48,7 +49,7 @@ export function parse(buf: Buffer): Parsed {
   return {
     id: h.id, rcode: h.rcode, aa: h.aa, tc: h.tc, rd: h.rd, ra: h.ra,
     questions: p.questions.map((q) => ({ name: q.name, type: q.type })),
-    answers: p.answers, additionals: p.additionals,
+    answers: p.answers, authorities: p.authorities, additionals: p.additionals,
   };
 }
 
@@ -69,23 +70,66 @@ export function answerTo(q: Buffer, o: { addresses?: string[]; rcode?: number; t
   return res.toBuffer();
 }
 
-/** What a fake server does with a query: the answer to send (undefined: none); `send` sends more datagrams first. */
+/**
+ * A hand-made answer to `q` as a real server writes it, owner names compressed to the question's
+ * (0xc00c): `answers` TXT records of `txt` bytes each (`record-<n>-` then x's; n counts across the
+ * sections), then `authority` and `additional` ones, then the OPT record when `opt` gives its
+ * payload size (and options). 40 records of 107 bytes to `big.example.org` make 4,833 bytes.
+ */
+export function txtAnswer(q: Buffer, o: { answers: number; txt?: number; authority?: number; additional?: number; opt?: { size: number; options?: Buffer }; tc?: boolean }): Buffer {
+  const questionEnd = q.indexOf(0, 12) + 5;
+  const head = Buffer.from(q.subarray(0, 12));
+  head[2] = 0x80 | (q[2]! & 0x01) | (o.tc ? 0x02 : 0);
+  head[3] = 0x80;
+  const counts = [o.answers, o.authority ?? 0, o.additional ?? 0];
+  head.writeUInt16BE(1, 4);
+  counts.forEach((n, i) => head.writeUInt16BE(n, 6 + 2 * i));
+  const records: Buffer[] = [];
+  const txt = o.txt ?? 107;
+  for (let n = 0; n < counts[0]! + counts[1]! + counts[2]!; n++) {
+    const text = Buffer.alloc(txt, 'x');
+    text.write(`record-${n}-`);
+    const fixed = Buffer.from([0xc0, 12, 0, TYPE.TXT, 0, 1, 0, 0, 0, 60, 0, 0, txt]);
+    fixed.writeUInt16BE(txt + 1, 10);
+    records.push(fixed, text);
+  }
+  if (o.opt) {
+    const options = o.opt.options ?? Buffer.alloc(0);
+    const opt = Buffer.from([0, 0, TYPE.OPT, 0, 0, 0, 0, 0, 0, 0, 0]);
+    opt.writeUInt16BE(o.opt.size, 3);
+    opt.writeUInt16BE(options.length, 9);
+    records.push(opt, options);
+    head.writeUInt16BE(counts[2]! + 1, 10);
+  }
+  return Buffer.concat([head, q.subarray(12, questionEnd), ...records]);
+}
+
+/** The TXT strings of parsed records (dns2 reads them as `data`). */
+export function texts(records: Resource[]): string[] {
+  return records.filter((r) => r.type === TYPE.TXT).map((r) => String((r as unknown as { data: string | string[] }).data));
+}
+
+/** What a fake server does with a query: the answer to send (undefined: none); `send` sends more messages first. */
 export type Behaviour = (q: Buffer, transport: 'udp' | 'tcp', send: (extra: Buffer) => void) => Buffer | undefined | Promise<Buffer | undefined>;
 
 export interface FakeUpstream {
   readonly host: string;
   readonly port: number;
-  /** Every query received, in order. */
-  readonly received: { transport: 'udp' | 'tcp'; msg: Buffer; at: number }[];
+  /** Every query received, in order, with the port it came from. */
+  readonly received: { transport: 'udp' | 'tcp'; msg: Buffer; at: number; port: number }[];
   behaviour: Behaviour;
   close(): Promise<void>;
 }
 
+/** A message with its TCP length prefix (RFC 1035 4.2.2). */
+export function frame(msg: Buffer): Buffer {
+  const len = Buffer.alloc(2);
+  len.writeUInt16BE(msg.length);
+  return Buffer.concat([len, msg]);
+}
+
 /** A name server on `host` (UDP and TCP, one port) doing whatever `behaviour` says; undefined: silence. */
 export async function fakeUpstream(behaviour: Behaviour, host = '127.0.0.1'): Promise<FakeUpstream> {
-  const udp: UdpSocket = createSocket(host.includes(':') ? 'udp6' : 'udp4');
-  await new Promise<void>((resolve) => udp.bind(0, host, resolve));
-  const port = udp.address().port;
   const sockets = new Set<Socket>();
   const tcp: Server = createServer((s) => {
     sockets.add(s);
@@ -97,19 +141,15 @@ export async function fakeUpstream(behaviour: Behaviour, host = '127.0.0.1'): Pr
       while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
         const msg = buf.subarray(2, 2 + buf.readUInt16BE(0));
         buf = buf.subarray(2 + msg.length);
-        fake.received.push({ transport: 'tcp', msg: Buffer.from(msg), at: Date.now() });
-        const answer = await fake.behaviour(Buffer.from(msg), 'tcp', () => {});
-        if (answer && !s.destroyed) {
-          const len = Buffer.alloc(2);
-          len.writeUInt16BE(answer.length);
-          s.write(Buffer.concat([len, answer]));
-        }
+        fake.received.push({ transport: 'tcp', msg: Buffer.from(msg), at: Date.now(), port: s.remotePort! });
+        const answer = await fake.behaviour(Buffer.from(msg), 'tcp', (extra) => s.write(frame(extra)));
+        if (answer && !s.destroyed) s.write(frame(answer));
       }
     });
   });
-  await new Promise<void>((resolve) => tcp.listen(port, host, resolve));
+  const { udp, port } = await sharePort(host, tcp);
   udp.on('message', async (msg, rinfo) => {
-    fake.received.push({ transport: 'udp', msg, at: Date.now() });
+    fake.received.push({ transport: 'udp', msg, at: Date.now(), port: rinfo.port });
     const answer = await fake.behaviour(msg, 'udp', (extra) => udp.send(extra, rinfo.port, rinfo.address));
     if (answer) udp.send(answer, rinfo.port, rinfo.address);
   });
@@ -121,6 +161,29 @@ export async function fakeUpstream(behaviour: Behaviour, host = '127.0.0.1'): Pr
     },
   };
   return fake;
+}
+
+/**
+ * A UDP socket on a port the kernel picks, with `tcp` listening on the same number. That number can
+ * be taken for TCP already (by any process's outgoing connection: the test machine is shared), so
+ * another is tried then.
+ */
+async function sharePort(host: string, tcp: Server): Promise<{ udp: UdpSocket; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const udp = createSocket(host.includes(':') ? 'udp6' : 'udp4');
+    await new Promise<void>((resolve) => udp.bind(0, host, resolve));
+    const port = udp.address().port;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject);
+        tcp.listen(port, host, () => { tcp.off('error', reject); resolve(); });
+      });
+      return { udp, port };
+    } catch (err) {
+      udp.close();
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt === 20) throw err;
+    }
+  }
 }
 
 /** Sends one UDP datagram and resolves with the first answer, or undefined after `timeoutMs`. */
@@ -168,13 +231,14 @@ export function tcpAsk(host: string, port: number, messages: Buffer[], o: { expe
 }
 
 /** A DnsMetrics that counts in plain numbers. */
-export function countingMetrics(): DnsMetrics & { requests: number; upstream: number; failures: number; durations: number[] } {
+export function countingMetrics(): DnsMetrics & { requests: number; upstream: number; failures: number; mismatches: number; durations: number[] } {
   const m = {
-    requests: 0, upstream: 0, failures: 0, durations: [] as number[],
+    requests: 0, upstream: 0, failures: 0, mismatches: 0, durations: [] as number[],
     incRequests: () => { m.requests++; },
     incUpstreamRequests: () => { m.upstream++; },
     incUpstreamFailures: () => { m.failures++; },
     observeUpstreamDuration: (s: number) => { m.durations.push(s); },
+    incUpstreamMismatches: () => { m.mismatches++; },
   };
   return m;
 }

@@ -1,10 +1,14 @@
 // The forwarding policy against fake name servers on loopback: order, parallel, failures, time-out,
-// truncation, and the bytes passed back.
+// truncation, the bytes passed back, and what keeps forged answers out (a socket per exchange).
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
+import { readdirSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { Forwarder, type ForwarderOptions } from '../../src/dns/forwarder.js';
 import { readQuery } from '../../src/dns/wire.js';
-import { answerTo, countingMetrics, fakeUpstream, parse, query, sleep, TYPE, type Behaviour, type FakeUpstream } from './dns-test-kit.js';
+import {
+  answerTo, countingMetrics, fakeUpstream, frame, parse, query, sleep, texts, TYPE, txtAnswer, type Behaviour, type FakeUpstream,
+} from './dns-test-kit.js';
 
 const fakes: FakeUpstream[] = [];
 const forwarders: Forwarder[] = [];
@@ -17,10 +21,11 @@ after(async () => {
 async function servers(...behaviours: Behaviour[]): Promise<FakeUpstream[]> {
   const first = await fakeUpstream(behaviours[0]!, '127.0.0.1');
   const out = [first];
+  fakes.push(first); // each one as it comes, so that after() closes it even when the next fails
   for (let i = 1; i < behaviours.length; i++) {
     out.push(await fakeUpstreamOn(`127.0.0.${i + 1}`, first.port, behaviours[i]!));
+    fakes.push(out.at(-1)!);
   }
-  fakes.push(...out);
   return out;
 }
 
@@ -40,7 +45,7 @@ async function fakeUpstreamOn(host: string, port: number, b: Behaviour): Promise
     },
   };
   udp.on('message', async (msg, rinfo) => {
-    received.push({ transport: 'udp', msg, at: Date.now() });
+    received.push({ transport: 'udp', msg, at: Date.now(), port: rinfo.port });
     const a = await fake.behaviour(msg, 'udp', (extra) => udp.send(extra, rinfo.port, rinfo.address));
     if (a) udp.send(a, rinfo.port, rinfo.address);
   });
@@ -49,9 +54,9 @@ async function fakeUpstreamOn(host: string, port: number, b: Behaviour): Promise
     s.on('error', () => {});
     s.on('data', async (chunk: Buffer) => {
       const msg = chunk.subarray(2, 2 + chunk.readUInt16BE(0));
-      received.push({ transport: 'tcp', msg, at: Date.now() });
-      const a = await fake.behaviour(msg, 'tcp', () => {});
-      if (a) { const l = Buffer.alloc(2); l.writeUInt16BE(a.length); s.write(Buffer.concat([l, a])); }
+      received.push({ transport: 'tcp', msg, at: Date.now(), port: s.remotePort! });
+      const a = await fake.behaviour(msg, 'tcp', (extra) => s.write(frame(extra)));
+      if (a) s.write(frame(a));
     });
   });
   await new Promise<void>((resolve) => tcp.listen(port, host, resolve));
@@ -163,7 +168,7 @@ describe('forwarding policy', () => {
     const [a, b] = await servers(ok('192.0.2.1'), silent);
     const f = forwarder([a!, b!], { parallel: true, timeoutMs: 10_000 });
     await ask(f, query('x.example.org', TYPE.A));
-    assert.equal(f.pending, 0);
+    assert.equal(f.openSockets, 0);
   });
 
   it('forwards to an IPv6 server (UDP and TCP)', async () => {
@@ -209,19 +214,6 @@ describe('forwarding transport and bytes', () => {
     assert.deepEqual(r.answer, expected);
   });
 
-  it('ignores an answer with another id or another question, and takes the right one after', async () => {
-    const [a] = await servers(async (q, _t, send) => {
-      const wrongId = answerTo(q, { addresses: ['192.0.2.66'] });
-      wrongId.writeUInt16BE((q.readUInt16BE(0) + 1) & 0xffff, 0);
-      send(wrongId);
-      send(answerTo(query('other.example.org', TYPE.A, { id: q.readUInt16BE(0) }), { addresses: ['192.0.2.67'] }));
-      await sleep(50);
-      return answerTo(q, { addresses: ['192.0.2.1'] });
-    });
-    const r = await ask(forwarder([a!], { timeoutMs: 1000 }), query('x.example.org', TYPE.A));
-    assert.deepEqual(parse(r.answer).answers.map((x) => x.address), ['192.0.2.1']);
-  });
-
   it('retries a truncated UDP answer over TCP and passes the whole answer when it fits', async () => {
     const [a] = await servers((q, t) => (t === 'udp' ? answerTo(q, { tc: true }) : answerTo(q, { addresses: ['192.0.2.1', '192.0.2.2'] })));
     const r = await ask(forwarder([a!]), query('tc.example.org', TYPE.A));
@@ -238,6 +230,32 @@ describe('forwarding transport and bytes', () => {
     const r2 = await ask(forwarder([a!]), query('big.example.org', TYPE.A, { edns: 4096 }));
     assert.equal(parse(r2.answer).answers.length, 100, 'fits 4096');
   });
+
+  // 40 TXT records of 120 bytes after 33 bytes of header and question: 4,833 bytes (4,844 with OPT).
+  const big: Behaviour = (q) => txtAnswer(q, { answers: 40, ...(q.readUInt16BE(10) > 0 ? { opt: { size: 4096 } } : {}) });
+  const truncation: { name: string; o: Parameters<typeof query>[2]; transport: 'udp' | 'tcp'; records: number; tc: 0 | 1 }[] = [
+    { name: 'UDP without EDNS: 512 bytes', o: {}, transport: 'udp', records: 3, tc: 1 },
+    { name: 'UDP with an EDNS size below 512: 512 bytes', o: { edns: 100 }, transport: 'udp', records: 3, tc: 1 },
+    { name: 'UDP with EDNS 1232: 1232 bytes, OPT kept', o: { edns: 1232 }, transport: 'udp', records: 9, tc: 1 },
+    { name: 'UDP with EDNS 4096: 4096 bytes', o: { edns: 4096 }, transport: 'udp', records: 33, tc: 1 },
+    { name: 'UDP with EDNS 8192: the whole answer', o: { edns: 8192 }, transport: 'udp', records: 40, tc: 0 },
+    { name: 'TCP: the whole answer', o: {}, transport: 'tcp', records: 40, tc: 0 },
+  ];
+  for (const c of truncation) {
+    it(`an answer bigger than the client takes is truncated to its size, whole records and TC set: ${c.name}`, async () => {
+      const [a] = await servers(big);
+      const q = query('big.example.org', TYPE.TXT, c.o);
+      const r = await ask(forwarder([a!]), q, c.transport);
+      const limit = c.transport === 'tcp' ? 65535 : Math.max(512, c.o?.edns ?? 512);
+      assert.ok(r.answer.length <= limit, `${r.answer.length} bytes`);
+      const p = parse(r.answer);
+      assert.deepEqual([p.tc, p.answers.length, p.id], [c.tc, c.records, q.readUInt16BE(0)]);
+      assert.deepEqual(texts(p.answers), texts(parse(big(q, 'udp', () => {}) as Buffer).answers).slice(0, c.records));
+      assert.equal(p.additionals.some((x) => x.type === TYPE.OPT), c.o?.edns !== undefined, 'an OPT when the client sent one');
+      assert.equal(r.ok, true);
+      assert.deepEqual(a!.received.map((x) => x.transport), [c.transport], 'no TCP retry of an answer the server did not truncate');
+    });
+  }
 
   it('passes the truncated answer on when the TCP retry fails', async () => {
     const [a] = await servers((q, t) => (t === 'udp' ? answerTo(q, { tc: true }) : undefined));
@@ -262,5 +280,157 @@ describe('forwarding transport and bytes', () => {
     await sleep(50);
     f.close();
     assert.equal(parse((await pending).answer).rcode, 2);
+  });
+});
+
+describe('a socket per exchange: forged answers', () => {
+  const openFds = (): number => readdirSync('/proc/self/fd').length;
+  /** The forwarder's sockets are closed by now: its count is 0 and the process holds no more fds than before. */
+  async function allClosed(f: Forwarder, baseline: number): Promise<void> {
+    assert.equal(f.openSockets, 0);
+    // A fake's side of a TCP connection closes once the FIN arrives.
+    for (let i = 0; i < 50 && openFds() > baseline; i++) await sleep(20);
+    assert.ok(openFds() <= baseline, `${openFds()} fds open, ${baseline} before`);
+  }
+
+  it('every query leaves from a port of its own, picked at random by the kernel', async () => {
+    const [a] = await servers(ok('192.0.2.1'));
+    const f = forwarder([a!]);
+    for (let batch = 0; batch < 10; batch++) {
+      await Promise.all(Array.from({ length: 20 }, (_, i) => ask(f, query(`p${batch}-${i}.example.org`, TYPE.A))));
+    }
+    const ports = a!.received.map((x) => x.port);
+    assert.equal(ports.length, 200);
+    // 200 draws from Linux's 28,232 ephemeral ports: about one repeat is expected, ten never.
+    assert.ok(new Set(ports).size >= 190, `${new Set(ports).size} distinct ports of 200`);
+    const steps = ports.slice(1).filter((p, i) => Math.abs(p - ports[i]!) === 1).length;
+    assert.ok(steps < 20, `${steps} ports follow the one before: not random`);
+    assert.equal(f.openSockets, 0);
+  });
+
+  const forgeries: { name: string; forge: (q: Buffer) => Buffer }[] = [
+    { name: 'another id', forge: (q) => { const a = answerTo(q, { addresses: ['192.0.2.66'] }); a.writeUInt16BE((q.readUInt16BE(0) + 1) & 0xffff, 0); return a; } },
+    { name: 'the id, another name', forge: (q) => answerTo(query('other.example.org', TYPE.A, { id: q.readUInt16BE(0) }), { addresses: ['192.0.2.66'] }) },
+    { name: 'the id, another type', forge: (q) => answerTo(query('x.example.org', TYPE.AAAA, { id: q.readUInt16BE(0) })) },
+    { name: 'the id, another class', forge: (q) => { const a = answerTo(q, { addresses: ['192.0.2.66'] }); a.writeUInt16BE(3, q.length - 2); return a; } },
+    { name: 'a query, not an answer', forge: (q) => Buffer.from(q) },
+    { name: 'shorter than a header', forge: () => Buffer.alloc(5) },
+  ];
+  for (const c of forgeries) {
+    it(`an answer with ${c.name} is counted and ignored; the real one after it is taken`, async () => {
+      const [a] = await servers(async (q, _t, send) => {
+        send(c.forge(q));
+        await sleep(30);
+        return answerTo(q, { addresses: ['192.0.2.1'] });
+      });
+      const m = countingMetrics();
+      const f = forwarder([a!], { timeoutMs: 1000, metrics: m });
+      const r = await ask(f, query('x.example.org', TYPE.A));
+      assert.deepEqual(parse(r.answer).answers.map((x) => x.address), ['192.0.2.1']);
+      assert.deepEqual([m.mismatches, m.failures], [1, 0]);
+      assert.equal(f.openSockets, 0);
+    });
+  }
+
+  it('forgeries do not end the query: it waits for the real answer until its time-out, then SERVFAIL', async () => {
+    const [a] = await servers((q, _t, send) => {
+      for (const c of forgeries) send(c.forge(q));
+      return undefined;
+    });
+    const m = countingMetrics();
+    const f = forwarder([a!], { timeoutMs: 250, metrics: m });
+    const started = Date.now();
+    const r = await ask(f, query('x.example.org', TYPE.A));
+    assert.equal(parse(r.answer).rcode, 2);
+    assert.ok(Date.now() - started >= 240, `ended after ${Date.now() - started}ms`);
+    assert.deepEqual([m.mismatches, m.failures], [forgeries.length, 1]);
+  });
+
+  it('counts an answer over TCP that does not match, and takes the one that does', async () => {
+    const [a] = await servers((q, _t, send) => {
+      send(answerTo(query('other.example.org', TYPE.A, { id: q.readUInt16BE(0) })));
+      return answerTo(q, { addresses: ['192.0.2.1'] });
+    });
+    const m = countingMetrics();
+    const r = await ask(forwarder([a!], { metrics: m }), query('x.example.org', TYPE.A), 'tcp');
+    assert.deepEqual(parse(r.answer).answers.map((x) => x.address), ['192.0.2.1']);
+    assert.equal(m.mismatches, 1);
+  });
+
+  it('an answer from another port never reaches the query: its socket is connected to the server', async () => {
+    const spoofer = createSocket('udp4');
+    await new Promise<void>((resolve) => spoofer.bind(0, '127.0.0.1', resolve));
+    try {
+      const [a] = await servers(async (q) => {
+        // The right id and question, sent to the query's own port, but not from the server's port.
+        spoofer.send(answerTo(q, { addresses: ['192.0.2.66'] }), a!.received.at(-1)!.port, '127.0.0.1');
+        await sleep(50);
+        return answerTo(q, { addresses: ['192.0.2.1'] });
+      });
+      const m = countingMetrics();
+      const r = await ask(forwarder([a!], { timeoutMs: 1000, metrics: m }), query('x.example.org', TYPE.A));
+      assert.deepEqual(parse(r.answer).answers.map((x) => x.address), ['192.0.2.1']);
+      assert.equal(m.mismatches, 0, 'the kernel drops it before the process sees it');
+    } finally {
+      spoofer.close();
+    }
+  });
+
+  const endings: { name: string; behaviours: Behaviour[]; o?: Partial<ForwarderOptions>; transport?: 'udp' | 'tcp'; refused?: boolean }[] = [
+    { name: 'answered', behaviours: [ok('192.0.2.1')] },
+    { name: 'timed out', behaviours: [silent] },
+    { name: 'forged answers only, then timed out', behaviours: [(q, _t, send) => { send(forgeries[0]!.forge(q)); return undefined; }] },
+    { name: 'refused (nothing listens: ICMP port unreachable), before its time-out', behaviours: [ok('192.0.2.1')], refused: true, o: { timeoutMs: 5000 } },
+    { name: 'lost the race (parallel)', behaviours: [ok('192.0.2.1'), silent], o: { parallel: true, timeoutMs: 5000 } },
+    { name: 'truncated, then asked over TCP', behaviours: [(q, t) => (t === 'udp' ? answerTo(q, { tc: true }) : answerTo(q, { addresses: ['192.0.2.1'] }))] },
+    { name: 'TCP, answered', behaviours: [ok('192.0.2.1')], transport: 'tcp' },
+    { name: 'TCP, timed out', behaviours: [silent], transport: 'tcp' },
+  ];
+  for (const c of endings) {
+    it(`every socket is closed when its exchange ends: ${c.name}`, async () => {
+      const ups = await servers(...c.behaviours);
+      const f = c.refused
+        ? new Forwarder({ upstreams: [{ host: '127.0.0.9', port: ups[0]!.port }], parallel: false, timeoutMs: 5000 })
+        : forwarder(ups, { timeoutMs: 150, ...c.o });
+      forwarders.push(f);
+      await ask(f, query('warm-up.example.org', TYPE.A), c.transport);
+      const baseline = openFds();
+      const started = Date.now();
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => ask(f, query(`e${i}.example.org`, TYPE.A), c.transport)));
+      if (c.refused) {
+        assert.ok(Date.now() - started < 2000, 'ended by the ICMP error, not the time-out');
+        for (const r of results) assert.equal(parse(r.answer).rcode, 2);
+      }
+      await allClosed(f, baseline);
+    });
+  }
+
+  it('close() ends every exchange in progress, closes its socket, and starts no other', async () => {
+    const [a, b] = await servers(silent, silent);
+    const f = new Forwarder({ upstreams: [a!, b!].map((u) => ({ host: u.host, port: u.port })), parallel: false, timeoutMs: 10_000 });
+    await sleep(10);
+    const baseline = openFds();
+    const pending = Promise.all(Array.from({ length: 50 }, (_, i) => ask(f, query(`c${i}.example.org`, TYPE.A), i % 2 ? 'udp' : 'tcp')));
+    await sleep(100);
+    assert.equal(f.openSockets, 50);
+    f.close();
+    for (const r of await pending) assert.equal(parse(r.answer).rcode, 2);
+    assert.equal(b!.received.length, 0, 'the next server is not asked after close()');
+    await allClosed(f, baseline);
+  });
+
+  it('a thousand queries at once: a socket each, a port each, all closed after', async () => {
+    const [a] = await servers(silent);
+    const f = forwarder([a!], { timeoutMs: 2000 });
+    const baseline = openFds();
+    const pending = Promise.all(Array.from({ length: 1000 }, (_, i) => ask(f, query(`k${i}.example.org`, TYPE.A))));
+    await sleep(200);
+    assert.equal(f.openSockets, 1000);
+    // The fake's receive buffer holds a few hundred of the thousand; every one it got has a port of its own.
+    const ports = a!.received.map((x) => x.port);
+    assert.ok(ports.length >= 100, `${ports.length} received`);
+    assert.equal(new Set(ports).size, ports.length);
+    for (const r of await pending) assert.equal(parse(r.answer).rcode, 2);
+    await allClosed(f, baseline);
   });
 });

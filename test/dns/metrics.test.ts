@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { registerDnsMetrics } from '../../src/dns/metrics.js';
 
 describe('registerDnsMetrics', () => {
-  it('registers the four series of spec 2.4 on every registry, one set of values', async () => {
+  it('registers the four series of spec 2.4 and the mismatch counter on every registry, one set of values', async () => {
     const agent = new Registry();
     const proxy = new Registry();
     const m = registerDnsMetrics([agent, proxy]);
@@ -14,6 +14,8 @@ describe('registerDnsMetrics', () => {
     m.incUpstreamRequests();
     m.incUpstreamFailures();
     m.observeUpstreamDuration(0.003);
+    m.incUpstreamMismatches();
+    m.incUpstreamMismatches();
     for (const registry of [agent, proxy]) {
       const text = await registry.metrics();
       assert.match(text, /^# TYPE dns_requests_total counter$/m);
@@ -22,6 +24,8 @@ describe('registerDnsMetrics', () => {
       assert.match(text, /^dns_upstream_failures_total 1$/m);
       assert.match(text, /^dns_upstream_request_duration_seconds_bucket\{le="0.005"\} 1$/m);
       assert.match(text, /^dns_upstream_request_duration_seconds_count 1$/m);
+      assert.match(text, /^# TYPE dns_upstream_mismatched_answers_total counter$/m);
+      assert.match(text, /^dns_upstream_mismatched_answers_total 2$/m);
     }
   });
 

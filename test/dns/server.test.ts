@@ -7,7 +7,7 @@ import type { ServiceEntry } from '../../src/config/resources/types.js';
 import { DEFAULT_RESOLVER_CONFIG, type ResolverConfig } from '../../src/dns/resolv-conf.js';
 import { startDnsProxy, type DnsProxy } from '../../src/dns/server.js';
 import {
-  answerTo, countingMetrics, fakeUpstream, parse, query, sleep, tcpAsk, TYPE, udpAsk, type FakeUpstream,
+  answerTo, countingMetrics, fakeUpstream, parse, query, sleep, tcpAsk, texts, TYPE, txtAnswer, udpAsk, type FakeUpstream,
 } from './dns-test-kit.js';
 
 function serviceEntry(hosts: string[], addresses: string[]): ServiceEntry {
@@ -202,6 +202,40 @@ describe('DNS proxy server', () => {
       assert.equal(parse((await tcpAsk(H, proxy.port, [query('api.example.com', TYPE.A)]))[0]!).answers.length, 1);
     });
   });
+});
+
+describe('DNS proxy: a forwarded answer too big for a UDP client', () => {
+  // The resolver answers 40 TXT records (4,833 bytes, 4,844 with OPT) without TC, over UDP and TCP alike.
+  let upstream: FakeUpstream;
+  let proxy: DnsProxy;
+  before(async () => {
+    upstream = await fakeUpstream((q) => txtAnswer(q, { answers: 40, ...(q.readUInt16BE(10) > 0 ? { opt: { size: 4096 } } : {}) }));
+    proxy = await startDnsProxy({
+      address: '127.0.0.1:0', domain: 'ns1.svc.cluster.local', resolver: resolver([upstream]), parallel: false,
+      upstreamPort: upstream.port, timeoutMs: 1000,
+    });
+  });
+  after(async () => {
+    await proxy?.close();
+    await upstream?.close();
+  });
+
+  for (const c of [{ name: 'no EDNS: 512 bytes', edns: undefined, limit: 512 }, { name: 'EDNS 1232', edns: 1232, limit: 1232 }]) {
+    it(`reaches the client truncated to its size with TC (${c.name}); the client's retry over TCP gets it whole`, async () => {
+      const q = query('big.example.org', TYPE.TXT, c.edns === undefined ? {} : { edns: c.edns });
+      const udp = await udpAsk('127.0.0.1', proxy.port, q);
+      assert.ok(udp, 'an answer over UDP');
+      assert.ok(udp.length <= c.limit, `${udp.length} bytes over UDP`);
+      const truncated = parse(udp);
+      assert.equal(truncated.tc, 1);
+      assert.ok(truncated.answers.length > 0, 'as many whole records as fit');
+      assert.equal(truncated.additionals.some((r) => r.type === TYPE.OPT), c.edns !== undefined);
+      const [tcp] = await tcpAsk('127.0.0.1', proxy.port, [q]);
+      const whole = parse(tcp!);
+      assert.deepEqual([whole.tc, whole.answers.length, tcp!.length], [0, 40, c.edns === undefined ? 4833 : 4844]);
+      assert.deepEqual(texts(truncated.answers), texts(whole.answers).slice(0, truncated.answers.length));
+    });
+  }
 });
 
 describe('DNS proxy under a flood', () => {
