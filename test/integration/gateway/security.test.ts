@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { FIXTURES, httpGateway, startGatewayPod, type GatewayPod } from '../../helpers/gateway.js';
+import { binPath } from '../../helpers/repo.js';
 import { lastBody, rawConnections, statuses, type RawCase, type Received } from '../../helpers/raw-connections.js';
 
 const ISSUER = 'https://issuer.test';
@@ -47,6 +48,8 @@ spec:
   hosts: ["*"]
   gateways: [gw]
   http:
+  - match: [{uri: {prefix: /ws}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9090}}}]
   - route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
 ---
 apiVersion: security.mesh.io/v1
@@ -74,6 +77,7 @@ spec:
         mkdirSync(join(p.dir, 'etc', 'mesh', 'config'), { recursive: true });
         writeFileSync(join(p.dir, 'etc', 'mesh', 'config', 'mesh'), 'defaultConfig:\n  gatewayTopology:\n    numTrustedProxies: 1\n');
         app = await p.start([join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', '9080', 'app', 'log']);
+        await p.start([join(FIXTURES, 'upgrade-echo.mjs'), '127.0.0.1', '9090']);
         app.stdout!.setEncoding('utf8').on('data', (d: string) => { appLog += d; });
       },
     });
@@ -150,6 +154,20 @@ spec:
       { data: get('/public') },
     ]);
     assert.deepEqual(r.map(statuses), [[403], [200], [403], [200]]);
+  });
+
+  it('a WebSocket upgrade is a request like any other: judged, then counted and logged with its 101', async () => {
+    const [denied, ws] = raw([
+      { data: get('/admin/ws', 'Connection: Upgrade\r\nUpgrade: websocket\r\n') },
+      { data: `${get('/ws/chat', 'Connection: Upgrade\r\nUpgrade: websocket\r\n')}hello through` },
+    ]);
+    assert.deepEqual(statuses(denied!), [403], 'judged before any switch');
+    assert.match(ws!.received, /^HTTP\/1\.1 101 Switching Protocols\r\n[^]*\r\n\r\nhello through$/);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const run = spawnSync('ip', ['netns', 'exec', pod.ns.name, process.execPath, binPath, 'request', 'GET', '/debug/decisions'], { encoding: 'utf8' });
+    const decisions = (JSON.parse(run.stdout) as { decisions: { path: string; status?: number; upstream?: string }[] }).decisions;
+    assert.ok(decisions.some((d) => d.path === '/ws/chat' && d.status === 101 && d.upstream === '127.0.0.1:9090'), run.stdout);
+    assert.match(pod.output(), /"GET \/ws\/chat" 101 /, 'the access log line');
   });
 
   it('7. a Host the grammar refuses is 400; half a head is closed at the head time-out', () => {

@@ -401,6 +401,24 @@ describe('Http1Handler', () => {
     c.write('body');
     const r = await c.response();
     assert.equal(echoed(r.body).body, 'body');
+    assert.equal(p.stats.rqBodyBytes, 4, 'a body after a 100 is counted like any other');
+    assert.equal(p.stats.rqTotal, 2);
+  });
+
+  it('counts a WebSocket upgrade as a request: one more, completed with its 101 when the tunnel ends', async () => {
+    const rec = new Recorder(toDestination);
+    const p = await proxy({ decider: rec });
+    const c = await client(p);
+    c.write('GET /ws HTTP/1.1\r\nHost: app\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+    assert.equal((await c.response()).status, 101);
+    assert.equal(p.stats.rqTotal, 1);
+    assert.equal(p.stats.rqActive, 1, 'the tunnel is the request, under way');
+    c.destroy();
+    await rec.waitFor(1);
+    assert.deepEqual(rec.completions.map((x) => [x.url, x.status]), [['/ws', 101]]);
+    await eventually(() => p.stats.rqActive === 0);
+    assert.equal(p.stats.rqByCode.get(101), 1);
+    assert.equal(p.stats.rqTunnels, 1);
   });
 
   it('answers 100 itself when 100-continue is not passed on, once the request is allowed', async () => {
