@@ -79,8 +79,10 @@ export function headersObject(raw: readonly string[]): IncomingHttpHeaders {
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
-    const prev = out[name];
-    if (prev === undefined) out[name] = name === 'set-cookie' ? [value] : value;
+    const prev = Object.hasOwn(out, name) ? out[name] : undefined;
+    // Assigning `__proto__` would set the prototype: that header is defined like any other.
+    if (prev === undefined && name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+    else if (prev === undefined) out[name] = name === 'set-cookie' ? [value] : value;
     else if (name === 'set-cookie') (prev as string[]).push(value);
     else out[name] = `${prev as string}${name === 'cookie' ? '; ' : ', '}${value}`;
   }

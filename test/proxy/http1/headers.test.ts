@@ -18,6 +18,9 @@ describe('headersObject', () => {
     });
     assert.deepEqual({ ...headersObject(['Set-Cookie', 's1', 'set-cookie', 's2']) }, { 'set-cookie': ['s1', 's2'] });
     assert.deepEqual({ ...headersObject([]) }, {});
+    const odd = headersObject(['__proto__', 'x', 'constructor', 'y']);
+    assert.equal(Object.getOwnPropertyDescriptor(odd, '__proto__')?.value, 'x', 'a header like any other, not the prototype');
+    assert.equal(odd['constructor'], 'y');
   });
 });
 
