@@ -20,6 +20,8 @@ import { createAgentMetrics, RefreshingRegistry } from './metrics/agent-metrics.
 import { registerDecisionMetrics, registerProxyMetrics } from './metrics/proxy-metrics.js';
 import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from './metrics/servers.js';
 import { PORTS } from './ports.js';
+import { ConnectionBudget, connectionLimit, sharedCount } from './proxy/connection-budget.js';
+import { fileDescriptorLimit } from './proxy/fd-limit.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { ProxyStats } from './proxy/stats.js';
 import { startStatusServer, type Readiness } from './status/server.js';
@@ -92,8 +94,14 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   const agentMetrics = createAgentMetrics();
   // The DNS proxy starts after the resources' first read; it gets the ServiceEntries from then on.
   let dnsProxy: DnsProxy | undefined;
+  // One count of downstream connections for the process: this thread is worker 0, the threads 1..N-1.
+  const limit = connectionLimit(env.MESH_MAX_DOWNSTREAM_CONNECTIONS, fileDescriptorLimit());
+  const budget = { shared: sharedCount(concurrency), max: limit.max };
+  const warn = (message: string): void => log.warn(message);
+  const connections = new ConnectionBudget({ ...budget, worker: 0, warn });
+  log.info(`at most ${limit.max} downstream connections for the process, all workers together (${limit.source})`);
   const plane = new DataPlane({
-    options, env, mesh, cwd, reusePort: concurrency > 1,
+    options, env, mesh, cwd, reusePort: concurrency > 1, connections,
     primary: {
       rejects: new Counter({
         name: 'mesh_config_rejects_total', help: 'Configuration resources rejected (not valid); the last good version stays in force.',
@@ -109,7 +117,8 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       },
     },
   });
-  const workers = new WorkerPool(concurrency - 1, { options, env, mesh, cwd, logOptions: currentLogOptions() });
+  // A worker that dies takes its connections with it: its places go back to the count.
+  const workers = new WorkerPool(concurrency - 1, { options, env, mesh, cwd, logOptions: currentLogOptions(), connections: budget }, (worker) => connections.reclaim(worker));
   // One worker: its own counters are the totals. Several: the totals are gathered on each read.
   const stats = workers.size === 0 ? plane.stats : new ProxyStats();
   const decisions = workers.size === 0 ? plane.decisions : new DecisionLog();

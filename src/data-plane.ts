@@ -18,6 +18,7 @@ import { scope } from './log/logger.js';
 import type { RequestDecider } from './proxy/decider.js';
 import type { Http1Settings } from './proxy/http1/connection.js';
 import { DEFAULT_REQUEST_LIMITS } from './proxy/http1/request-parser.js';
+import type { ConnectionBudget } from './proxy/connection-budget.js';
 import { CaptureListener } from './proxy/listener.js';
 import type { ProxyOptions } from './proxy/options.js';
 import { canSwitchSocketOwner } from './proxy/socket-options.js';
@@ -42,6 +43,8 @@ export interface DataPlaneOptions {
   readonly cwd: string;
   /** More than one worker: every listener binds with SO_REUSEPORT. */
   readonly reusePort: boolean;
+  /** The process's downstream connections, shared by every worker (connection-budget.ts). */
+  readonly connections: ConnectionBudget;
   /** The primary logs and counts rejected resources and watch failures; the other workers stay quiet. */
   readonly primary?: {
     readonly rejects: Counter<'kind'>;
@@ -85,11 +88,14 @@ function http1Settings(env: EnvValues, mesh: MeshConfig): Partial<Http1Settings>
   };
 }
 
-function captureListeners(env: EnvValues, mesh: MeshConfig, stats: ProxyStats, inbound: RequestDecider, reusePort: boolean): CaptureListener[] {
+function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: RequestDecider): CaptureListener[] {
+  const { env, mesh, reusePort, connections } = o;
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
+  // 15001 and 15006 draw on one budget: the process's.
   const common = {
     stats,
+    connections,
     ownPorts: new Set<number>([...Object.values(PORTS), env.PROXY_STATUS_PORT]),
     localAddresses: localAddressCache(),
     http: http1Settings(env, mesh),
@@ -162,6 +168,7 @@ export class DataPlane {
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort,
+        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT,
       })
       : undefined;
     this.resources = new MeshResources({
@@ -181,7 +188,7 @@ export class DataPlane {
   /** The sidecar's capture listeners (a gateway has none: its ports come with the configuration). */
   async listen(): Promise<void> {
     if (this.router) return;
-    this.captures = await listenAll(captureListeners(this.o.env, this.o.mesh, this.stats, inboundDecider(this.security, this.decisions), this.o.reusePort));
+    this.captures = await listenAll(captureListeners(this.o, this.stats, inboundDecider(this.security, this.decisions)));
   }
 
   get listeners(): readonly CaptureListener[] {

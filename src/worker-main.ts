@@ -4,14 +4,16 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { DataPlane } from './data-plane.js';
 import { configureLogging, scope } from './log/logger.js';
-import type { FromWorker, ToWorker, WorkerInit } from './workers.js';
+import { ConnectionBudget } from './proxy/connection-budget.js';
+import type { FromWorker, ToWorker, WorkerData } from './workers.js';
 
 const log = scope('default');
-const init = workerData as WorkerInit;
+const init = workerData as WorkerData;
 const port = parentPort!;
 configureLogging(init.logOptions);
 
-const plane = new DataPlane({ options: init.options, env: init.env, mesh: init.mesh, cwd: init.cwd, reusePort: true });
+const connections = new ConnectionBudget({ ...init.connections, worker: init.worker, warn: (message) => log.warn(message) });
+const plane = new DataPlane({ options: init.options, env: init.env, mesh: init.mesh, cwd: init.cwd, reusePort: true, connections });
 // As in the primary: one odd socket error must not take this worker's connections down.
 process.on('uncaughtException', (err) => {
   plane.stats.uncaughtErrors++;

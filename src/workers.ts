@@ -19,6 +19,13 @@ export interface WorkerInit {
   readonly mesh: MeshConfig;
   readonly cwd: string;
   readonly logOptions: LogOptions;
+  /** The process's count of downstream connections (shared memory) and its maximum. */
+  readonly connections: { readonly shared: SharedArrayBuffer; readonly max: number };
+}
+
+/** What one worker thread is started with: the common part and its number (1..N-1; 0 is the primary). */
+export interface WorkerData extends WorkerInit {
+  readonly worker: number;
 }
 
 export type ToWorker = { readonly type: 'snapshot'; readonly id: number } | { readonly type: 'drainInbound' | 'drainAll' | 'close' };
@@ -37,8 +44,8 @@ export class WorkerPool {
   private nextId = 0;
   private closing = false;
 
-  /** `count` threads besides the primary. */
-  constructor(count: number, private readonly init: WorkerInit) {
+  /** `count` threads besides the primary; `onExit(worker)` when one has stopped (1..count). */
+  constructor(count: number, private readonly init: WorkerInit, private readonly onExit: (worker: number) => void = () => undefined) {
     this.workers = new Array<Worker | undefined>(count).fill(undefined);
   }
 
@@ -81,7 +88,8 @@ export class WorkerPool {
 
   private spawn(index: number): Promise<void> {
     return new Promise((resolve, reject) => {
-      const w = new Worker(new URL('./worker-main.js', import.meta.url), { workerData: this.init, name: `worker-${index + 1}` });
+      const data: WorkerData = { ...this.init, worker: index + 1 };
+      const w = new Worker(new URL('./worker-main.js', import.meta.url), { workerData: data, name: `worker-${index + 1}` });
       this.workers[index] = w;
       let started = false;
       w.on('message', (m: FromWorker) => {
@@ -98,6 +106,7 @@ export class WorkerPool {
       w.on('error', (err) => log.error(`worker ${index + 1} failed: ${err.message}`, { stack: err.stack }));
       w.on('exit', (code) => {
         this.workers[index] = undefined;
+        this.onExit(index + 1);
         if (!started) {
           reject(new Error(`worker ${index + 1} exited with ${code} before listening`));
           return;

@@ -110,6 +110,12 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${listener}.downstream_cx_error`, d.cxErrors);
     add(`${listener}.downstream_cx_rx_bytes_total`, d.rxBytes);
     add(`${listener}.downstream_cx_tx_bytes_total`, d.txBytes);
+    add(`${listener}.downstream_global_cx_overflow`, d.cxOverflow);
+    add(`${listener}.no_filter_chain_match`, d.tlsNoServerMatch);
+    add(`${listener}.ssl.handshake`, d.tlsHandshakes);
+    add(`${listener}.ssl.connection_error`, d.tlsErrors);
+    add(`${listener}.ssl.handshake_timeout`, d.tlsHandshakeTimeouts);
+    add(`${listener}.ssl.renegotiation_refused`, d.tlsRenegotiations);
 
     const http = `http.${direction}`;
     const byClass = [0, 0, 0, 0, 0];

@@ -1,23 +1,30 @@
 // Which ports the gateway listens on, and how, from the Gateway servers that select it. Pure: the
 // certificate files are named here and read by the router.
 import { join, resolve } from 'node:path';
+import { nodeTlsSettings, parametersWarning, type NodeTlsSettings } from '../config/resources/tls-parameters.js';
 import type { Gateway, GatewayServer } from '../config/resources/types.js';
+import { DomainIndex } from './routing/hosts.js';
+import { serverKey } from './routing/table.js';
 
 /** Where `tls.credentialName: NAME` is read from (a mounted Secret, Istio's gateway file-mount layout). */
 export const CREDENTIALS_DIR = './etc/mesh/credentials';
 
-export interface CertificateFiles {
+/** One HTTPS server of a port: what a client whose SNI names one of `hosts` is served with. */
+export interface TlsServerPlan {
+  /** The server in the route table (serverKey): its hosts are all a connection to it can reach. */
+  readonly server: string;
+  /** The server's hosts without namespace: `*`, `*.suffix` or exact, matched against the SNI. */
+  readonly hosts: readonly string[];
   readonly cert: string;
   readonly key: string;
-  /** Server hosts this certificate is for (SNI); `*` entries make it the default. */
-  readonly hosts: readonly string[];
+  readonly settings: NodeTlsSettings;
 }
 
 export interface PortPlan {
   readonly port: number;
-  /** HTTPS: TLS terminated here with `certificates` (chosen by SNI, the first as default). */
+  /** HTTPS: TLS terminated here, by the server `tlsServers` has for the client's SNI. */
   readonly protocol: 'HTTP' | 'HTTPS';
-  readonly certificates: readonly CertificateFiles[];
+  readonly tlsServers: readonly TlsServerPlan[];
   /** Servers whose plain-HTTP requests are redirected to https (tls.httpsRedirect). */
   readonly httpsRedirect: boolean;
   /** `ns/name` of the gateways with a server on this port. */
@@ -30,26 +37,45 @@ export interface ListenerPlan {
   readonly warnings: readonly string[];
 }
 
-function certificateOf(server: GatewayServer, cwd: string): CertificateFiles | undefined {
+function tlsServerOf(server: GatewayServer, key: string, cwd: string): TlsServerPlan | undefined {
   const tls = server.tls;
   if (!tls) return undefined;
-  const hosts = server.hosts.map((h) => h.host);
+  const hosts = [...new Set(server.hosts.map((h) => h.host))];
+  const settings = nodeTlsSettings(tls);
   if (tls.serverCertificate && tls.privateKey) {
-    return { cert: resolve(cwd, tls.serverCertificate), key: resolve(cwd, tls.privateKey), hosts };
+    return { server: key, hosts, cert: resolve(cwd, tls.serverCertificate), key: resolve(cwd, tls.privateKey), settings };
   }
   if (tls.credentialName) {
     const dir = resolve(cwd, CREDENTIALS_DIR, tls.credentialName);
-    return { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), hosts };
+    return { server: key, hosts, cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), settings };
   }
   return undefined;
 }
 
+/**
+ * The servers of a port by SNI, in Envoy's filter-chain order: the exact name, then the longest
+ * `*.suffix`, then a server listing `*` (Istio gives that one a chain without server names).
+ */
+export function sniIndex<T extends { readonly hosts: readonly string[] }>(servers: readonly T[]): DomainIndex<T> {
+  const index = new DomainIndex<T>();
+  for (const s of servers) for (const h of s.hosts) index.ensure(h, () => s);
+  return index;
+}
+
+/**
+ * The server for a client's SNI, or undefined: refuse the connection. A client without SNI gets
+ * only a `*` server, as Envoy only picks a chain without server names for it.
+ */
+export function serverForName<T>(index: DomainIndex<T>, serverName: string | undefined): T | undefined {
+  return serverName === undefined ? index.catchAll : index.lookup(serverName.toLowerCase());
+}
+
 export function planListeners(gateways: readonly Gateway[], cwd: string): ListenerPlan {
-  const byPort = new Map<number, { protocol: 'HTTP' | 'HTTPS'; certificates: CertificateFiles[]; httpsRedirect: boolean; gateways: string[] }>();
+  const byPort = new Map<number, { protocol: 'HTTP' | 'HTTPS'; tlsServers: TlsServerPlan[]; httpsRedirect: boolean; gateways: string[]; sniHosts: Map<string, string> }>();
   const warnings: string[] = [];
   for (const gw of gateways) {
     const id = `${gw.meta.namespace}/${gw.meta.name}`;
-    for (const server of gw.servers) {
+    for (const [index, server] of gw.servers.entries()) {
       const { number: port, protocol: declared } = server.port;
       let protocol: 'HTTP' | 'HTTPS';
       if (declared === 'HTTP' || declared === 'HTTP2' || declared === 'GRPC') protocol = 'HTTP';
@@ -64,14 +90,29 @@ export function planListeners(gateways: readonly Gateway[], cwd: string): Listen
         warnings.push(`gateway ${id}: port ${port} is already ${existing.protocol} for ${existing.gateways.join(', ')}; its ${protocol} server is ignored`);
         continue;
       }
-      const entry = existing ?? { protocol, certificates: [], httpsRedirect: false, gateways: [] };
+      const entry = existing ?? { protocol, tlsServers: [], httpsRedirect: false, gateways: [], sniHosts: new Map<string, string>() };
+      if (protocol === 'HTTPS') {
+        // Istio's rule: two TLS servers of a port cannot claim the same name (Envoy would refuse the
+        // listener); the later one is skipped.
+        const key = serverKey(id, index);
+        const taken = server.hosts.map((h) => h.host).filter((h) => entry.sniHosts.has(h));
+        if (taken.length > 0) {
+          warnings.push(`gateway ${id}: server ${index} on port ${port} is not served: ${taken.join(', ')} already named by ${entry.sniHosts.get(taken[0]!)}`);
+          continue;
+        }
+        const tls = tlsServerOf(server, key, cwd);
+        if (!tls) continue;
+        for (const h of tls.hosts) entry.sniHosts.set(h, key);
+        entry.tlsServers.push(tls);
+        const warning = server.tls ? parametersWarning(server.tls) : undefined;
+        if (warning !== undefined) warnings.push(`gateway ${id}: server ${index} on port ${port}: ${warning}`);
+      }
       if (!entry.gateways.includes(id)) entry.gateways.push(id);
       if (server.tls?.httpsRedirect && protocol === 'HTTP') entry.httpsRedirect = true;
-      const cert = protocol === 'HTTPS' ? certificateOf(server, cwd) : undefined;
-      if (cert) entry.certificates.push(cert);
       byPort.set(port, entry);
     }
   }
-  const ports = [...byPort.entries()].sort(([a], [b]) => a - b).map(([port, p]) => ({ port, ...p }));
+  const ports = [...byPort.entries()].sort(([a], [b]) => a - b)
+    .map(([port, { protocol, tlsServers, httpsRedirect, gateways: names }]) => ({ port, protocol, tlsServers, httpsRedirect, gateways: names }));
   return { ports, warnings };
 }

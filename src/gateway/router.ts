@@ -2,23 +2,25 @@
 // workload, and for each request checks the JWT and the policies, then routes by the
 // VirtualServices bound to those gateways (claims included). Listeners follow configuration
 // changes: a new port opens, a removed one stops accepting (its connections finish), and routes
-// change for the next request without touching established connections.
-import { readFileSync } from 'node:fs';
+// change for the next request without touching established connections. HTTPS ports terminate
+// TLS per Gateway server (tls-termination.ts); a request on a TLS connection is routed by the hosts
+// of the server its SNI chose only, as Istio gives each HTTPS server its own route table.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
-import { createSecureContext, Server as TlsServer, type SecureContext, type TLSSocket } from 'node:tls';
 import { scope } from '../log/logger.js';
+import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler } from '../proxy/http1/handler.js';
-import { trackDownstream } from '../proxy/listener.js';
+import { admitDownstream } from '../proxy/listener.js';
 import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
-import type { CertificateFiles, PortPlan } from './listener-plan.js';
+import type { PortPlan } from './listener-plan.js';
 import { pickDestination, route, type RouteTable } from './routing/index.js';
+import { TlsTermination } from './tls-termination.js';
 
 const log = scope('default');
 
@@ -34,6 +36,10 @@ export interface GatewayRouterOptions {
   readonly host: string;
   /** Several workers listen on the same ports (--concurrency > 1). */
   readonly reusePort?: boolean;
+  /** The process's downstream connections (every port, every worker): over its maximum, refused. */
+  readonly connections: ConnectionBudget;
+  /** From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: no deadline. */
+  readonly tlsHandshakeTimeoutMs: number;
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
@@ -80,29 +86,27 @@ class GatewayListener {
   bound = false;
   error?: string;
 
-  constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions) {
+  /** `tlsServerOf`: where the server (serverKey) each TLS connection's SNI chose is kept. */
+  constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions, tlsServerOf: WeakMap<Socket, string>) {
     const stats = o.stats.inbound;
     this.http = new Http1Handler({
       stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, ...(o.http ? { settings: o.http } : {}),
     });
-    const take = (socket: Socket): void => {
-      trackDownstream(socket, stats, this.open);
-      socket.setNoDelay(true);
-      this.http.acceptSocket(socket); // TLS sockets too: no bytes read yet
-    };
-    if (plan.protocol === 'HTTPS') {
-      const contexts = loadContexts(plan.certificates);
-      const tls = new TlsServer({
-        allowHalfOpen: true, // a client's FIN after its request still gets the answer
-        ...(contexts[0] ? { cert: readFileSync(plan.certificates[0]!.cert), key: readFileSync(plan.certificates[0]!.key) } : {}),
-        SNICallback: (servername, done) => done(null, contextFor(contexts, servername)),
-      });
-      tls.on('secureConnection', (socket: TLSSocket) => take(socket));
-      tls.on('tlsClientError', () => { stats.cxErrors++; });
-      this.server = tls;
-    } else {
-      this.server = new NetServer({ noDelay: true, allowHalfOpen: true }, take);
-    }
+    const tls = plan.protocol === 'HTTPS'
+      ? new TlsTermination({
+        port: plan.port, servers: plan.tlsServers, stats, handshakeTimeoutMs: o.tlsHandshakeTimeoutMs,
+        onSecure: (socket, server) => {
+          tlsServerOf.set(socket, server);
+          this.http.acceptSocket(socket);
+        },
+      })
+      : undefined;
+    // allowHalfOpen: a client's FIN after its request still gets the answer.
+    this.server = new NetServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+      if (!admitDownstream(socket, stats, this.open, o.connections)) return;
+      if (tls) tls.accept(socket);
+      else this.http.acceptSocket(socket);
+    });
     this.server.on('error', (err) => log.error(`gateway listener ${plan.port} error: ${err.message}`));
   }
 
@@ -142,44 +146,16 @@ class GatewayListener {
   }
 }
 
-interface LoadedContext {
-  readonly hosts: readonly string[];
-  readonly context: SecureContext;
-}
-
-function loadContexts(certs: readonly CertificateFiles[]): LoadedContext[] {
-  return certs.flatMap((c) => {
-    try {
-      return [{ hosts: c.hosts, context: createSecureContext({ cert: readFileSync(c.cert), key: readFileSync(c.key) }) }];
-    } catch (err) {
-      log.error(`gateway: cannot load certificate ${c.cert} / ${c.key}: ${(err as Error).message}`);
-      return [];
-    }
-  });
-}
-
-function hostMatches(pattern: string, name: string): boolean {
-  if (pattern === '*') return true;
-  if (pattern.startsWith('*.')) return name.endsWith(pattern.slice(1));
-  return pattern === name;
-}
-
-/** The certificate whose server hosts name the SNI host (exact before wildcard), else the first. */
-function contextFor(contexts: readonly LoadedContext[], servername: string): SecureContext | undefined {
-  const name = servername.toLowerCase();
-  return (contexts.find((c) => c.hosts.includes(name))
-    ?? contexts.find((c) => c.hosts.some((h) => h !== '*' && hostMatches(h, name)))
-    ?? contexts[0])?.context;
-}
-
 /** Whether a port's listener can stay as it is: the gateways using it may change, nothing else. */
 function sameListener(a: PortPlan, b: PortPlan): boolean {
-  return a.protocol === b.protocol && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.certificates) === JSON.stringify(b.certificates);
+  return a.protocol === b.protocol && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.tlsServers) === JSON.stringify(b.tlsServers);
 }
 
 export class GatewayRouter {
   private table: RouteTable | undefined;
   private readonly listeners = new Map<number, GatewayListener>();
+  /** The server (serverKey) each TLS connection's SNI chose: its requests are routed by that server's hosts only. */
+  private readonly tlsServerOf = new WeakMap<Socket, string>();
 
   constructor(private readonly o: GatewayRouterOptions) {}
 
@@ -199,7 +175,7 @@ export class GatewayRouter {
     }
     for (const plan of ports) {
       if (this.listeners.has(plan.port)) continue;
-      const listener = new GatewayListener(plan, this.decider(plan), this.o);
+      const listener = new GatewayListener(plan, this.decider(plan), this.o, this.tlsServerOf);
       this.listeners.set(plan.port, listener);
       await listener.listen(this.o.host, this.o.reusePort ?? false);
       if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port} for ${plan.gateways.join(', ')}`);
@@ -260,8 +236,9 @@ export class GatewayRouter {
     if (!table) return NOT_FOUND;
     const authn = security.authn;
     const { setHeaders, removeHeaders, path: tokenlessPath } = security.edits;
+    const server = this.tlsServerOf.get(req.socket);
     const decision = route(table, {
-      port, host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
+      port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
       claims: authn.outcome === 'valid' ? authn.claims : undefined,
       ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}),
     });

@@ -24,6 +24,12 @@ export const PROXY_METRIC_NAMES = {
   tcpSentBytes: 'mesh_tcp_sent_bytes_total',
   tcpPassthrough: 'mesh_tcp_passthrough_connections_total',
   downstreamActive: 'mesh_downstream_connections_active',
+  downstreamOverflow: 'mesh_downstream_connections_overflow_total',
+  tlsHandshakes: 'mesh_tls_handshakes_total',
+  tlsErrors: 'mesh_tls_connection_errors_total',
+  tlsHandshakeTimeouts: 'mesh_tls_handshake_timeouts_total',
+  tlsRenegotiations: 'mesh_tls_renegotiations_refused_total',
+  tlsNoServerMatch: 'mesh_tls_no_server_match_total',
   upstreamTotal: 'mesh_upstream_connections_total',
   upstreamActive: 'mesh_upstream_connections_active',
   upstreamConnectFailures: 'mesh_upstream_connect_failures_total',
@@ -153,6 +159,15 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   directionCounter(registry, stats, n.tcpPassthrough, 'Downstream connections carried as raw TCP (not HTTP/1.x).', (d) => d.tcpCxTotal);
   directionCounter(registry, stats, n.tcpDenied, 'Downstream connections not HTTP/1.x that authorization policy refused (closed before a byte went on).', (d) => d.tcpCxDenied);
   directionGauge(registry, stats, n.downstreamActive, 'Downstream connections open now.', (d) => d.cxActive);
+  directionCounter(registry, stats, n.downstreamOverflow,
+    'Downstream connections refused at accept: the process held MESH_MAX_DOWNSTREAM_CONNECTIONS already.', (d) => d.cxOverflow);
+
+  directionCounter(registry, stats, n.tlsHandshakes, 'TLS handshakes completed (gateway HTTPS ports).', (d) => d.tlsHandshakes);
+  directionCounter(registry, stats, n.tlsErrors,
+    'TLS connections closed for a TLS reason: failed handshake, not a ClientHello, handshake time-out, renegotiation attempt.', (d) => d.tlsErrors);
+  directionCounter(registry, stats, n.tlsHandshakeTimeouts, 'TLS handshakes not complete within MESH_TLS_HANDSHAKE_TIMEOUT.', (d) => d.tlsHandshakeTimeouts);
+  directionCounter(registry, stats, n.tlsRenegotiations, 'TLS connections closed because the client tried to renegotiate.', (d) => d.tlsRenegotiations);
+  directionCounter(registry, stats, n.tlsNoServerMatch, 'TLS connections refused: their server name (or its absence) matched no server of the port.', (d) => d.tlsNoServerMatch);
 
   directionCounter(registry, stats, n.upstreamTotal, 'Connections opened to upstreams (original destinations).', (d) => d.upstreamCxTotal);
   directionGauge(registry, stats, n.upstreamActive, 'Upstream connections open now.', (d) => d.upstreamCxActive);

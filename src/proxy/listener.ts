@@ -9,6 +9,7 @@
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
 import { scope } from '../log/logger.js';
+import type { ConnectionBudget } from './connection-budget.js';
 import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS } from './http1/handler.js';
 import type { Http1Settings } from './http1/connection.js';
@@ -42,16 +43,28 @@ export interface CaptureListenerOptions {
   readonly http?: Partial<Http1Settings>;
   /** Where HTTP requests go, and which opaque connections pass; default: the original destination, all. */
   readonly decider?: RequestDecider;
+  /** The process's downstream connections (every listener, every worker): over its maximum, refused. */
+  readonly connections: ConnectionBudget;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
 
-/** Counts an accepted connection in `stats` (and keeps it in `open`) until it closes. */
-export function trackDownstream(downstream: Socket, stats: DirectionStats, open: Set<Socket>): void {
+/**
+ * Admits an accepted connection into the process's budget, counts it in `stats` and keeps it in
+ * `open` until it closes; over the budget it is reset at once (nothing read, nothing opened for it)
+ * and counted as an overflow. False: refused.
+ */
+export function admitDownstream(downstream: Socket, stats: DirectionStats, open: Set<Socket>, budget: ConnectionBudget): boolean {
+  if (!budget.tryAcquire()) {
+    stats.cxOverflow++;
+    downstream.resetAndDestroy();
+    return false;
+  }
   stats.cxTotal++;
   stats.cxActive++;
   open.add(downstream);
   downstream.on('close', (hadError) => {
+    budget.release();
     stats.cxActive--;
     stats.rxBytes += downstream.bytesRead;
     stats.txBytes += downstream.bytesWritten;
@@ -59,6 +72,7 @@ export function trackDownstream(downstream: Socket, stats: DirectionStats, open:
     open.delete(downstream);
   });
   downstream.on('error', () => { /* counted on close; never fatal */ });
+  return true;
 }
 
 export class CaptureListener {
@@ -124,7 +138,7 @@ export class CaptureListener {
   }
 
   private onConnection(downstream: Socket): void {
-    trackDownstream(downstream, this.o.stats.of(this.o.direction), this.open);
+    if (!admitDownstream(downstream, this.o.stats.of(this.o.direction), this.open, this.o.connections)) return;
 
     const dst = this.o.transparent
       ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 }

@@ -50,6 +50,23 @@ export class DirectionStats {
   tcpCxTotal = 0;
   /** Connections not HTTP/1.x that policy refused (Istio's TCP semantics): closed before a byte went on. */
   tcpCxDenied = 0;
+  /** Connections refused at accept: the process held MESH_MAX_DOWNSTREAM_CONNECTIONS already. */
+  cxOverflow = 0;
+
+  // TLS terminated here (the gateway's HTTPS ports).
+  /** Handshakes completed. */
+  tlsHandshakes = 0;
+  /**
+   * TLS connections closed for a TLS reason: a failed handshake, bytes that are not a ClientHello, a
+   * handshake time-out, a renegotiation attempt (each also in its own counter below when it has one).
+   */
+  tlsErrors = 0;
+  /** Handshakes not complete within MESH_TLS_HANDSHAKE_TIMEOUT (also in tlsErrors). */
+  tlsHandshakeTimeouts = 0;
+  /** Connections closed because the client tried to renegotiate (also in tlsErrors). */
+  tlsRenegotiations = 0;
+  /** ClientHellos whose server name (or its absence) matched no server of the port: refused. */
+  tlsNoServerMatch = 0;
 
   // HTTP requests (L7 path).
   rqTotal = 0;

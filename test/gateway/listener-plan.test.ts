@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Gateway, GatewayServer } from '../../src/config/resources/types.js';
-import { planListeners } from '../../src/gateway/listener-plan.js';
+import { planListeners, serverForName, sniIndex } from '../../src/gateway/listener-plan.js';
 
 function gateway(name: string, servers: GatewayServer[], namespace = 'mesh-system'): Gateway {
   return { meta: { kind: 'Gateway', apiVersion: 'networking.mesh.io/v1', name, namespace, origin: { file: 'gw.yaml', index: 0 } }, selector: { mesh: 'ingressgateway' }, servers };
@@ -17,15 +17,33 @@ describe('planListeners', () => {
     assert.deepEqual(plan.warnings, []);
   });
 
-  it('HTTPS SIMPLE: certificate files from the server, or from the credential name', () => {
+  it('HTTPS SIMPLE: one TLS server each, certificate files from the server or the credential name, Istio\'s TLS defaults', () => {
     const plan = planListeners([gateway('a', [
       server(8443, 'HTTPS', { hosts: [{ namespace: '*', host: 'a.example.com' }], tls: { mode: 'SIMPLE', httpsRedirect: false, serverCertificate: 'certs/a.crt', privateKey: 'certs/a.key' } }),
-      server(8443, 'HTTPS', { hosts: [{ namespace: '*', host: 'b.example.com' }], tls: { mode: 'SIMPLE', httpsRedirect: false, credentialName: 'b-cred' } }),
+      server(8443, 'HTTPS', { hosts: [{ namespace: 'shop', host: 'b.example.com' }], tls: { mode: 'SIMPLE', httpsRedirect: false, credentialName: 'b-cred', minProtocolVersion: 'TLSV1_3' } }),
     ])], '/w');
-    assert.deepEqual(plan.ports[0]?.certificates, [
-      { cert: '/w/certs/a.crt', key: '/w/certs/a.key', hosts: ['a.example.com'] },
-      { cert: '/w/etc/mesh/credentials/b-cred/tls.crt', key: '/w/etc/mesh/credentials/b-cred/tls.key', hosts: ['b.example.com'] },
+    assert.deepEqual(plan.ports[0]?.tlsServers.map(({ settings, ...files }) => [files, settings.minVersion, settings.maxVersion]), [
+      [{ server: 'mesh-system/a#0', cert: '/w/certs/a.crt', key: '/w/certs/a.key', hosts: ['a.example.com'] }, 'TLSv1.2', 'TLSv1.3'],
+      [{ server: 'mesh-system/a#1', cert: '/w/etc/mesh/credentials/b-cred/tls.crt', key: '/w/etc/mesh/credentials/b-cred/tls.key', hosts: ['b.example.com'] }, 'TLSv1.3', 'TLSv1.3'],
     ]);
+    assert.match(plan.ports[0]!.tlsServers[0]!.settings.ciphers, /^ECDHE-ECDSA-AES128-GCM-SHA256:.*:TLS_CHACHA20_POLY1305_SHA256$/);
+  });
+
+  it('a TLS server naming a host another server of the port has already named is not served (Istio\'s rule)', () => {
+    const tls = { mode: 'SIMPLE' as const, httpsRedirect: false, credentialName: 'c' };
+    const plan = planListeners([
+      gateway('a', [server(443, 'HTTPS', { hosts: [{ namespace: '*', host: 'a.example.com' }, { namespace: '*', host: '*.example.com' }], tls })]),
+      gateway('b', [server(443, 'HTTPS', { hosts: [{ namespace: 'x', host: '*.example.com' }], tls }), server(443, 'HTTPS', { hosts: [{ namespace: '*', host: 'b.example.com' }], tls })]),
+    ], '/w');
+    assert.deepEqual(plan.ports[0]?.tlsServers.map((s) => s.server), ['mesh-system/a#0', 'mesh-system/b#1']);
+    assert.deepEqual(plan.warnings, ['gateway mesh-system/b: server 0 on port 443 is not served: *.example.com already named by mesh-system/a#0']);
+  });
+
+  it('warns when cipherSuites cannot apply (TLS 1.3 only), as Istio does', () => {
+    const plan = planListeners([gateway('a', [server(443, 'HTTPS', {
+      tls: { mode: 'SIMPLE', httpsRedirect: false, credentialName: 'c', minProtocolVersion: 'TLSV1_3', cipherSuites: ['ECDHE-RSA-AES128-GCM-SHA256'] },
+    })])], '/w');
+    assert.match(plan.warnings[0]!, /server 0 on port 443: cipherSuites have no effect with minProtocolVersion TLSV1_3/);
   });
 
   it('servers it cannot serve (TCP, TLS passthrough, a port taken by another protocol) are warnings, not listeners', () => {
@@ -45,4 +63,21 @@ describe('planListeners', () => {
     const plan = planListeners([gateway('a', [server(8080, 'HTTP', { tls: { mode: 'SIMPLE', httpsRedirect: true } })])], '/w');
     assert.equal(plan.ports[0]?.httpsRedirect, true);
   });
+});
+
+describe('serverForName: the TLS server for a client\'s SNI', () => {
+  const servers = [{ name: 'exact', hosts: ['a.example.com'] }, { name: 'wild', hosts: ['*.example.com'] }, { name: 'deep', hosts: ['*.b.example.com'] }];
+  const cases: [string, readonly { name: string; hosts: string[] }[], string | undefined, string | undefined][] = [
+    ['the exact name first', servers, 'a.example.com', 'exact'],
+    ['in any case', servers, 'A.Example.COM', 'exact'],
+    ['then the longest wildcard', servers, 'x.b.example.com', 'deep'],
+    ['a wildcard covers several labels', servers, 'x.y.example.com', 'wild'],
+    ['a name no server lists: none (refused)', servers, 'example.org', undefined],
+    ['no SNI without a * server: none (refused)', servers, undefined, undefined],
+    ['a * server takes the rest', [...servers, { name: 'any', hosts: ['*'] }], 'example.org', 'any'],
+    ['and a client without SNI', [...servers, { name: 'any', hosts: ['*'] }], undefined, 'any'],
+  ];
+  for (const [name, list, sni, expected] of cases) {
+    it(name, () => assert.equal(serverForName(sniIndex(list), sni)?.name, expected));
+  }
 });

@@ -4,7 +4,7 @@
 // by `close()`.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNetns, type Netns } from './netns.js';
@@ -36,6 +36,32 @@ spec:
   gateways: [${gateway}]
   http:
 ${http}`;
+}
+
+/** A VirtualService sending every request for `hosts` through `gateway` to 127.0.0.1:`port`. */
+export function routeTo(name: string, hosts: readonly string[], gateway: string, port: number, namespace = 'mesh-system'): string {
+  return `apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  hosts: ${JSON.stringify(hosts)}
+  gateways: [${gateway}]
+  http: [{route: [{destination: {host: 127.0.0.1, port: {number: ${port}}}}]}]
+`;
+}
+
+/** The directory of `credentialName: name` under a gateway's working directory, made. */
+export function credentialDir(podDir: string, name: string): string {
+  const dir = join(podDir, 'etc', 'mesh', 'credentials', name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** `credentialName: name` holding the fixtures' localhost certificate and key. */
+export function mountCredential(podDir: string, name: string): void {
+  const dir = credentialDir(podDir, name);
+  copyFileSync(join(FIXTURES, 'localhost.crt'), join(dir, 'tls.crt'));
+  copyFileSync(join(FIXTURES, 'localhost.key'), join(dir, 'tls.key'));
 }
 
 export interface Answer {

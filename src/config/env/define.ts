@@ -16,7 +16,8 @@ export interface VarSpec {
   readonly range?: readonly [number, number];
   /**
    * This agent's own addition, in neither spec 2.3 nor Istio (the docs mark it so). Such variables
-   * only ever add behaviour behind an opt-in: their defaults keep what Istio does.
+   * add behaviour behind an opt-in, or bound what Envoy bounds by other means (a time-out, a limit
+   * on connections): their defaults keep what Istio does or what Envoy would do.
    */
   readonly agentOwn?: true;
 }

@@ -1,6 +1,7 @@
 // The typed, validated form of the mesh resources read from `configSources` (Istio's field names
 // and meanings). Everything past the validator trusts these shapes: regexes are compiled, claim
 // keys are parsed into paths, defaults are filled in, lists are never undefined.
+import type { TlsProtocolVersion } from './tls-parameters.js';
 
 /** Where a resource came from: the file and the document's position in it (0-based). */
 export interface ResourceOrigin {
@@ -50,6 +51,12 @@ export interface GatewayTls {
   /** CA bundle (file path) verifying client certificates, for MUTUAL / OPTIONAL_MUTUAL. */
   readonly caCertificates?: string;
   readonly credentialName?: string;
+  /** Absent or TLS_AUTO: TLS 1.2 (tls-parameters.ts); TLS 1.0 and 1.1 are refused by the validator. */
+  readonly minProtocolVersion?: TlsProtocolVersion;
+  /** Absent or TLS_AUTO: TLS 1.3. */
+  readonly maxProtocolVersion?: TlsProtocolVersion;
+  /** TLS 1.2 suites (Istio's names); absent or empty: DEFAULT_CIPHER_SUITES. */
+  readonly cipherSuites?: readonly string[];
 }
 
 export interface GatewayServer {

@@ -2,9 +2,10 @@
 // and certificates, and which hosts (from which namespaces' VirtualServices) each port serves.
 import type { Gateway, GatewayServer, GatewayServerHost, GatewayTls, ResourceMeta, ServerProtocol } from './types.js';
 import {
-  checkFields, child, FieldError, int, item, list, obj, oneOf, optBool, optObj, optStr, str, stringMap,
+  checkFields, child, FieldError, int, item, list, obj, oneOf, optBool, optObj, optStr, optStrList, str, stringMap, type Obj,
 } from './fields.js';
 import { checkHostPattern, checkNamespace } from './names.js';
+import { cipherProblem, rangeProblem, TLS_PROTOCOL_VERSIONS, versionProblem, type TlsProtocolVersion } from './tls-parameters.js';
 
 export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTPS', 'HTTP2', 'GRPC', 'TCP', 'TLS'];
 const TLS_MODES: readonly GatewayTls['mode'][] = ['PASSTHROUGH', 'SIMPLE', 'MUTUAL', 'AUTO_PASSTHROUGH', 'ISTIO_MUTUAL', 'OPTIONAL_MUTUAL'];
@@ -21,6 +22,28 @@ function parseServerHost(raw: unknown, field: string, gatewayNamespace: string):
   return { namespace: checkNamespace(ns, field), host };
 }
 
+/** Fields that check client certificates: a server that asks for none (SIMPLE) would ignore them. */
+const CLIENT_CERTIFICATE_FIELDS = ['caCertificates', 'caCrl', 'subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash'];
+
+function optVersion(o: Obj, field: string, key: 'minProtocolVersion' | 'maxProtocolVersion'): TlsProtocolVersion | undefined {
+  if (o[key] === undefined) return undefined;
+  const f = child(field, key);
+  const v = oneOf(o[key], f, TLS_PROTOCOL_VERSIONS, { fold: true });
+  const problem = versionProblem(v);
+  if (problem !== undefined) throw new FieldError(f, problem);
+  return v;
+}
+
+function optCipherSuites(o: Obj, field: string): string[] | undefined {
+  const f = child(field, 'cipherSuites');
+  const names = optStrList(o['cipherSuites'], f, { nonEmptyItems: true });
+  names?.forEach((name, i) => {
+    const problem = cipherProblem(name);
+    if (problem !== undefined) throw new FieldError(item(f, i), problem);
+  });
+  return names;
+}
+
 function parseTls(raw: unknown, field: string, protocol: ServerProtocol): GatewayTls | undefined {
   const o = optObj(raw, field);
   const terminates = protocol === 'HTTPS' || protocol === 'TLS';
@@ -29,9 +52,12 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
     return undefined;
   }
   checkFields(o, field, {
-    supported: ['httpsRedirect', 'mode', 'serverCertificate', 'privateKey', 'caCertificates', 'credentialName'],
-    ignored: ['subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash', 'minProtocolVersion',
-      'maxProtocolVersion', 'cipherSuites', 'caCrl', 'credentialNames', 'tlsCertificates'],
+    supported: ['httpsRedirect', 'mode', 'serverCertificate', 'privateKey', 'caCertificates', 'credentialName',
+      'minProtocolVersion', 'maxProtocolVersion', 'cipherSuites'],
+    // Only servers this gateway does not serve (MUTUAL, passthrough) may carry these: checked below.
+    ignored: ['subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash', 'caCrl'],
+    // Several certificates per server (RSA + ECDSA): a server would present one only.
+    unsupported: ['credentialNames', 'tlsCertificates'],
   });
   const httpsRedirect = optBool(o['httpsRedirect'], child(field, 'httpsRedirect')) ?? false;
   if (!terminates) {
@@ -50,6 +76,22 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
     if (privateKey === undefined) throw new FieldError(child(field, 'privateKey'), `required with mode ${mode} (or credentialName)`);
     if (mode !== 'SIMPLE' && caCertificates === undefined) throw new FieldError(child(field, 'caCertificates'), `required with mode ${mode} (or credentialName)`);
   }
+  if (credentialName !== undefined && (serverCertificate !== undefined || privateKey !== undefined)) {
+    // Istio would use the credential and ignore the files without a word.
+    throw new FieldError(child(field, 'credentialName'), 'give either credentialName or serverCertificate and privateKey, not both');
+  }
+  if (mode === 'SIMPLE') {
+    const clientField = CLIENT_CERTIFICATE_FIELDS.find((k) => o[k] !== undefined);
+    if (clientField !== undefined) {
+      throw new FieldError(child(field, clientField), 'checks client certificates, which mode SIMPLE never asks for '
+        + '(MUTUAL and OPTIONAL_MUTUAL servers are not served by this gateway)');
+    }
+  }
+  const minProtocolVersion = optVersion(o, field, 'minProtocolVersion');
+  const maxProtocolVersion = optVersion(o, field, 'maxProtocolVersion');
+  const range = rangeProblem(minProtocolVersion, maxProtocolVersion);
+  if (range !== undefined) throw new FieldError(child(field, 'maxProtocolVersion'), range);
+  const cipherSuites = optCipherSuites(o, field);
   return {
     mode,
     httpsRedirect,
@@ -57,6 +99,9 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
     ...(privateKey !== undefined ? { privateKey } : {}),
     ...(caCertificates !== undefined ? { caCertificates } : {}),
     ...(credentialName !== undefined ? { credentialName } : {}),
+    ...(minProtocolVersion !== undefined ? { minProtocolVersion } : {}),
+    ...(maxProtocolVersion !== undefined ? { maxProtocolVersion } : {}),
+    ...(cipherSuites !== undefined ? { cipherSuites } : {}),
   };
 }
 

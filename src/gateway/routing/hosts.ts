@@ -82,6 +82,11 @@ export class DomainIndex<T> {
     return v;
   }
 
+  /** What `*` holds: the answer for a name no other domain covers, or for no name at all. */
+  get catchAll(): T | undefined {
+    return this.any;
+  }
+
   /** `host` lower-case and without port. */
   lookup(host: string): T | undefined {
     const exact = this.exact.get(host);

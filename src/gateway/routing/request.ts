@@ -6,6 +6,11 @@ import { hostWithoutPort } from './hosts.js';
 export interface RouteRequest {
   /** The listener port the request arrived on. */
   readonly port: number;
+  /**
+   * On a TLS connection: the server (serverKey) the client's SNI chose; only that server's hosts
+   * are routed. Absent (plain HTTP): every server of the port.
+   */
+  readonly server?: string;
   /** Host/:authority as received; may carry `:port`; compared case-insensitively. */
   readonly host: string;
   readonly method: string;

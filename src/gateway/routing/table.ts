@@ -45,12 +45,19 @@ export interface ServerRoutes {
   readonly gateway: string;
   /** Position in the Gateway's `servers`. */
   readonly index: number;
+  /** serverKey(gateway, index): how a listener names the server a TLS connection's SNI chose. */
+  readonly key: string;
   readonly name?: string;
   readonly protocol: ServerProtocol;
   readonly tls?: GatewayTls;
   readonly hosts: readonly GatewayServerHost[];
   /** What this server contributes; empty for servers that do not carry HTTP (TCP, TLS passthrough). */
   readonly virtualHosts: readonly VirtualHost[];
+  /**
+   * `virtualHosts` by domain: what a request on a TLS connection to this server is routed by (Istio
+   * gives each HTTPS server a route table of its own hosts).
+   */
+  readonly domains: DomainIndex<VirtualHost>;
 }
 
 export interface PortRoutes {
@@ -58,10 +65,12 @@ export interface PortRoutes {
   /** The protocol of the first server declared on the port. */
   readonly protocol: ServerProtocol;
   readonly servers: readonly ServerRoutes[];
-  /** The port's virtual hosts, merged across its servers by domain: what requests are routed by. */
+  /** The port's virtual hosts, merged across its servers by domain: what plain-HTTP requests are routed by. */
   readonly virtualHosts: readonly VirtualHost[];
   /** `virtualHosts` by domain, in Envoy's lookup order. */
   readonly domains: DomainIndex<VirtualHost>;
+  /** `servers` by key. */
+  readonly serversByKey: ReadonlyMap<string, ServerRoutes>;
 }
 
 export interface RouteTable {
@@ -99,6 +108,11 @@ function resolveGatewayRef(ref: string, vsNamespace: string): string {
 }
 
 const id = (meta: { readonly namespace: string; readonly name: string }): string => `${meta.namespace}/${meta.name}`;
+
+/** A Gateway server's name for listeners and routes: `ns/name#index`. */
+export function serverKey(gateway: string, index: number): string {
+  return `${gateway}#${index}`;
+}
 
 /** The rule as it applies on `gateway` and `port`, or undefined when none of its match entries does. */
 function compileRule(vs: VirtualService, vsId: string, route: HttpRoute, ruleIndex: number, gateway: string, port: number): CompiledRule | undefined {
@@ -189,12 +203,13 @@ export function buildRouteTable(gateways: readonly Gateway[], virtualServices: r
         }
       }
       entry.servers.push({
-        gateway: gwId, index,
+        gateway: gwId, index, key: serverKey(gwId, index),
         ...(server.name !== undefined ? { name: server.name } : {}),
         protocol,
         ...(server.tls ? { tls: server.tls } : {}),
         hosts: server.hosts,
         virtualHosts: ownHosts,
+        domains: own,
       });
     });
   }
@@ -203,7 +218,9 @@ export function buildRouteTable(gateways: readonly Gateway[], virtualServices: r
   for (const [port, e] of ports) {
     for (const vh of e.hosts) vh.noRoute = noRoute(vh);
     for (const s of e.servers) for (const vh of s.virtualHosts as MutableVirtualHost[]) vh.noRoute = noRoute(vh);
-    table.set(port, { port, protocol: e.protocol, servers: e.servers, virtualHosts: e.hosts, domains: e.domains });
+    table.set(port, {
+      port, protocol: e.protocol, servers: e.servers, virtualHosts: e.hosts, domains: e.domains, serversByKey: new Map(e.servers.map((s) => [s.key, s])),
+    });
   }
   return { ports: table, warnings };
 }

@@ -34,7 +34,10 @@ describe('environment registry', () => {
   it('declares the 209 variables of spec 2.3 and this agent\'s own, once each, described', () => {
     const spec = declarations.filter((v) => !v.agentOwn);
     assert.equal(spec.length, 209);
-    assert.deepEqual(declarations.filter((v) => v.agentOwn).map((v) => v.name), ['MESH_BLOCK_INBOUND_IPV6', 'MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS', 'MESH_MAX_HEADERS_KB', 'MESH_REQUEST_HEADERS_TIMEOUT']);
+    assert.deepEqual(declarations.filter((v) => v.agentOwn).map((v) => v.name), [
+      'MESH_BLOCK_INBOUND_IPV6', 'MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS', 'MESH_MAX_DOWNSTREAM_CONNECTIONS', 'MESH_MAX_HEADERS_KB',
+      'MESH_REQUEST_HEADERS_TIMEOUT', 'MESH_TLS_HANDSHAKE_TIMEOUT',
+    ]);
     assert.equal(new Set(declarations.map((v) => v.name)).size, declarations.length);
     for (const v of declarations) {
       assert.match(v.name, /^[A-Z][A-Z0-9_]*$/);

@@ -73,6 +73,52 @@ servers:
   assert.equal(g.servers[2]!.tls, undefined);
 });
 
+it('reads the TLS parameters of a SIMPLE server (versions folded to upper case, cipher suites as written)', () => {
+  const g = accept(server(`port: {number: 443, protocol: HTTPS}
+hosts: ["*"]
+tls: {mode: SIMPLE, credentialName: c, minProtocolVersion: tlsv1_2, maxProtocolVersion: TLS_AUTO, cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256, AES128-SHA]}`)).resource as Gateway;
+  assert.deepEqual(g.servers[0]!.tls, {
+    mode: 'SIMPLE', httpsRedirect: false, credentialName: 'c', minProtocolVersion: 'TLSV1_2', maxProtocolVersion: 'TLS_AUTO',
+    cipherSuites: ['ECDHE-RSA-AES128-GCM-SHA256', 'AES128-SHA'],
+  });
+});
+
+it('rejects, naming field and value, what a TLS server cannot honour', () => {
+  const https = (tls: string): string => server(`port: {number: 443, protocol: HTTPS}\nhosts: ["*"]\ntls: {mode: SIMPLE, credentialName: c, ${tls}}`);
+  assertRejections([
+    { name: 'an unknown version', yaml: https('minProtocolVersion: TLSV1_4'),
+      field: 'spec.servers[0].tls.minProtocolVersion', message: /"TLSV1_4" is not one of TLS_AUTO, TLSV1_0, TLSV1_1, TLSV1_2, TLSV1_3/ },
+    { name: 'TLS 1.0 as minimum', yaml: https('minProtocolVersion: TLSV1_0'),
+      field: 'spec.servers[0].tls.minProtocolVersion', message: /TLSV1_0 cannot be negotiated by this agent's OpenSSL/ },
+    { name: 'TLS 1.1 as maximum', yaml: https('maxProtocolVersion: TLSV1_1'),
+      field: 'spec.servers[0].tls.maxProtocolVersion', message: /TLSV1_1 cannot be negotiated/ },
+    { name: 'minimum above maximum', yaml: https('minProtocolVersion: TLSV1_3, maxProtocolVersion: TLSV1_2'),
+      field: 'spec.servers[0].tls.maxProtocolVersion', message: /TLSV1_2 is below minProtocolVersion TLSV1_3/ },
+    { name: 'an unknown cipher suite', yaml: https('cipherSuites: [ECDHE-RSA-AES128-GCM-SHA256, ECDHE-RSA-AES128-GCM-SHA512]'),
+      field: 'spec.servers[0].tls.cipherSuites[1]', message: /"ECDHE-RSA-AES128-GCM-SHA512" is not a cipher suite this gateway accepts; accepted: ECDHE-ECDSA-AES128-GCM-SHA256, / },
+    { name: 'a suite this OpenSSL lacks', yaml: https('cipherSuites: [DES-CBC3-SHA]'),
+      field: 'spec.servers[0].tls.cipherSuites[0]', message: /"DES-CBC3-SHA" is not offered by this agent's OpenSSL/ },
+    { name: 'a TLS 1.3 suite', yaml: https('cipherSuites: [TLS_AES_256_GCM_SHA384]'),
+      field: 'spec.servers[0].tls.cipherSuites[0]', message: /is a TLS 1\.3 suite; TLS 1\.3 suites are not configurable \(as in Envoy\)/ },
+    { name: 'cipherSuites not a list', yaml: https('cipherSuites: ECDHE-RSA-AES128-GCM-SHA256'),
+      field: 'spec.servers[0].tls.cipherSuites', message: /expected a list/ },
+    { name: 'client-certificate checks on SIMPLE', yaml: https('subjectAltNames: [a.example.com]'),
+      field: 'spec.servers[0].tls.subjectAltNames', message: /checks client certificates, which mode SIMPLE never asks for/ },
+    { name: 'a CA on SIMPLE', yaml: https('caCertificates: ca.pem'),
+      field: 'spec.servers[0].tls.caCertificates', message: /mode SIMPLE never asks for/ },
+    { name: 'a CRL on SIMPLE', yaml: https('caCrl: crl.pem'),
+      field: 'spec.servers[0].tls.caCrl', message: /mode SIMPLE never asks for/ },
+    { name: 'several certificates', yaml: https('credentialNames: [a, b]'),
+      field: 'spec.servers[0].tls.credentialNames', message: /is not supported by this agent/ },
+    { name: 'several certificate files', yaml: https('tlsCertificates: [{serverCertificate: a, privateKey: b}]'),
+      field: 'spec.servers[0].tls.tlsCertificates', message: /is not supported by this agent/ },
+    { name: 'a credential and files', yaml: https('serverCertificate: c.pem, privateKey: k.pem'),
+      field: 'spec.servers[0].tls.credentialName', message: /either credentialName or serverCertificate and privateKey, not both/ },
+    { name: 'TLS parameters on a plain HTTP server', yaml: server(`port: {number: 80, protocol: HTTP}\nhosts: ["*"]\ntls: {minProtocolVersion: TLSV1_3}`),
+      field: 'spec.servers[0].tls.minProtocolVersion', message: /a HTTP server takes only tls.httpsRedirect/ },
+  ]);
+});
+
 it('rejects invalid Gateways with the field path', () => {
   assertRejections([
     { name: 'selector missing', yaml: gw(`servers: [{port: {number: 80, protocol: HTTP}, hosts: ["*"]}]`),

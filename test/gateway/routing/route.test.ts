@@ -56,6 +56,29 @@ describe('virtual host selection', () => {
   });
 });
 
+describe('a TLS connection is routed by the hosts of the server its SNI chose', () => {
+  const tls = { mode: 'SIMPLE' as const, credentialName: 'c' };
+  const table = buildRouteTable(
+    [gateway(GW, [server(443, ['a.example.com'], { protocol: 'HTTPS', tls }), server(443, ['*.example.com'], { protocol: 'HTTPS', tls }), server(80, ['a.example.com', 'b.example.com'])])],
+    [virtualService('default/a', ['a.example.com'], [GW], [rule()]), virtualService('default/b', ['b.example.com'], [GW], [rule()])],
+  );
+  const cases: [host: string, port: number, server: string | undefined, want: string][] = [
+    ['a.example.com', 443, `${GW}#0`, 'default/a#0'],
+    ['b.example.com', 443, `${GW}#0`, 'no-host'], // SNI a.example.com, Host b.example.com: not a's to route
+    ['b.example.com', 443, `${GW}#1`, 'default/b#0'],
+    ['a.example.com', 443, `${GW}#1`, 'default/a#0'], // *.example.com covers a.example.com too
+    ['a.example.com', 443, `${GW}#7`, 'no-host'], // a server no longer there
+    ['b.example.com', 80, undefined, 'default/b#0'], // plain HTTP: every server of the port
+  ];
+  for (const [host, port, srv, want] of cases) {
+    it(`${host} on ${port} via ${srv ?? 'plain HTTP'} → ${want}`, () => assert.equal(kind(route(table, request({ host, port, ...(srv ? { server: srv } : {}) }))), want));
+  }
+
+  it('says which server refused the host', () => {
+    assert.match(route(table, request({ host: 'b.example.com', port: 443, server: `${GW}#0` })).reason, /on port 443 server mesh-system\/ingress#0 \(the one the client's SNI chose\)/);
+  });
+});
+
 describe('match fields', () => {
   const cases: { name: string; m: Partial<HttpMatchRequest>; req: Partial<RouteRequest>; want: boolean }[] = [
     { name: 'empty entry matches', m: {}, req: {}, want: true },

@@ -1,0 +1,58 @@
+// MESH_MAX_DOWNSTREAM_CONNECTIONS at the sidecar: 15001 and 15006 draw on one count for the
+// process, every worker (--concurrency 2) together. The pod holds idle outbound connections, the
+// peer idle inbound ones; past the maximum the sidecar resets them at once and counts them.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createPod, netnsSkip, PEER_V4, POD_V4, type Pod } from '../../helpers/pod-netns.js';
+import { binPath, repoRoot } from '../../helpers/repo.js';
+import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+
+const FIXTURES = join(repoRoot, 'test', 'fixtures');
+
+function ready(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
+    child.stdout!.setEncoding('utf8').once('data', () => resolve());
+  });
+}
+
+/** Idle connections held from a namespace; resolves with how many the sidecar kept and closed. */
+function hold(ns: Pod | Pod['peer'], host: string, port: number, count: number, holdMs: number): Promise<{ open: number; closed: number }> {
+  const child = ns.start(process.execPath, [join(FIXTURES, 'hold-connections.mjs'), JSON.stringify([{ host, port, count }]), String(holdMs), '0']);
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  return new Promise((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve((JSON.parse(out) as { open: number; closed: number }[])[0]!) : reject(new Error(`exit ${code}`)))));
+}
+
+describe('the sidecar with MESH_MAX_DOWNSTREAM_CONNECTIONS=4 and 2 workers', { skip: netnsSkip }, () => {
+  let pod: Pod;
+  let output = '';
+
+  before(async () => {
+    pod = createPod();
+    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
+      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
+    assert.equal(init.code, 0, init.stderr);
+    await ready(pod.peer.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), PEER_V4, '8080', 'peer']));
+    await ready(pod.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']));
+    const sidecar = pod.start('env', ['MESH_MAX_DOWNSTREAM_CONNECTIONS=4', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
+      process.execPath, binPath, 'proxy', '--concurrency', '2', '--log_target', 'stderr']);
+    sidecar.stderr?.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    const r = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.equal(r.code, 0, r.stderr);
+  });
+  after(() => pod?.close());
+
+  it('counts outbound and inbound connections against one maximum for the process', async () => {
+    const outbound = hold(pod, PEER_V4, 8080, 3, 2500);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const inbound = await hold(pod.peer, POD_V4, 9080, 3, 1000);
+    assert.deepEqual([await outbound, inbound], [{ open: 3, closed: 0 }, { open: 1, closed: 2 }]);
+    const stats = await runCli(['request', 'GET', '/stats'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.match(stats.stdout, /^listener\.[^ ]*_15006\.downstream_global_cx_overflow: 2$/m);
+    assert.match(stats.stdout, /^listener\.[^ ]*_15001\.downstream_global_cx_overflow: 0$/m);
+    assert.match(output, /downstream connections at (4 of 4|the maximum of 4) \(MESH_MAX_DOWNSTREAM_CONNECTIONS\)/);
+  });
+});
