@@ -33,6 +33,9 @@ export { PORTS } from './ports.js';
 
 export type AgentState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
 
+/** At the end of the drain, closing the servers and every connection gets this long; then the process exits. */
+export const EXIT_MARGIN_MS = 1_000;
+
 /** Everything the running agent holds; the admin and metrics surfaces read it. */
 export interface Agent {
   readonly options: ProxyOptions;
@@ -134,10 +137,13 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   registerProxyMetrics(proxyRegistry, stats);
   registerDecisionMetrics(proxyRegistry, decisions);
 
+  // Closing is given EXIT_MARGIN_MS at most: a connection that will not end (an idle TCP one, a
+  // client that never reads) must not keep the process past the drain duration it promised.
   const exit = async (code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
-    await Promise.allSettled([...servers.map((x) => x.close()), plane.close(), workers.close()]);
+    const closed = Promise.allSettled([...servers.map((x) => x.close()), plane.close(), workers.close()]);
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, EXIT_MARGIN_MS).unref())]);
     process.exit(code);
   };
 
@@ -157,13 +163,16 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       if (state === 'DRAINING') return;
       state = 'DRAINING';
       const drainMs = mesh.defaultConfig.terminationDrainDurationMs;
-      log.info(`${reason}: draining; inbound stops accepting, outbound continues; exit in at most ${drainMs}ms`);
+      log.info(`${reason}: draining; inbound stops accepting, outbound continues; exit in at most ${drainMs + EXIT_MARGIN_MS}ms`);
       plane.drainInbound();
       workers.tell('drainInbound');
       const deadline = setTimeout(() => void exit(0), drainMs);
       deadline.unref();
       if (env.EXIT_ON_ZERO_ACTIVE_CONNECTIONS) {
         setTimeout(() => {
+          // What is idle now will not become active in a way that matters: closed at once.
+          plane.closeIdle();
+          workers.tell('closeIdle');
           const poll = setInterval(() => {
             void activeConnections().then((active) => {
               if (active !== 0) return;

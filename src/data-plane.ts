@@ -222,10 +222,19 @@ export class DataPlane {
     void this.router?.close();
   }
 
+  /** Closes idle connections everywhere (EXIT_ON_ZERO_ACTIVE_CONNECTIONS, after MINIMUM_DRAIN_DURATION). */
+  closeIdle(): void {
+    for (const l of this.captures) l.closeIdle();
+    this.router?.closeIdle();
+  }
+
+  /** Shutdown: stop accepting, end every connection now (the drain is over). */
   async close(): Promise<void> {
     this.resources.close();
     this.authenticator.close();
-    await Promise.allSettled([...this.captures.map((l) => l.stopAccepting()), this.router?.close()]);
+    const stopped = Promise.allSettled([...this.captures.map((l) => l.stopAccepting()), this.router?.shutdown()]);
+    for (const l of this.captures) l.closeAll();
+    await stopped;
   }
 
   snapshot(): DataPlaneSnapshot {

@@ -35,6 +35,9 @@ port.on('message', (m: ToWorker) => {
     case 'drainAll':
       plane.drainAll();
       break;
+    case 'closeIdle':
+      plane.closeIdle();
+      break;
     case 'close':
       void plane.close().then(() => process.exit(0));
       break;

@@ -28,7 +28,7 @@ export interface WorkerData extends WorkerInit {
   readonly worker: number;
 }
 
-export type ToWorker = { readonly type: 'snapshot'; readonly id: number } | { readonly type: 'drainInbound' | 'drainAll' | 'close' };
+export type ToWorker = { readonly type: 'snapshot'; readonly id: number } | { readonly type: 'drainInbound' | 'drainAll' | 'closeIdle' | 'close' };
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'failed'; readonly message: string }
@@ -64,7 +64,7 @@ export class WorkerPool {
     return answers.filter((s): s is DataPlaneSnapshot => s !== undefined);
   }
 
-  tell(type: 'drainInbound' | 'drainAll'): void {
+  tell(type: 'drainInbound' | 'drainAll' | 'closeIdle'): void {
     for (const w of this.workers) w?.postMessage({ type } satisfies ToWorker);
   }
 

@@ -144,6 +144,11 @@ class GatewayListener {
     this.http.drain();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
+
+  /** Shutdown: every connection of this port ends now. */
+  closeAll(): void {
+    for (const socket of this.open) socket.destroy();
+  }
 }
 
 /** Whether a port's listener can stay as it is: the gateways using it may change, nothing else. */
@@ -202,6 +207,18 @@ export class GatewayRouter {
   /** Drain: stop accepting everywhere; keep-alive connections close after their current response. */
   async close(): Promise<void> {
     await Promise.all([...this.listeners.values()].map((l) => l.close()));
+  }
+
+  /** Idle keep-alive connections close now, busy ones after their response (EXIT_ON_ZERO_ACTIVE_CONNECTIONS). */
+  closeIdle(): void {
+    for (const l of this.listeners.values()) l.http.drain();
+  }
+
+  /** Shutdown: stop accepting and end every connection now. */
+  async shutdown(): Promise<void> {
+    const closed = this.close();
+    for (const l of this.listeners.values()) l.closeAll();
+    await closed;
   }
 
   private decider(plan: PortPlan): RequestDecider {

@@ -79,6 +79,8 @@ export class CaptureListener {
   private readonly server: Server;
   private readonly http: Http1Handler;
   private readonly open = new Set<Socket>();
+  /** Connections whose client has sent nothing yet (an idle one is closed first when draining). */
+  private readonly silent = new Set<Socket>();
   private readonly headTimeoutMs: number;
 
   constructor(private readonly o: CaptureListenerOptions) {
@@ -135,6 +137,20 @@ export class CaptureListener {
   /** Closes idle HTTP keep-alive connections; busy ones close after their response (drain). */
   drainHttp(): void {
     this.http.drain();
+  }
+
+  /**
+   * Closes what is idle now: HTTP connections between requests (busy ones after their response) and
+   * connections whose client has not sent a byte yet (EXIT_ON_ZERO_ACTIVE_CONNECTIONS).
+   */
+  closeIdle(): void {
+    this.http.drain();
+    for (const socket of this.silent) socket.destroy();
+  }
+
+  /** Shutdown: every connection of this listener ends now. */
+  closeAll(): void {
+    for (const socket of this.open) socket.destroy();
   }
 
   private onConnection(downstream: Socket): void {
@@ -231,6 +247,7 @@ export class CaptureListener {
       this.http.accept(downstream, head); // it reads the socket from here
     };
     const onData = (chunk: Buffer): void => {
+      this.silent.delete(downstream);
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
       const protocol = sniff(head);
       if (protocol === undefined) {
@@ -254,12 +271,15 @@ export class CaptureListener {
       }, ms).unref();
     };
     const cleanup = (): void => {
+      this.silent.delete(downstream);
       if (timer) clearTimeout(timer);
       downstream.off('data', onData);
       downstream.off('end', onEarlyEnd);
       upstream?.off('readable', onUpstreamFirst);
       downstream.pause();
     };
+    this.silent.add(downstream);
+    downstream.once('close', () => this.silent.delete(downstream));
     downstream.on('data', onData);
     downstream.on('end', onEarlyEnd);
     if (verdict?.allowed !== false) {

@@ -5,10 +5,10 @@
 // renegotiate; a handshake not done within MESH_TLS_HANDSHAKE_TIMEOUT is closed; every one counted.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { credentialDir, FIXTURES, routeTo, startGatewayPod, type GatewayPod, type RequestSpec } from '../../helpers/gateway.js';
+import { rawConnections } from '../../helpers/raw-connections.js';
+import { credentialDir, routeTo, startGatewayPod, type GatewayPod, type RequestSpec } from '../../helpers/gateway.js';
 
 const RESOURCES = `apiVersion: networking.mesh.io/v1
 kind: Gateway
@@ -210,13 +210,13 @@ describe('pilot-agent proxy router: TLS termination', () => {
 
   it('closes a connection whose handshake is not complete within MESH_TLS_HANDSHAKE_TIMEOUT (1 s here): nothing sent, or half a ClientHello', async () => {
     const timeoutsBefore = (await stat('ssl.handshake_timeout')) ?? 0;
-    const file = join(pod.dir, 'slow-clients.json');
     const halfHello = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03, 1, 2, 3]);
-    writeFileSync(file, JSON.stringify([{ data: '', quietMs: 5000 }, { data: halfHello.toString('base64'), quietMs: 5000 }]));
     const started = Date.now();
-    const run = spawnSync('ip', ['netns', 'exec', pod.ns.name, process.execPath, join(FIXTURES, 'raw-client.mjs'), '127.0.0.1', '8443', file, 'parallel'], { encoding: 'utf8' });
-    assert.equal(run.status, 0, run.stderr);
-    const results = JSON.parse(run.stdout) as { closed: boolean }[];
+    const results = rawConnections((command, args, input) => {
+      const run = spawnSync('ip', ['netns', 'exec', pod.ns.name, command, ...args], { encoding: 'utf8', input });
+      assert.equal(run.status, 0, run.stderr);
+      return run.stdout;
+    }, '127.0.0.1', 8443, [{ data: '', quietMs: 5000 }, { data: halfHello.toString('latin1'), quietMs: 5000 }], { parallel: true });
     assert.deepEqual(results.map((r) => r.closed), [true, true]);
     assert.ok(Date.now() - started < 4000, 'closed at the 1 s deadline, not when the client gave up');
     assert.equal(await stat('ssl.handshake_timeout'), timeoutsBefore + 2);

@@ -43,10 +43,10 @@ for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a p
   let sidecar: ChildProcess | undefined;
   // REDIRECT: the app sees 127.0.0.6; TPROXY: it sees the client's own address.
   const seenByApp = mode === 'TPROXY' ? PEER_V4 : '127.0.0.6';
-  const startSidecar = async (): Promise<ChildProcess> => {
+  const startSidecar = async (env: readonly string[] = []): Promise<ChildProcess> => {
     // TPROXY needs NET_ADMIN (IP_TRANSPARENT, SO_MARK) and SETUID/SETGID (root-owned app connections).
     const caps = mode === 'TPROXY' ? ['--inh-caps=+net_admin,+setuid,+setgid', '--ambient-caps=+net_admin,+setuid,+setgid'] : [];
-    const child = pod.start('env', [`INBOUND_INTERCEPTION_MODE=${mode}`, 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', ...caps, '--',
+    const child = pod.start('env', [`INBOUND_INTERCEPTION_MODE=${mode}`, ...env, 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', ...caps, '--',
       process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
     const r = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
     assert.equal(r.code, 0, r.stderr);
@@ -103,6 +103,25 @@ for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a p
     assert.equal(out, `200 app saw ${seenByApp} GET /slow\n`);
     assert.ok(Date.now() - started >= 500, 'the answer came after SIGTERM');
     assert.equal(await exited, 0);
+  });
+
+  it('exits at the drain duration (plus at most its 1 s margin) whatever is open: idle TCP, a silent or half-sent request', async () => {
+    sidecar = await startSidecar(['PROXY_CONFIG={"terminationDrainDuration": "2s"}']);
+    // Held open from the peer, inbound: a TCP connection (the app greets, then nothing), one that sent
+    // nothing at all, one that sent half a request head; and from the pod, outbound, an idle TCP one.
+    const hold = (ns: Namespace, host: string, port: number, bytes: string): ChildProcess => ns.start(process.execPath, ['-e',
+      `const s = require('net').connect(${port}, ${JSON.stringify(host)}, () => { s.write(${JSON.stringify(bytes)}); console.log('open'); }); s.on('error', () => {}); setTimeout(() => {}, 60000);`]);
+    const holders = [hold(pod.peer, POD_V4, 9081, ''), hold(pod.peer, POD_V4, 9080, ''), hold(pod.peer, POD_V4, 9080, 'GET /sl'), hold(pod, PEER_V4, 8081, '')];
+    await Promise.all(holders.map((h) => ready(h)));
+    await new Promise((r) => setTimeout(r, 300));
+    const started = Date.now();
+    const exited = new Promise<number | null>((resolve) => sidecar!.on('exit', (code) => resolve(code)));
+    sidecar!.kill('SIGTERM');
+    assert.equal(await exited, 0);
+    const took = Date.now() - started;
+    assert.ok(took >= 1900 && took < 3500, `exited after ${took} ms (drain 2 s, margin 1 s)`);
+    for (const h of holders) h.kill('SIGKILL');
+    sidecar = await startSidecar();
   });
 
   it('fails the same traffic with the sidecar gone: it was captured', async () => {
