@@ -1,7 +1,8 @@
 // Putting a rule set into the kernel, and taking the mesh's rules out again. Everything goes through
 // a CommandRunner (execa for real, wrapped for --network-namespace; recorded for --dry-run):
 //   apply  = read (iptables-save) → compare the mesh part with the expected one → one
-//            `iptables-restore --noflush` per family → the TPROXY policy routes (`ip rule`/`ip route`);
+//            `iptables-restore --noflush` per family → the `ip` commands: TPROXY's policy routes
+//            (`ip rule`/`ip route`), ::6 on lo for IPv6 (each only when not there yet);
 //   clean  = read → one restore per family with `-D` for our rules in other chains, `-F`/`-X` for
 //            the MESH_ chains → remove the policy routes.
 // A failure part-way rolls back what this call added, so the pod never keeps half a configuration.
@@ -216,6 +217,14 @@ async function routePresent(runner: CommandRunner, r: RouteCommand): Promise<boo
     const shown = await runner.run('ip', ['-f', f, 'rule', 'show']);
     return ruleLines(shown.stdout, mark, table) > 0;
   }
+  if (object === 'addr') {
+    // `addr add ADDRESS dev DEV`: answers "address already assigned" when there, not "File exists".
+    const dev = value('dev');
+    const address = spec[0];
+    if (dev === undefined || address === undefined) return undefined;
+    const shown = await runner.run('ip', ['-f', f, 'addr', 'show', 'dev', dev]);
+    return new RegExp(`\\binet6? ${address.replace(/[.]/g, '\\.')}\\s`).test(shown.stdout);
+  }
   if (object === 'route') {
     const table = value('table');
     if (table === undefined) return undefined;
@@ -237,12 +246,13 @@ async function routePresent(runner: CommandRunner, r: RouteCommand): Promise<boo
 }
 
 /**
- * Adds a policy route unless it is there; true when it added it. `ip rule add` is checked first
- * always (the kernel takes duplicates); `ip route add` only with `check` (else its "File exists"
- * says so, one command fewer).
+ * Adds a policy route (or address) unless it is there; true when it added it. `ip rule add` is
+ * checked first always (the kernel takes duplicates), `ip addr add` too (its refusal is worded
+ * differently per family); `ip route add` only with `check` (else its "File exists" says so, one
+ * command fewer).
  */
 async function ensureRoute(runner: CommandRunner, r: RouteCommand, check: boolean): Promise<boolean> {
-  if ((check || r.args.includes('rule')) && await routePresent(runner, r)) return false;
+  if ((check || !r.args.includes('route')) && await routePresent(runner, r)) return false;
   const res = await runner.run('ip', r.args, { allowFailure: true });
   if (res.exitCode === 0) return true;
   if (/File exists/.test(res.stderr)) return false;

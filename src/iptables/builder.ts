@@ -7,6 +7,7 @@ import {
 import { inboundBlockRules } from './inbound-block.js';
 import type { MeshIptablesOptions, Selection } from './options.js';
 import type { Family, Rule, RouteCommand, RuleSet } from './rules.js';
+import { normalizeAddress } from './save-parse.js';
 
 /** What the builder needs to know about the pod besides the options. */
 export interface PodNetwork {
@@ -75,12 +76,33 @@ function splitFamilies(selection: Selection<string>): { ipv4: CidrRanges; ipv6: 
   }
   const v4 = selection.items.filter((c) => c.includes('.') && !c.includes(':'));
   const v6 = selection.items.filter((c) => c.includes(':'));
-  const loopback = (c: string): boolean => c.startsWith('127.') || c.split('/')[0] === '::1';
+  // As istio-iptables asks of the address written (not its network): 127.1.2.3/8 counts, ::1 in any spelling.
+  const loopback = (c: string): boolean => c.startsWith('127.') || normalizeAddress(c.split('/')[0] ?? '') === LOCALHOST_V6;
   return {
     ipv4: { wildcard: false, cidrs: v4, hasLoopback: v4.some(loopback) },
     ipv6: { wildcard: false, cidrs: v6, hasLoopback: v6.some(loopback) },
   };
 }
+
+/** Inbound capture is on: `-b '*'` or a non-empty port list. */
+function inboundCaptured(o: MeshIptablesOptions): boolean {
+  return o.inboundPorts.all || o.inboundPorts.items.length > 0;
+}
+
+/** The families whose DNS is captured: all with --capture-all-dns, else those with resolv.conf servers. */
+function dnsFamilies(o: MeshIptablesOptions, pod: PodNetwork): Family[] {
+  if (o.captureAllDns) return ['ipv4', 'ipv6'];
+  return [...(pod.dnsServersV4.length > 0 ? ['ipv4' as const] : []), ...(pod.dnsServersV6.length > 0 ? ['ipv6' as const] : [])];
+}
+
+/**
+ * IPv6 has no 127.0.0.0/8: the proxy's inbound passthrough source ::6 must be made an address of lo
+ * (istio-iptables' configureIPv6Addresses, whenever IPv6 is on), or the app's replies to it are
+ * routed away, and a connection to it has no route when the pod has no default route.
+ */
+const PASSTHROUGH_V6_ADDRESS: RouteCommand = {
+  family: 'ipv6', args: ['-f', 'inet6', 'addr', 'add', INBOUND_PASSTHROUGH_V6, 'dev', 'lo'],
+};
 
 /** Builds the complete rule set of a configuration. */
 export function buildRuleSet(o: MeshIptablesOptions, pod: PodNetwork): RuleSet {
@@ -104,7 +126,11 @@ export function buildRuleSet(o: MeshIptablesOptions, pod: PodNetwork): RuleSet {
     b.append('nat', 'OUTPUT', '-o', iface, '-j', 'RETURN');
   }
   if (tproxy) {
-    for (const iface of o.excludeInterfaces) b.append('mangle', 'PREROUTING', '-i', iface, '-j', 'RETURN');
+    // The TPROXY marks (mangle) must not touch them either, in either direction.
+    for (const iface of o.excludeInterfaces) {
+      b.append('mangle', 'PREROUTING', '-i', iface, '-j', 'RETURN');
+      b.append('mangle', 'OUTPUT', '-o', iface, '-j', 'RETURN');
+    }
   }
   // Traffic arriving from VMs on virtual interfaces is not inbound; outbound rules below may redirect it.
   for (const iface of o.virtInterfaces) b.insert('nat', 'PREROUTING', 1, '-i', iface, '-j', 'RETURN');
@@ -172,13 +198,13 @@ export function buildRuleSet(o: MeshIptablesOptions, pod: PodNetwork): RuleSet {
   return {
     ipv4: traced(b.v4),
     ...(pod.ipv6 || v6.length > 0 ? { ipv6: traced(v6) } : {}),
-    routes: tproxy ? policyRoutes(o, pod.ipv6) : [],
+    routes: [...(tproxy && inboundCaptured(o) ? policyRoutes(o, pod.ipv6) : []), ...(pod.ipv6 ? [PASSTHROUGH_V6_ADDRESS] : [])],
   };
 }
 
 function addInbound(b: RuleAccumulator, o: MeshIptablesOptions, mark: string): void {
   const ports = o.inboundPorts;
-  if (!ports.all && ports.items.length === 0) return;
+  if (!inboundCaptured(o)) return;
   const tproxy = o.interceptionMode === 'TPROXY';
   const table: Table = tproxy ? 'mangle' : 'nat';
   if (tproxy) {
@@ -224,8 +250,11 @@ function addOwnerGroups(b: RuleAccumulator, include: Selection<string>, exclude:
 
 function addDns(b: RuleAccumulator, o: MeshIptablesOptions, pod: PodNetwork): void {
   const port = String(DNS_PROXY_PORT);
+  // A family gets the jumps into the DNS chains only where it has something to capture (its own
+  // servers, or all of port 53): a jump into a chain the family never creates fails its restore.
+  const families = dnsFamilies(o, pod);
   b.append('raw', 'OUTPUT', '-j', CHAIN.outputDns);
-  b.append('nat', CHAIN.output, '-j', CHAIN.outputDns);
+  b.add(families, 'nat', CHAIN.output, undefined, ['-j', CHAIN.outputDns]);
   if (o.captureAllDns) {
     b.append('nat', CHAIN.outputDns, '-p', 'tcp', '--dport', '53', '-j', 'REDIRECT', '--to-ports', port);
   } else {
@@ -246,7 +275,7 @@ function addDns(b: RuleAccumulator, o: MeshIptablesOptions, pod: PodNetwork): vo
       b.append('raw', CHAIN.outputDns, '-p', 'udp', '--sport', port, '-m', 'owner', owner, id, '-j', 'CT', '--zone', '2');
     }
   }
-  b.append('raw', 'PREROUTING', '-j', CHAIN.inbound);
+  b.add(families, 'raw', 'PREROUTING', undefined, ['-j', CHAIN.inbound]);
   if (o.captureAllDns) {
     b.append('raw', CHAIN.outputDns, '-p', 'udp', '--dport', '53', '-j', 'CT', '--zone', '2');
     b.append('raw', CHAIN.inbound, '-p', 'udp', '--sport', '53', '-j', 'CT', '--zone', '1');
@@ -270,14 +299,14 @@ function addOutboundInclude(b: RuleAccumulator, family: Family, ranges: CidrRang
     return;
   }
   if (ranges.cidrs.length === 0) return;
+  // Everything else falls off the end of MESH_OUTPUT and goes out untouched: istio-iptables writes
+  // no closing `-j RETURN` (handleOutboundIncludeRules).
   for (const cidr of ranges.cidrs) {
     for (const iface of virtInterfaces) {
       b.insertFamily(family, 'nat', 'PREROUTING', 1, '-i', iface, '-d', cidr, '-j', CHAIN.redirect);
     }
     append('-d', cidr, '-j', CHAIN.redirect);
   }
-  // Everything else goes out untouched.
-  append('-j', 'RETURN');
 }
 
 function addTproxyMarks(b: RuleAccumulator, o: MeshIptablesOptions, mark: string, outboundMark: string): void {

@@ -1,7 +1,7 @@
 // `--dry-run` in plain words: what the rule set captures, what it leaves alone and why. Derived
 // from the same options and pod facts the builder uses, so the two cannot drift apart.
 import type { PodNetwork } from './builder.js';
-import { CHAIN, DNS_PROXY_PORT } from './constants.js';
+import { CHAIN, DNS_PROXY_PORT, INBOUND_PASSTHROUGH_V6 } from './constants.js';
 import type { MeshIptablesOptions } from './options.js';
 
 const list = (items: readonly (string | number)[]): string => items.join(', ');
@@ -62,9 +62,25 @@ export function explainRuleSet(o: MeshIptablesOptions, pod: PodNetwork): string[
     lines.push(`DNS: all UDP and TCP traffic to port 53 is redirected to the agent on ${DNS_PROXY_PORT}, except the proxy's own.`);
   } else {
     const servers = [...pod.dnsServersV4, ...(pod.ipv6 ? pod.dnsServersV6 : [])];
-    lines.push(servers.length > 0
-      ? `DNS: UDP and TCP to port 53 of ${list(servers)} (from /etc/resolv.conf) is redirected to the agent on ${DNS_PROXY_PORT}, except the proxy's own; conntrack zones keep the two legs of a UDP query apart.`
-      : 'DNS: not captured: --redirect-dns is on but /etc/resolv.conf names no server and --capture-all-dns is off.');
+    if (servers.length > 0) {
+      lines.push(`DNS: UDP and TCP to port 53 of ${list(servers)} (from /etc/resolv.conf) is redirected to the agent on ${DNS_PROXY_PORT}, except the proxy's own; conntrack zones keep the two legs of a UDP query apart.`);
+    } else if (pod.dnsServersV6.length > 0) {
+      lines.push('DNS: not captured: /etc/resolv.conf names only IPv6 servers and the pod gets no IPv6 rules.');
+    } else {
+      lines.push('DNS: not captured: --redirect-dns is on but /etc/resolv.conf names no server and --capture-all-dns is off.');
+    }
+    // Each family's rules jump to the DNS chains only when it has servers (as istio-iptables).
+    const uncaptured = [
+      ...(pod.dnsServersV4.length === 0 ? ['IPv4'] : []),
+      ...(pod.ipv6 && pod.dnsServersV6.length === 0 ? ['IPv6'] : []),
+    ];
+    for (const family of servers.length > 0 ? uncaptured : []) {
+      lines.push(`DNS over ${family}: not captured (/etc/resolv.conf names no ${family} server).`);
+    }
+  }
+  if (pod.ipv6) {
+    lines.push(`IPv6: ${INBOUND_PASSTHROUGH_V6} is added to lo when missing (kept by clean-up, as istio-iptables does): the proxy's `
+      + 'inbound connections to the app come from ::6, and replies to it must stay in the pod.');
   }
   if (o.dropInvalid) lines.push('Packets conntrack finds INVALID are dropped (instead of resetting the connection).');
   if (o.traceLogging) lines.push('Every mesh chain starts with a LOG rule prefixed with its name (see dmesg).');

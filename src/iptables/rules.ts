@@ -13,7 +13,10 @@ export interface Rule {
   readonly args: readonly string[];
 }
 
-/** A policy route for TPROXY: arguments of one `ip` invocation. */
+/**
+ * An `ip` command the rules need besides iptables, as its arguments: TPROXY's policy routes, and
+ * for IPv6 the inbound passthrough address ::6 on lo. Each is run only when its effect is missing.
+ */
 export interface RouteCommand {
   readonly family: Family;
   /** `['-f', 'inet', 'rule', 'add', 'fwmark', '1337', 'lookup', '133']` */

@@ -53,7 +53,7 @@ export function dryRunText(o: MeshIptablesOptions, pod: PodNetwork, set: RuleSet
   text += comment(['iptables-restore --noflush']) + toRestore(set.ipv4);
   if (set.ipv6) text += comment(['ip6tables-restore --noflush']) + toRestore(set.ipv6);
   if (set.routes.length > 0) {
-    text += comment(['policy routes (TPROXY)']) + set.routes.map((r) => `ip ${r.args.join(' ')}\n`).join('');
+    text += comment(['ip commands (TPROXY policy routes; ::6 on lo for IPv6)']) + set.routes.map((r) => `ip ${r.args.join(' ')}\n`).join('');
   }
   return text;
 }
@@ -116,14 +116,20 @@ async function validate(o: MeshIptablesOptions, io: IptablesIo, pod: PodNetwork)
     text === undefined ? undefined : /^\d+$/.test(text) ? Number(text) : resolve(kind, text);
   const uid = id('user', o.proxyUids[0]);
   const gid = id('group', o.proxyGids[0]);
-  // Only the proxy's own traffic is redirected on the loopback path: connect as the proxy.
-  const connectAs = target.loopback && uid !== undefined && gid !== undefined && process.getuid?.() !== uid
-    ? { uid, gid } : undefined;
+  // Istio's check: only the proxy's own traffic is redirected on the loopback path, so connect as
+  // the proxy. It is the check without outbound capture, else the fallback when the outbound target
+  // has no route (a pod without a default route).
+  const connectAs = uid !== undefined && gid !== undefined && process.getuid?.() !== uid ? { uid, gid } : undefined;
+  const loopback = { family: ipv6Only ? 'ipv6' : 'ipv4', ...(connectAs ? { connectAs } : {}) } as const;
   const result = await validateRedirect({
     probePort: o.probePort, proxyPort: o.proxyPort, inboundCapturePort: o.inboundCapturePort,
-    timeoutMs: o.probeTimeoutMs, target: target.address,
+    timeoutMs: o.probeTimeoutMs, loopback,
+    ...(target.loopback ? {} : { target: target.address }),
     ...(o.networkNamespace ? { runner: io.runner(o) } : {}),
-    ...(connectAs ? { connectAs } : {}),
   });
-  log.info(`validation passed: a connection to ${result.target}:${result.port} reached port ${result.reachedPort} in ${Math.round(result.elapsedMs)}ms`);
+  const where = result.target.includes(':') ? `[${result.target}]:${result.port}` : `${result.target}:${result.port}`;
+  const check = result.check === 'loopback'
+    ? `Istio's loopback check${connectAs ? ` (as uid ${connectAs.uid})` : ''}${result.fallbackReason ? `, because ${result.fallbackReason}` : ''}`
+    : 'outbound check';
+  log.info(`validation passed (${check}): a connection to ${where} reached port ${result.reachedPort} in ${Math.round(result.elapsedMs)}ms`);
 }

@@ -1,16 +1,17 @@
 // The child-process side of --run-validation (see validation.ts), started with a JSON argument:
 //   validate {options}  runs the whole check here (e.g. inside `ip netns exec NAME`), prints one
 //                       JSON line {ok, result} or {ok: false, code, message}; exit 0, or 126 on failure;
-//   connect {host,port,token}  connects and sends the token (run as the proxy's uid/gid); exit 0 once sent.
+//   connect {host,port,token,localAddress?}  connects (from localAddress) and sends the token (run as
+//                       the proxy's uid/gid); exit 0 once sent.
 import { connect } from 'node:net';
 import { AgentError } from '../errors/agent-error.js';
 import { validateRedirect, type ValidationOptions } from './validation.js';
 
 async function main(mode: string | undefined, json: string | undefined): Promise<number> {
   if (mode === 'connect') {
-    const { host, port, token } = JSON.parse(json ?? '{}') as { host: string; port: number; token: string };
+    const { host, port, token, localAddress } = JSON.parse(json ?? '{}') as { host: string; port: number; token: string; localAddress?: string };
     await new Promise<void>((resolve, reject) => {
-      const s = connect({ host, port });
+      const s = connect({ host, port, ...(localAddress ? { localAddress } : {}) });
       s.on('error', reject);
       s.on('connect', () => s.end(`${token}\n`, () => resolve()));
     });

@@ -10,12 +10,17 @@
 //   -i '*'        → 192.0.2.1 (TEST-NET-1, RFC 5737: never a real host), or the next of
 //                    198.51.100.1, 203.0.113.1 not excluded by -x (IPv6-only pod: 2001:db8::1...);
 //   -i CIDR,...   → an address inside the first IPv4 CIDR (IPv6-only pod: the first IPv6 one);
-//   -i ''         → no outbound capture: 127.0.0.6 (::6), Istio's own probe address. Only the proxy's
-//                    uid/gid is redirected there (the loopback inbound rule), so validation connects
-//                    as the proxy user (`connectAs`, a child process) — root can do that.
+//   -i ''         → no outbound capture: Istio's own check (`loopback`, below) is the check.
 // The kernel routes before nat OUTPUT: a target with no route fails with ENETUNREACH before any
-// rule runs, so the pod needs a route to it (pods have a default route). Nothing leaves the pod when
-// the rules work; when they do not, one SYN goes to the pod's gateway for a documentation address.
+// rule runs. A pod without a default route (or one that cannot reach the address) would then fail
+// although its rules are right, so there the check falls back to Istio's own (`loopback`, as
+// tools/istio-iptables/pkg/validation does it): from 127.0.0.1 (::1) to 127.0.0.6 (::6) on the
+// probe port, as the proxy's uid, which the loopback inbound rule (`-o lo ! -d 127.0.0.1 --uid-owner
+// PROXY -j MESH_IN_REDIRECT`, in every configuration) must send to the inbound capture port (only
+// the proxy's uid/gid is redirected there, so it connects as the proxy from a child process: root
+// can do that). Those addresses are always routable: 127.0.0.0/8 is lo's, and the rules put ::6 on
+// lo for IPv6. The result says which check passed. Nothing leaves the pod when the rules work;
+// when they do not, one SYN goes to the pod's gateway for a documentation address.
 //
 // Network namespaces: the check runs in the current process's namespace. With `runner` given (a
 // NetnsRunner for --network-namespace), it runs as a child process through that runner instead:
@@ -29,25 +34,52 @@ import type { CommandRunner } from '../exec/runner.js';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from './constants.js';
 import { normalizeAddress } from './save-parse.js';
 
+type Identity = { readonly uid: number; readonly gid: number };
+
+/** Istio's check (see the file's comment): which family, and the proxy's uid/gid to connect as. */
+export interface LoopbackCheck {
+  readonly family: 'ipv4' | 'ipv6';
+  /** Absent: this process already is the proxy's uid. */
+  readonly connectAs?: Identity;
+}
+
 export interface ValidationOptions {
   readonly probePort: number;
   readonly proxyPort: number;
   readonly inboundCapturePort: number;
   readonly timeoutMs: number;
-  /** Address to connect to (port: probePort). Default: 192.0.2.1; see `validationTarget`. */
+  /**
+   * Address to connect to (port: probePort). Default: 192.0.2.1 (see `validationTarget`), unless
+   * only `loopback` is given, which then is the check.
+   */
   readonly target?: string;
   /** Run the check as a child process through this runner (e.g. a NetnsRunner); absent: in-process. */
   readonly runner?: CommandRunner;
-  /** Connect from a child process with this uid/gid (the proxy's, for the 127.0.0.6 path). */
-  readonly connectAs?: { readonly uid: number; readonly gid: number };
+  /** Connect to `target` from a child process with this uid/gid. */
+  readonly connectAs?: Identity;
+  /** Istio's check: the check itself without `target`, else the fallback when `target` has no route. */
+  readonly loopback?: LoopbackCheck;
 }
 
 export interface ValidationResult {
+  /** `outbound`: the connection to `target` was redirected; `loopback`: Istio's check passed. */
+  readonly check: 'outbound' | 'loopback';
   readonly target: string;
   readonly port: number;
   /** The listener the connection reached: the proxy port or the inbound capture port. */
   readonly reachedPort: number;
   readonly elapsedMs: number;
+  /** Why Istio's check ran instead of the outbound one (the outbound target had no route). */
+  readonly fallbackReason?: string;
+}
+
+/** One connection attempt: where to, from where and as whom, and which listeners count. */
+interface Attempt {
+  readonly check: ValidationResult['check'];
+  readonly target: string;
+  readonly localAddress?: string;
+  readonly connectAs?: Identity;
+  readonly expectPorts: readonly number[];
 }
 
 export const DEFAULT_TARGETS_V4 = ['192.0.2.1', '198.51.100.1', '203.0.113.1'] as const;
@@ -123,10 +155,10 @@ function listen(port: number, onConnection: (s: Socket) => void): Promise<Server
 }
 
 /** Connects and sends the token; resolves when sent, rejects with the socket error. */
-function connectHere(host: string, port: number, token: string): { done: Promise<void>; close: () => void } {
+function connectHere(host: string, port: number, token: string, localAddress?: string): { done: Promise<void>; close: () => void } {
   let socket: Socket | undefined;
   const done = new Promise<void>((resolve, reject) => {
-    socket = connect({ host, port });
+    socket = connect({ host, port, ...(localAddress ? { localAddress } : {}) });
     socket.on('error', reject);
     socket.on('connect', () => socket!.write(`${token}\n`, () => resolve()));
   });
@@ -136,8 +168,8 @@ function connectHere(host: string, port: number, token: string): { done: Promise
 const childScript = (): string => fileURLToPath(new URL('./validation-child.js', import.meta.url));
 
 /** Connects from a child process running as another user (the proxy's uid/gid). */
-function connectAs(as: { uid: number; gid: number }, host: string, port: number, token: string): { done: Promise<void>; close: () => void } {
-  const child = spawn(process.execPath, [childScript(), 'connect', JSON.stringify({ host, port, token })],
+function connectAs(as: Identity, host: string, port: number, token: string, localAddress?: string): { done: Promise<void>; close: () => void } {
+  const child = spawn(process.execPath, [childScript(), 'connect', JSON.stringify({ host, port, token, localAddress })],
     { uid: as.uid, gid: as.gid, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
@@ -168,9 +200,16 @@ function explainClientError(err: NodeJS.ErrnoException, where: string): string {
   }
 }
 
-async function validateHere(o: ValidationOptions): Promise<ValidationResult> {
-  const target = o.target ?? DEFAULT_TARGETS_V4[0];
-  const where = isIP(target) === 6 ? `[${target}]:${o.probePort}` : `${target}:${o.probePort}`;
+/** Connection errors that mean "the kernel has no route": no rule could have run. */
+const UNROUTABLE = new Set(['ENETUNREACH', 'EHOSTUNREACH']);
+
+/** An attempt whose target the kernel could not route: the error to give, and why, for a fallback. */
+class Unroutable extends Error {
+  constructor(readonly reason: string, readonly failure: AgentError) { super(reason); }
+}
+
+async function attemptHere(o: ValidationOptions, a: Attempt): Promise<ValidationResult> {
+  const where = isIP(a.target) === 6 ? `[${a.target}]:${o.probePort}` : `${a.target}:${o.probePort}`;
   const token = randomBytes(12).toString('hex');
   const start = Date.now();
   const sockets = new Set<Socket>();
@@ -193,30 +232,72 @@ async function validateHere(o: ValidationOptions): Promise<ValidationResult> {
   const servers: Server[] = [];
   let client: { done: Promise<void>; close: () => void } | undefined;
   const timer = setTimeout(() => settle?.(new Error('timeout')), o.timeoutMs);
+  const portName = (p: number): string => (p === o.proxyPort ? `the proxy port ${p}` : `the inbound capture port ${p}`);
+  const expected = a.expectPorts.map(portName).join(' or ');
+  const how = a.check === 'loopback'
+    ? `Istio's check: from ${a.localAddress} to ${where}${a.connectAs ? ` as uid ${a.connectAs.uid}` : ''}, which the loopback `
+      + 'inbound rule (-o lo ! -d localhost --uid-owner PROXY -j MESH_IN_REDIRECT) must redirect'
+    : `expected: the nat OUTPUT rules redirect it${a.connectAs ? ` (connecting as uid ${a.connectAs.uid})` : ''}`;
   try {
     for (const p of ports) servers.push(await listen(p, onConnection(p)));
-    client = o.connectAs ? connectAs(o.connectAs, target, o.probePort, token) : connectHere(target, o.probePort, token);
+    client = a.connectAs ? connectAs(a.connectAs, a.target, o.probePort, token, a.localAddress)
+      : connectHere(a.target, o.probePort, token, a.localAddress);
     client.done.catch((err: NodeJS.ErrnoException) => settle?.(err));
     const got = await outcome;
-    const redirectedTo = `the proxy port ${o.proxyPort} or the inbound capture port ${o.inboundCapturePort}`;
-    if (typeof got === 'number' && got !== o.probePort) {
-      return { target, port: o.probePort, reachedPort: got, elapsedMs: Date.now() - start };
+    if (typeof got === 'number' && a.expectPorts.includes(got)) {
+      return { check: a.check, target: a.target, port: o.probePort, reachedPort: got, elapsedMs: Date.now() - start };
     }
-    if (got === o.probePort) {
-      throw fail(`iptables validation failed: a connection to ${where} reached the probe port itself, not ${redirectedTo}: `
-        + `the rules did not redirect it. ${CAUSES}`);
+    if (typeof got === 'number') {
+      const what = got === o.probePort ? 'the probe port itself' : portName(got);
+      throw fail(`iptables validation failed: a connection to ${where} reached ${what}, not ${expected}: `
+        + `the rules did not redirect it (${how}). ${CAUSES}`);
     }
     const err = got as NodeJS.ErrnoException;
     const what = err.message === 'timeout'
-      ? `a connection to ${where} did not reach ${redirectedTo} within ${o.timeoutMs} ms`
-      : `a connection to ${where} did not reach ${redirectedTo}: ${explainClientError(err, where)}`;
-    throw fail(`iptables validation failed: ${what}. Expected: the nat OUTPUT rules redirect it there`
-      + `${o.connectAs ? ` (connecting as uid ${o.connectAs.uid})` : ''}. ${CAUSES}`);
+      ? `a connection to ${where} did not reach ${expected} within ${o.timeoutMs} ms`
+      : `a connection to ${where} did not reach ${expected}: ${explainClientError(err, where)}`;
+    const failure = fail(`iptables validation failed: ${what} (${how}). ${CAUSES}`);
+    if (err.code && UNROUTABLE.has(err.code)) throw new Unroutable(`no route to ${where} (${err.code})`, failure);
+    throw failure;
   } finally {
     clearTimeout(timer);
     client?.close();
     for (const s of sockets) s.destroy();
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+  }
+}
+
+/** Istio's check for a family (see the file's comment). */
+function loopbackAttempt(o: ValidationOptions, l: LoopbackCheck): Attempt {
+  const v6 = l.family === 'ipv6';
+  return {
+    check: 'loopback',
+    target: v6 ? INBOUND_PASSTHROUGH_ADDR_V6 : INBOUND_PASSTHROUGH_ADDR_V4,
+    localAddress: v6 ? '::1' : '127.0.0.1',
+    ...(l.connectAs ? { connectAs: l.connectAs } : {}),
+    expectPorts: [o.inboundCapturePort],
+  };
+}
+
+async function validateHere(o: ValidationOptions): Promise<ValidationResult> {
+  const unwrap = (err: unknown): never => { throw err instanceof Unroutable ? err.failure : err; };
+  if (o.target === undefined && o.loopback) return attemptHere(o, loopbackAttempt(o, o.loopback)).catch(unwrap);
+  const outbound: Attempt = {
+    check: 'outbound',
+    target: o.target ?? DEFAULT_TARGETS_V4[0],
+    ...(o.connectAs ? { connectAs: o.connectAs } : {}),
+    expectPorts: [o.proxyPort, o.inboundCapturePort],
+  };
+  try {
+    return await attemptHere(o, outbound);
+  } catch (err) {
+    if (!(err instanceof Unroutable) || !o.loopback) return unwrap(err);
+    const fallbackReason = `the outbound check could not run: ${err.reason} (the kernel routes before nat OUTPUT)`;
+    const result = await attemptHere(o, loopbackAttempt(o, o.loopback)).catch((e: unknown) => {
+      const failure = e instanceof Unroutable ? e.failure : e;
+      throw failure instanceof AgentError ? fail(`${failure.message} (Istio's check ran because ${fallbackReason})`) : failure;
+    });
+    return { ...result, fallbackReason };
   }
 }
 

@@ -28,6 +28,9 @@ export const builderCases: readonly Case[] = [
   { name: 'outbound-cidr-list', args: ['-i', '10.96.0.0/12,192.168.0.0/16,fd00:10::/64'], pod: V6 },
   { name: 'outbound-cidr-list-v4-only-pod', args: ['-i', '10.96.0.0/12,fd00:10::/64'] },
   { name: 'outbound-loopback-included', args: ['-i', '127.0.0.1/32,10.0.0.0/8'] },
+  // istio-iptables' loopback-outbound-iprange and ipv6-ipnets: MESH_OUTPUT ends with the last `-d CIDR -j MESH_REDIRECT`.
+  { name: 'outbound-loopback-range-dns', args: ['-i', '127.1.2.3/32', '--redirect-dns', '-u', '3,4', '-g', '1,2'], pod: { dnsServersV4: ['127.0.0.53'] } },
+  { name: 'outbound-cidr-list-ipv6-virt', args: ['-b', '4000,5000', '-d', '6000,7000', '-k', 'eth0,eth1', '-x', '2001:db8::/32', '-i', '2001:db8::/32'], pod: V6 },
   { name: 'outbound-ports-include', args: ['-q', '80,8080', '-o', '22'] },
   { name: 'exclude-interfaces', args: ['-b', '*', '-i', '*', '-c', 'eth1,veth+'] },
   { name: 'exclude-interfaces-tproxy', args: ['-m', 'TPROXY', '-b', '*', '-c', 'eth1'] },
@@ -39,6 +42,10 @@ export const builderCases: readonly Case[] = [
   { name: 'dns-servers', args: ['--redirect-dns', '-i', '*'], pod: { ...DNS, ...V6 } },
   { name: 'dns-servers-v4-pod', args: ['--redirect-dns'], pod: DNS },
   { name: 'dns-capture-all', args: ['--redirect-dns', '--capture-all-dns'], pod: V6 },
+  // Each family jumps into the DNS chains only when it has servers of its own (or --capture-all-dns).
+  { name: 'dns-v4-servers-dual-stack-tproxy', args: ['-m', 'TPROXY', '-b', '*', '--redirect-dns', '-c', 'eth1'], pod: { ...V6, dnsServersV4: ['10.96.0.10'] } },
+  { name: 'dns-v6-servers-only', args: ['--redirect-dns', '-i', '*'], pod: { ...V6, dnsServersV6: ['fd00::a'] } },
+  { name: 'dns-v6-servers-only-v4-pod', args: ['--redirect-dns'], pod: { dnsServersV6: ['fd00::a'] } },
   { name: 'dns-without-servers-is-off', args: ['--redirect-dns'] },
   { name: 'dns-from-env', args: [], env: { MESH_META_DNS_CAPTURE: 'true' }, pod: DNS },
   { name: 'dns-env-overridden-by-flag', args: ['--redirect-dns=false'], env: { MESH_META_DNS_CAPTURE: 'true' }, pod: DNS },

@@ -33,6 +33,17 @@ describe('validateRedirect through a runner', () => {
     assert.deepEqual(JSON.parse(r.calls[0]!.args[2]!), { probePort: 15002, proxyPort: 15001, inboundCapturePort: 15006, timeoutMs: 100 });
   });
 
+  it('passes Istio\'s loopback check (the fallback) to the child, and its answer says which check passed', async () => {
+    const result = { check: 'loopback', target: '127.0.0.6', port: 15002, reachedPort: 15006, elapsedMs: 3,
+      fallbackReason: 'the outbound check could not run: no route to 192.0.2.1:15002 (ENETUNREACH)' };
+    const r = new RecordingRunner(() => ({ stdout: `${JSON.stringify({ ok: true, result })}\n` }));
+    const loopback = { family: 'ipv4', connectAs: { uid: 1337, gid: 1337 } } as const;
+    const res = await validateRedirect({ probePort: 15002, proxyPort: 15001, inboundCapturePort: 15006, timeoutMs: 100,
+      target: '192.0.2.1', loopback, runner: r });
+    assert.deepEqual(res, result);
+    assert.deepEqual(JSON.parse(r.calls[0]!.args[2]!).loopback, loopback);
+  });
+
   it('a failure in the child is the same error (exit 126)', async () => {
     const r = new RecordingRunner(() => ({ exitCode: 126, stdout: `${JSON.stringify({ ok: false, code: 'ERR_IPTABLES_VALIDATION', message: 'iptables validation failed: x' })}\n` }));
     const err = await validateRedirect({ probePort: 15002, proxyPort: 15001, inboundCapturePort: 15006, timeoutMs: 100, runner: r })

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { createPod, netnsSkip, type Pod } from '../../helpers/pod-netns.js';
+import { createPod, netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
 import { cleanEnv, runCli, type CliResult } from '../../helpers/run-cli.js';
 
 describe('mesh-iptables and mesh-clean-iptables (binary, in a pod namespace)', { skip: netnsSkip }, () => {
@@ -84,5 +84,45 @@ describe('mesh-iptables and mesh-clean-iptables (binary, in a pod namespace)', {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /permission|CAP_NET_ADMIN|root/i);
     assert.deepEqual(meshLines(save()), []);
+  });
+});
+
+describe('--run-validation in a pod without a default route (Istio\'s loopback check)', { skip: netnsSkip }, () => {
+  const run = (pod: Pod, ...args: string[]): Promise<CliResult> =>
+    runCli(args, { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
+
+  it('IPv4: passes with the rules, saying which check ran; exits 126 without them', async () => {
+    const pod = createPod();
+    try {
+      pod.exec('ip', ['route', 'del', 'default']);
+      const ok = await run(pod, 'mesh-iptables', '-i', '*', '-b', '*', '-u', '1337', '-g', '1337', '--run-validation', '--probe-timeout', '2s');
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stdout, /validation passed \(Istio's loopback check \(as uid 1337\), because the outbound check could not run: no route to 192\.0\.2\.1:15002 \(ENETUNREACH\)/);
+      assert.match(ok.stdout, /a connection to 127\.0\.0\.6:15002 reached port 15006/);
+      assert.equal((await run(pod, 'mesh-clean-iptables')).code, 0);
+      const without = await run(pod, 'mesh-iptables', '--skip-rule-apply', '-i', '*', '-u', '1337', '-g', '1337', '--run-validation', '--probe-timeout', '1s');
+      assert.equal(without.code, 126, without.stderr);
+      assert.match(without.stderr, /reached the probe port itself, not the inbound capture port 15006/);
+      assert.match(without.stderr, /Istio's check ran because the outbound check could not run: no route to 192\.0\.2\.1:15002/);
+    } finally {
+      pod.close();
+    }
+  });
+
+  it('IPv6-only pod: the rules put ::6 on lo, and the check through it passes; exits 126 without the rules', async () => {
+    const pod = createPod({ ipv6: true });
+    try {
+      pod.exec('ip', ['addr', 'del', `${POD_V4}/24`, 'dev', 'pod0']);
+      pod.exec('ip', ['-6', 'route', 'del', 'default']);
+      const ok = await run(pod, 'mesh-iptables', '-i', '*', '-b', '*', '-u', '1337', '-g', '1337', '--run-validation', '--probe-timeout', '2s');
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(pod.exec('ip', ['-6', 'addr', 'show', 'dev', 'lo']).stdout, /inet6 ::6\/128 /);
+      assert.match(ok.stdout, /because the outbound check could not run: no route to \[2001:db8::1\]:15002 \(ENETUNREACH\).*a connection to \[::6\]:15002 reached port 15006/);
+      assert.equal((await run(pod, 'mesh-clean-iptables')).code, 0);
+      const without = await run(pod, 'mesh-iptables', '--skip-rule-apply', '-i', '*', '-u', '1337', '-g', '1337', '--run-validation', '--probe-timeout', '1s');
+      assert.equal(without.code, 126, without.stderr);
+    } finally {
+      pod.close();
+    }
   });
 });
