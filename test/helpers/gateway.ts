@@ -82,6 +82,8 @@ export interface GatewayPod {
   readonly ns: Netns;
   /** The gateway's working directory (./etc/mesh/... under it). */
   readonly dir: string;
+  /** The `proxy router` process (set once it has started). */
+  readonly gateway: () => ChildProcess | undefined;
   readonly resources: string;
   /** Everything the gateway printed so far (logs and access log). */
   output(): string;
@@ -118,7 +120,9 @@ export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod>
   for (const [file, text] of Object.entries(o.resources)) writeFileSync(join(resources, file), text);
   const children: ChildProcess[] = [];
   let output = '';
+  let gatewayProcess: ChildProcess | undefined;
   const pod: GatewayPod = {
+    gateway: () => gatewayProcess,
     ns, dir, resources,
     output: () => output,
     send(specs) {
@@ -147,6 +151,7 @@ export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod>
       cwd: dir, env: cleanEnv({ POD_NAMESPACE: o.namespace ?? 'mesh-system', ...o.env }), stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(gateway);
+    gatewayProcess = gateway;
     gateway.stdout!.setEncoding('utf8').on('data', (d: string) => { output += d; });
     gateway.stderr!.setEncoding('utf8').on('data', (d: string) => { output += d; });
     const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '15']);

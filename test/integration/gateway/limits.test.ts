@@ -3,7 +3,7 @@
 // gateway's namespace; those beyond the maximum are reset at once and counted, a warning is logged
 // (once), and the places come back when connections close.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FIXTURES, mountCredential, routeTo, startGatewayPod, type GatewayPod } from '../../helpers/gateway.js';
@@ -32,7 +32,7 @@ describe('pilot-agent proxy router: MESH_MAX_DOWNSTREAM_CONNECTIONS', () => {
       resources: { 'gw.yaml': RESOURCES },
       apps: { 9080: 'app' },
       args: ['--concurrency', '2'],
-      env: { MESH_MAX_DOWNSTREAM_CONNECTIONS: '6' },
+      env: { MESH_MAX_DOWNSTREAM_CONNECTIONS: '6', PROXY_CONFIG: '{"terminationDrainDuration": "2s"}' },
       prepare: (p) => mountCredential(p.dir, 'cert'),
     });
   });
@@ -59,5 +59,22 @@ describe('pilot-agent proxy router: MESH_MAX_DOWNSTREAM_CONNECTIONS', () => {
   it('gives the places back when connections close', () => {
     const answers = pod.send(Array.from({ length: 8 }, () => ({ url: 'http://127.0.0.1:8080/again' })));
     assert.deepEqual(answers.map((a) => a.status), Array.from({ length: 8 }, () => 200));
+  });
+
+  it('exits at the drain duration (2 s, plus at most 1 s) while idle connections stay open on both ports', async () => {
+    const holder = spawn('ip', ['netns', 'exec', pod.ns.name, process.execPath, join(FIXTURES, 'hold-connections.mjs'),
+      JSON.stringify([{ host: '127.0.0.1', port: 8080, count: 2 }, { host: '127.0.0.1', port: 8443, count: 2 }]), '8000'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const gateway = pod.gateway()!;
+      const exited = new Promise<number | null>((resolve) => gateway.once('exit', (code) => resolve(code)));
+      const started = Date.now();
+      gateway.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      const took = Date.now() - started;
+      assert.ok(took >= 1900 && took < 3500, `exited after ${took} ms`);
+    } finally {
+      holder.kill('SIGKILL');
+    }
   });
 });

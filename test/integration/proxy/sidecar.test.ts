@@ -52,6 +52,17 @@ for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a p
     assert.equal(r.code, 0, r.stderr);
     return child;
   };
+  /** Ends the running sidecar (if any) and starts one with `env`: one sidecar per pod. */
+  const restartSidecar = async (env: readonly string[] = []): Promise<ChildProcess> => {
+    const old = sidecar;
+    if (old && old.exitCode === null && old.signalCode === null) {
+      const gone = new Promise((resolve) => old.once('exit', resolve));
+      old.kill('SIGKILL');
+      await gone;
+    }
+    sidecar = await startSidecar(env);
+    return sidecar;
+  };
 
   before(async () => {
     pod = createPod();
@@ -106,7 +117,7 @@ for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a p
   });
 
   it('exits at the drain duration (plus at most its 1 s margin) whatever is open: idle TCP, a silent or half-sent request', async () => {
-    sidecar = await startSidecar(['PROXY_CONFIG={"terminationDrainDuration": "2s"}']);
+    await restartSidecar(['PROXY_CONFIG={"terminationDrainDuration": "2s"}']);
     // Held open from the peer, inbound: a TCP connection (the app greets, then nothing), one that sent
     // nothing at all, one that sent half a request head; and from the pod, outbound, an idle TCP one.
     const hold = (ns: Namespace, host: string, port: number, bytes: string): ChildProcess => ns.start(process.execPath, ['-e',
@@ -121,7 +132,25 @@ for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a p
     const took = Date.now() - started;
     assert.ok(took >= 1900 && took < 3500, `exited after ${took} ms (drain 2 s, margin 1 s)`);
     for (const h of holders) h.kill('SIGKILL');
-    sidecar = await startSidecar();
+    await restartSidecar();
+  });
+
+  it('with EXIT_ON_ZERO_ACTIVE_CONNECTIONS, closes idle HTTP and silent connections after MINIMUM_DRAIN_DURATION and exits', async () => {
+    await restartSidecar(['EXIT_ON_ZERO_ACTIVE_CONNECTIONS=true', 'MINIMUM_DRAIN_DURATION=1s', 'PROXY_CONFIG={"terminationDrainDuration": "20s"}']);
+    // A keep-alive HTTP connection, idle after its answer (outbound), and a connection that never sent a byte (inbound).
+    const keepAlive = pod.start(process.execPath, ['-e', `const s = require('net').connect(8080, ${JSON.stringify(PEER_V4)}, () => s.write('GET /k HTTP/1.1\\r\\nHost: peer\\r\\n\\r\\n'));
+      s.once('data', () => console.log('answered')); s.on('error', () => {}); setTimeout(() => {}, 60000);`]);
+    const silent = pod.peer.start(process.execPath, ['-e', `const s = require('net').connect(9080, ${JSON.stringify(POD_V4)}, () => console.log('open')); s.on('error', () => {}); setTimeout(() => {}, 60000);`]);
+    await Promise.all([ready(keepAlive), ready(silent)]);
+    const started = Date.now();
+    const exited = new Promise<number | null>((resolve) => sidecar!.on('exit', (code) => resolve(code)));
+    sidecar!.kill('SIGTERM');
+    assert.equal(await exited, 0);
+    const took = Date.now() - started;
+    assert.ok(took >= 900 && took < 5000, `exited after ${took} ms (MINIMUM_DRAIN_DURATION 1 s, polled each second; drain 20 s)`);
+    keepAlive.kill('SIGKILL');
+    silent.kill('SIGKILL');
+    await restartSidecar();
   });
 
   it('fails the same traffic with the sidecar gone: it was captured', async () => {
