@@ -1,7 +1,7 @@
 // The request headers as policy must read them: every line. node:http's `req.headers` keeps only
 // the first line of some names (`authorization`, `host`...) and joins the others, but the proxy
 // forwards every raw line, so a second `Authorization` line would reach the backend unseen by the
-// JWT filter. Built from `rawHeaders` (node:http's and the fast path's request view both have it).
+// JWT filter. Built from `rawHeaders` (node:http's request and the proxy's RequestView both have it).
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Lower-case names; a header sent once is a string, one sent on several lines a list of them. */

@@ -89,7 +89,7 @@ export class RequestSecurity {
     this.policies = policies;
   }
 
-  /** Nothing to check: the sidecar's fast path skips this stage entirely. */
+  /** Nothing to check: the sidecar skips this stage entirely (no call per request). */
   get idle(): boolean {
     return !this.hasRules && this.policies.length === 0;
   }

@@ -13,7 +13,7 @@ import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.j
 /** Every upstream read lands here. Handlers run synchronously and copy what they keep before the next read. */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
-/** What the pool keeps at most per destination (and source), as the node:http path's agent. */
+/** What the pool keeps at most idle per destination (and source address). */
 export const MAX_IDLE_PER_KEY = 1024;
 
 /** The request a connection is carrying the response of. */
