@@ -14,8 +14,10 @@ export type Protocol = 'http1' | 'tls' | 'h2' | 'tcp';
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
 
-/** A request line longer than this is HTTP/1 all the same: the parser answers it (414). */
+/** A request line longer than this (past its method) is HTTP/1 all the same: the parser answers it (414). */
 export const MAX_REQUEST_LINE = 60 * 1024;
+/** Methods are short words: a longer run of token bytes is something else (a stream of `aaaa...`). */
+export const MAX_METHOD = 64;
 
 const enum Part { Method, Target, Version }
 
@@ -39,6 +41,7 @@ export function sniff(head: Buffer): Protocol | undefined {
     if (part === Part.Method) {
       if (TOKEN[c] === 1) {
         if (c >= 0x61 && c <= 0x7a) upper = false;
+        if (i - start >= MAX_METHOD) return 'tcp';
         continue;
       }
       if (c !== SP || i === start) return 'tcp';

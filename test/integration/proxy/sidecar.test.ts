@@ -92,6 +92,20 @@ for (const mode of ['REDIRECT', 'TPROXY'] as const) describe(`the sidecar in a p
     assert.equal(tcpFrom(pod.peer, POD_V4, 9081), `app-tcp-hello from ${seenByApp}\nping\n`);
   });
 
+  it('carries outbound raw TCP the client speaks first, whatever its first bytes look like', async () => {
+    // A sink in the peer answers how many bytes it got. 300 KiB of `a` (a run of token bytes, as a
+    // method starts) and of `GET ` (a method, again and again) are not HTTP: relayed whole.
+    await ready(pod.peer.start(process.execPath, ['-e', `require('net').createServer({ allowHalfOpen: true }, (s) => {
+      let n = 0; s.on('data', (d) => { n += d.length; }); s.on('end', () => s.end(String(n))); s.on('error', () => {});
+    }).listen(9999, () => console.log('listening'));`]));
+    for (const fill of ['a', 'GET ']) {
+      const script = `const s = require('net').connect(9999, ${JSON.stringify(PEER_V4)}, () => s.end(Buffer.alloc(300 * 1024, ${JSON.stringify(fill)})));
+        let r = ''; s.on('data', (d) => { r += d; }); s.on('end', () => process.stdout.write(r)); s.on('error', (e) => process.stdout.write(e.message));
+        setTimeout(() => process.exit(1), 5000).unref();`;
+      assert.equal(pod.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout, String(300 * 1024), JSON.stringify(fill));
+    }
+  });
+
   it('answers 503 for an unreachable upstream and counts it all in /stats', async () => {
     assert.equal(fetchFrom(pod, `http://${PEER_V4}:8099/nothing`).code, 503);
     const stats = await runCli(['request', 'GET', 'stats'], { prefix: ['ip', 'netns', 'exec', pod.name] });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { MAX_REQUEST_LINE, sniff } from '../../../src/proxy/tcp/sniff.js';
+import { MAX_METHOD, MAX_REQUEST_LINE, sniff } from '../../../src/proxy/tcp/sniff.js';
 
 const b = (s: string | number[]): Buffer => (typeof s === 'string' ? Buffer.from(s, 'latin1') : Buffer.from(s));
 
@@ -50,5 +50,8 @@ it('the HTTP/2 preface is h2, a TLS ClientHello tls, everything else tcp', () =>
     assert.equal(sniff(b(s)), 'tcp', JSON.stringify(s));
   }
   assert.equal(sniff(b([0x00, 0x00, 0x00, 0x01])), 'tcp');
+  assert.equal(sniff(b('a'.repeat(256 * 1024))), 'tcp', 'a long run of token bytes is no method');
+  assert.equal(sniff(b('A'.repeat(MAX_METHOD + 1))), 'tcp');
+  assert.equal(sniff(b('A'.repeat(MAX_METHOD - 1))), undefined, 'a long method may still come');
   assert.equal(sniff(b([0x16, 0x01])), 'tcp');
 });
