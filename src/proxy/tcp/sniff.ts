@@ -1,7 +1,7 @@
 // What a captured connection speaks, from its first bytes. HTTP/1.x is recognised by the shape of a
 // request line, not by a list of methods: a method outside a list, or a CRLF before the request
 // line (RFC 9112 2.2), must not turn a request into opaque bytes that skip every HTTP policy. So,
-// after any CR/LF: an upper-case method, a space and `/` (or a whole `token SP target SP HTTP/d.d`
+// after any CR/LF: an upper-case method, a space and `/` or `*` (or a whole `token SP target SP HTTP/d.d`
 // line) → HTTP/1, and the parser answers what it refuses (a lower-case method, a missing version,
 // two spaces, a bare LF...): lenient servers read `GET /admin` alone as HTTP/0.9, so such lines are
 // never relayed as opaque bytes. The HTTP/2 client preface → h2; a TLS ClientHello → tls; anything
@@ -54,7 +54,7 @@ export function sniff(head: Buffer): Protocol | undefined {
         versionAt = i + 1;
         continue;
       }
-      if (i === versionAt && upper && c === 0x2f /* / */) return 'http1';
+      if (i === versionAt && upper && (c === 0x2f /* / */ || c === 0x2a /* * */)) return 'http1';
       if (c > SP && c < 0x7f) continue;
       if (c !== SP || i === versionAt) return 'tcp';
       part = Part.Version;

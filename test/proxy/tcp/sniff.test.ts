@@ -20,13 +20,14 @@ it('leading empty lines are part of HTTP (RFC 9112 2.2), not a way around it', (
 });
 
 it('an upper-case method, a space and a path are HTTP at once, whatever follows (HTTP/0.9 lines included)', () => {
-  for (const s of ['GET /', 'GET /headers\r\nHost: x\r\n\r\n', 'GET /b(HTTP/1.1\r\n', 'FOO /x', '\r\nPOST /a']) {
+  for (const s of ['GET /', 'GET /headers\r\nHost: x\r\n\r\n', 'GET /b(HTTP/1.1\r\n', 'FOO /x', '\r\nPOST /a', 'POST *  HTTP/1.0\r\n', 'OPTIONS *']) {
     assert.equal(sniff(b(s)), 'http1', JSON.stringify(s));
   }
   assert.equal(sniff(b('GET  /headers HTTP/1.1\r\n')), 'http1', 'two spaces: node reads it, so the parser answers it (400)');
   assert.equal(sniff(b('get /x')), undefined, 'lower-case: only a whole request line makes it HTTP');
   assert.equal(sniff(b('get key\r\n')), 'tcp', 'memcached');
   assert.equal(sniff(b('GET key\r\n')), 'tcp', 'Redis inline');
+  assert.equal(sniff(b('OPTIONS rtsp://cam/1 RTSP/1.0\r\n')), 'tcp', 'RTSP');
 });
 
 it('takes what the parser refuses as HTTP too, so it is answered, not relayed', () => {
@@ -37,7 +38,7 @@ it('takes what the parser refuses as HTTP too, so it is answered, not relayed', 
 });
 
 it('waits while the bytes could still become a request line or the HTTP/2 preface', () => {
-  for (const s of ['', 'G', 'GET', 'GET ', 'GET http://g/', 'OPTIONS * HTTP/1.', 'get /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'CONNECT g:443 HT']) {
+  for (const s of ['', 'G', 'GET', 'GET ', 'GET http://g/', 'get /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'CONNECT g:443 HT']) {
     assert.equal(sniff(b(s)), undefined, JSON.stringify(s));
   }
 });
