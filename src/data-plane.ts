@@ -2,6 +2,7 @@
 // listeners (sidecar) or the Gateway listeners (router), the JWT and policy checks, the mesh
 // resources they follow, and the counters and decisions they keep. The primary worker also runs the
 // agent's surfaces (src/agent.ts); the others (src/worker-main.ts) report their counters to it.
+import { hostname } from 'node:os';
 import type { Counter } from 'prom-client';
 import { PORTS } from './ports.js';
 import { MeshResources } from './agent-resources.js';
@@ -88,7 +89,7 @@ function http1Settings(env: EnvValues, mesh: MeshConfig): Partial<Http1Settings>
   };
 }
 
-function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: RequestDecider): CaptureListener[] {
+function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: RequestDecider, accessLog: AccessLog | undefined): CaptureListener[] {
   const { env, mesh, reusePort, connections } = o;
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
@@ -100,6 +101,7 @@ function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: Reque
     localAddresses: localAddressCache(),
     http: http1Settings(env, mesh),
     reusePort,
+    accessLog,
   };
   const listeners = [
     new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' } }),
@@ -138,10 +140,15 @@ async function listenAll(listeners: CaptureListener[]): Promise<CaptureListener[
   return bound;
 }
 
-/** The access log: the mesh config's `accessLogFile`; when unset, a gateway logs to stdout (a sidecar does not). */
-function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type']): AccessLog | undefined {
+/**
+ * The access log: the mesh config's `accessLogFile`; when unset, a gateway logs to stdout (its
+ * line is where an operator reads why a request got 401, 403 or 404) and a sidecar does not (as
+ * Istio's default mesh config: no cost per request unless asked for).
+ */
+function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type'], cwd: string): AccessLog | undefined {
   const path = mesh.accessLogFile ?? (type === 'router' ? '/dev/stdout' : '');
-  return path === '' ? undefined : new AccessLog(path, mesh.accessLogEncoding);
+  if (path === '') return undefined;
+  return new AccessLog({ path, encoding: mesh.accessLogEncoding, format: mesh.accessLogFormat, cwd, hostname: hostname() });
 }
 
 export class DataPlane {
@@ -151,11 +158,13 @@ export class DataPlane {
   readonly security: RequestSecurity;
   readonly router: GatewayRouter | undefined;
   readonly resources: MeshResources;
+  /** Undefined: nothing is logged (and nothing measured for it). */
+  readonly accessLog: AccessLog | undefined;
   private captures: CaptureListener[] = [];
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
-    this.decisions.sink = accessLogOf(mesh, options.type);
+    this.accessLog = env.DISABLE_PROXY ? undefined : accessLogOf(mesh, options.type, o.cwd);
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
@@ -168,7 +177,7 @@ export class DataPlane {
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort,
-        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT,
+        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
       })
       : undefined;
     this.resources = new MeshResources({
@@ -188,7 +197,7 @@ export class DataPlane {
   /** The sidecar's capture listeners (a gateway has none: its ports come with the configuration). */
   async listen(): Promise<void> {
     if (this.router) return;
-    this.captures = await listenAll(captureListeners(this.o, this.stats, inboundDecider(this.security, this.decisions)));
+    this.captures = await listenAll(captureListeners(this.o, this.stats, inboundDecider(this.security, this.decisions), this.accessLog));
   }
 
   get listeners(): readonly CaptureListener[] {
@@ -235,6 +244,8 @@ export class DataPlane {
     const stopped = Promise.allSettled([...this.captures.map((l) => l.stopAccepting()), this.router?.shutdown()]);
     for (const l of this.captures) l.closeAll();
     await stopped;
+    // After the connections: the lines of the requests they ended are written too.
+    this.accessLog?.close();
   }
 
   snapshot(): DataPlaneSnapshot {

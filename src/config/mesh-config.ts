@@ -3,6 +3,7 @@
 // Istio. Durations take protobuf's `5s` form or Go's (`1m30s`).
 import { parse as parseYaml } from 'yaml';
 import { AgentError } from '../errors/agent-error.js';
+import { AccessLogFormatError, compileAccessLogFormat } from '../log/access-format.js';
 import { parseGoDuration } from './env/values.js';
 
 /** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
@@ -36,6 +37,11 @@ export interface MeshConfig {
   /** Istio's `accessLogFile`: undefined when not set (the gateway then logs to /dev/stdout); '' turns it off. */
   readonly accessLogFile?: string;
   readonly accessLogEncoding: 'TEXT' | 'JSON';
+  /**
+   * Istio's `accessLogFormat` (checked here; compiled by each worker, as a config is plain data):
+   * Envoy's command operators, a JSON object with JSON encoding; undefined or '': the default.
+   */
+  readonly accessLogFormat?: string;
   /** `pathNormalization.normalization`: how request paths are normalized before policy and routing. */
   readonly pathNormalization: PathNormalization;
   /** The whole document as read, for /config_dump. */
@@ -142,9 +148,20 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
   if (accessLogFile !== undefined && typeof accessLogFile !== 'string') throw bad(path, 'accessLogFile', 'expected a path such as /dev/stdout, or "" for none');
   const encoding = doc['accessLogEncoding'] ?? 'TEXT';
   if (encoding !== 'TEXT' && encoding !== 'JSON') throw bad(path, 'accessLogEncoding', `${JSON.stringify(encoding)} is not TEXT or JSON`);
+  const accessLogFormat = doc['accessLogFormat'];
+  if (accessLogFormat !== undefined) {
+    if (typeof accessLogFormat !== 'string') throw bad(path, 'accessLogFormat', 'expected a string (with accessLogEncoding JSON, the text of a JSON object)');
+    try {
+      compileAccessLogFormat(encoding, accessLogFormat);
+    } catch (err) {
+      if (err instanceof AccessLogFormatError) throw bad(path, 'accessLogFormat', err.message);
+      throw err;
+    }
+  }
   return {
     source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc,
     ...(accessLogFile !== undefined ? { accessLogFile } : {}), accessLogEncoding: encoding,
+    ...(accessLogFormat !== undefined ? { accessLogFormat } : {}),
     pathNormalization: pathNormalizationOf(doc, path),
   };
 }

@@ -1,13 +1,15 @@
 // Why each request got the answer it got: the JWT outcome, the policy outcome and the route, kept
 // for the last few hundred requests (`pilot-agent request GET /debug/decisions`) and counted by
-// outcome (metrics, /stats), and written to the access log. Shared by the gateway and the
-// sidecar's inbound policy checks.
+// outcome (metrics, /stats), and handed back to the proxy engine, which puts it in the request's
+// access log line. Shared by the gateway and the sidecar's inbound policy checks.
 import type { IncomingMessage } from 'node:http';
+import type { DecisionNote, ResponseFlagName } from '../log/access-record.js';
 import type { ConnectionFacts } from '../proxy/decider.js';
 
 export type DecisionStage = 'jwt' | 'authz' | 'route';
 
-export interface Decision {
+/** A decision as kept and shown; as a DecisionNote it also carries the route name, flag and details for the access log. */
+export interface Decision extends DecisionNote {
   /** ISO time the request arrived. */
   readonly time: string;
   /** The listener: `gateway_8080`, `inbound`. */
@@ -45,6 +47,9 @@ export interface DecisionDraft {
   principal?: string;
   authz: string;
   route?: string;
+  routeName?: string;
+  flag?: ResponseFlagName;
+  details?: string;
   upstream?: string;
 }
 
@@ -69,17 +74,10 @@ function isoNow(): string {
   return clockIso;
 }
 
-/** Where finished decisions also go (the access log). */
-export interface DecisionSink {
-  write(decision: Decision): void;
-}
-
 /** A ring of the last decisions plus counts by stage and outcome. */
 export class DecisionLog {
   private readonly ring: (Decision | undefined)[];
   private next = 0;
-  /** The access log, when one is configured. */
-  sink: DecisionSink | undefined;
   /** `stage` → `outcome` → count. Outcomes are short words: absent/valid/invalid, allowed/denied, routed/no_route... */
   readonly counts = new Map<DecisionStage, Map<string, number>>();
 
@@ -103,37 +101,44 @@ export class DecisionLog {
     return draft;
   }
 
-  /** Replaces the policy outcome of the decision begun for `req` (a later check overruled it). */
-  annotate(req: IncomingMessage, authz: string): void {
+  /** Replaces the policy outcome of the decision begun for `req`: a later check denied it (`details`: Envoy's RBAC details). */
+  annotate(req: IncomingMessage, authz: string, details: string): void {
     const draft = (req as WithDraft)[DRAFT];
-    if (draft) draft.authz = authz;
+    if (!draft) return;
+    draft.authz = authz;
+    draft.flag = 'RBAC';
+    draft.details = details;
   }
 
   /**
    * Records the decision on a connection carried (or refused) as opaque bytes: method `TCP`, the
    * destination as authority and upstream, no status (nothing HTTP was answered).
    */
-  connection(listener: string, facts: ConnectionFacts, authz: string): void {
+  connection(listener: string, facts: ConnectionFacts, authz: string, denied?: { details?: string | undefined }): Decision {
     const destination = facts.destination.address.includes(':') ? `[${facts.destination.address}]:${facts.destination.port}` : `${facts.destination.address}:${facts.destination.port}`;
     const decision: Decision = {
       time: isoNow(), listener, method: 'TCP', authority: destination, path: '-', jwt: '-', authz, upstream: destination, durationMs: 0,
       ...(facts.source ? { source: facts.source } : {}),
+      ...(denied ? { flag: 'RBAC' as const, ...(denied.details ? { details: denied.details } : {}) } : {}),
     };
     this.record(decision);
-    this.sink?.write(decision);
+    return decision;
   }
 
-  /** Records the decision begun for `req` once its answer is complete (status undefined: abandoned). */
-  complete(req: IncomingMessage, status: number | undefined, durationMs: number): void {
+  /**
+   * Records the decision begun for `req` once its answer is complete (status undefined: abandoned)
+   * and answers it (for the access log); undefined when no decision was begun for it.
+   */
+  complete(req: IncomingMessage, status: number | undefined, durationMs: number): Decision | undefined {
     const draft = (req as WithDraft)[DRAFT];
-    if (!draft) return;
+    if (!draft) return undefined;
     (req as WithDraft)[DRAFT] = undefined;
     if (status !== undefined) draft.status = status;
     draft.durationMs = durationMs;
     // Complete now: the draft is the decision (no copy per request).
     const decision = draft as Decision;
     this.record(decision);
-    this.sink?.write(decision);
+    return decision;
   }
 
   record(decision: Decision): void {

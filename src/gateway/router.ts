@@ -7,12 +7,13 @@
 // of the server its SNI chose only, as Istio gives each HTTPS server its own route table.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
+import { hostPort, type AccessLogSink } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler } from '../proxy/http1/handler.js';
-import { admitDownstream } from '../proxy/listener.js';
+import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
@@ -40,6 +41,8 @@ export interface GatewayRouterOptions {
   readonly connections: ConnectionBudget;
   /** From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: no deadline. */
   readonly tlsHandshakeTimeoutMs: number;
+  /** Every request (and every connection refused over the budget) is logged here; absent: none is. */
+  readonly accessLog?: AccessLogSink | undefined;
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
@@ -78,6 +81,18 @@ function envoyInternal(raw: readonly string[]): string[] {
   return names;
 }
 
+/** Envoy's NR: no route for the request (404, or 405 for CONNECT). */
+function noRoute(draft: DecisionDraft): void {
+  draft.flag = 'NR';
+  draft.details = 'route_not_found';
+}
+
+/** Istio's route name: the rule's `name`, with its match entry's `name` after a dot; none when neither is named. */
+function routeName(rule: string | undefined, match: string | undefined): string | undefined {
+  if (rule === undefined) return match;
+  return match === undefined ? rule : `${rule}.${match}`;
+}
+
 /** One listening port of the gateway. */
 class GatewayListener {
   readonly server: NetServer;
@@ -91,7 +106,12 @@ class GatewayListener {
     const stats = o.stats.inbound;
     this.http = new Http1Handler({
       stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, ...(o.http ? { settings: o.http } : {}),
+      accessLog: o.accessLog, role: 'gateway',
     });
+    const accessLog = o.accessLog;
+    const overflow = accessLog
+      ? (socket: Socket): void => logOverflow(accessLog, 'gateway', socket, hostPort(socket.localAddress, socket.localPort))
+      : undefined;
     const tls = plan.protocol === 'HTTPS'
       ? new TlsTermination({
         port: plan.port, servers: plan.tlsServers, stats, handshakeTimeoutMs: o.tlsHandshakeTimeoutMs,
@@ -103,7 +123,7 @@ class GatewayListener {
       : undefined;
     // allowHalfOpen: a client's FIN after its request still gets the answer.
     this.server = new NetServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
-      if (!admitDownstream(socket, stats, this.open, o.connections)) return;
+      if (!admitDownstream(socket, stats, this.open, o.connections, overflow)) return;
       if (tls) tls.accept(socket);
       else this.http.acceptSocket(socket);
     });
@@ -229,10 +249,12 @@ export class GatewayRouter {
         const draft = this.o.decisions.begin(req, listener);
         if (req.method === 'CONNECT') {
           draft.route = 'CONNECT refused (a gateway is not a forward proxy)';
+          noRoute(draft);
           return NO_CONNECT;
         }
         if (plan.httpsRedirect) {
           draft.route = 'https redirect (tls.httpsRedirect)';
+          draft.details = 'direct_response';
           return { kind: 'reply', status: 301, body: '', headers: { location: `https://${hostOnly(draft.authority)}${draft.path}` } };
         }
         const peer = req.socket.remoteAddress;
@@ -250,7 +272,11 @@ export class GatewayRouter {
   private routeRequest(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict {
     if (security.reply) return security.reply;
     const table = this.table;
-    if (!table) return NOT_FOUND;
+    if (!table) {
+      draft.route = 'no route: no configuration loaded yet';
+      noRoute(draft);
+      return NOT_FOUND;
+    }
     const authn = security.authn;
     const { setHeaders, removeHeaders, path: tokenlessPath } = security.edits;
     const server = this.tlsServerOf.get(req.socket);
@@ -260,22 +286,31 @@ export class GatewayRouter {
       ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}),
     });
     draft.route = decision.reason;
+    if (decision.kind !== 'no-host' && decision.kind !== 'no-route') {
+      const name = routeName(decision.ruleName, decision.matchName);
+      if (name !== undefined) draft.routeName = name;
+    }
     switch (decision.kind) {
       case 'no-host':
       case 'no-route':
         this.o.decisions.count('route', 'no_route');
+        noRoute(draft);
         return NOT_FOUND;
       case 'direct':
         this.o.decisions.count('route', 'direct_response');
+        draft.details = 'direct_response';
         return { kind: 'reply', status: decision.status, body: decision.body ?? '' };
       case 'redirect':
         this.o.decisions.count('route', 'redirect');
+        draft.details = 'direct_response';
         return { kind: 'reply', status: decision.status, body: '', headers: { location: decision.location } };
       case 'route': {
         this.o.decisions.count('route', 'routed');
         const dst = pickDestination(decision.destinations);
         if (!dst) {
           draft.route += ' (every destination has weight 0)';
+          draft.flag = 'UH';
+          draft.details = 'no_healthy_upstream';
           return { kind: 'reply', status: 503, body: 'no healthy upstream' };
         }
         draft.upstream = `${dst.host}:${dst.port}`;

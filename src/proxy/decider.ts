@@ -4,6 +4,7 @@
 // and answers a Verdict. Connections that are not carried as HTTP are admitted by the same decider
 // (Istio's TCP semantics for policy).
 import type { IncomingMessage } from 'node:http';
+import type { DecisionNote, ResponseFlagName } from '../log/access-record.js';
 import type { Endpoint } from './socket-options.js';
 
 /** Forward the request to `address:port`, edited as given. */
@@ -27,6 +28,9 @@ export interface LocalReply {
   readonly status: number;
   readonly body: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** For the access log: Envoy's response flag for this answer, and its RESPONSE_CODE_DETAILS. */
+  readonly flag?: ResponseFlagName;
+  readonly details?: string;
 }
 
 export type Verdict = ForwardTarget | LocalReply;
@@ -45,6 +49,8 @@ export interface ConnectionVerdict {
   readonly allowed: boolean;
   /** For the logs and the decision record: which policy decided, or why none did. */
   readonly reason: string;
+  /** For the access log (CONNECTION_TERMINATION_DETAILS) of a refused one: `rbac_access_denied_matched_policy[...]`. */
+  readonly details?: string;
 }
 
 /**
@@ -54,22 +60,27 @@ export interface ConnectionVerdict {
  */
 export interface RequestDecider {
   decide(req: IncomingMessage, dst: Endpoint | undefined): Verdict | Promise<Verdict>;
-  /** Once per request, when its response is complete or abandoned (status undefined: no answer sent). */
-  completed?(req: IncomingMessage, verdict: Verdict | undefined, status: number | undefined, durationMs: number): void;
+  /**
+   * Once per request, when its response is complete or abandoned (status undefined: no answer sent).
+   * Answers what was decided, for the access log (undefined: nothing beyond the verdict).
+   */
+  completed?(req: IncomingMessage, verdict: Verdict | undefined, status: number | undefined, durationMs: number): DecisionNote | undefined | void;
   /**
    * Whether a connection carried as opaque bytes may pass (absent: every one may). Pure (nothing
    * counted): asked at accept, before the proxy opens anything upstream for the connection, which
    * may still turn out to be HTTP. A refused one is closed before a byte reaches the app.
    */
   admitConnection?(facts: ConnectionFacts): ConnectionVerdict;
-  /** Once per connection carried (or refused) as opaque bytes: for the counts and the logs. */
-  connectionDecided?(facts: ConnectionFacts, verdict: ConnectionVerdict): void;
+  /** Once per connection carried (or refused) as opaque bytes: for the counts and the logs; answers what the access log shows of it. */
+  connectionDecided?(facts: ConnectionFacts, verdict: ConnectionVerdict): DecisionNote | undefined | void;
   /** Whether admitConnection would refuse some connection now (no policy: the check is skipped). */
   readonly policesConnections?: boolean;
 }
 
-const NO_DESTINATION: LocalReply = {
+/** A captured connection whose original destination could not be read (Envoy's original-dst cluster has no host: UH). */
+export const NO_DESTINATION: LocalReply = {
   kind: 'reply', status: 503, body: 'upstream connect error or disconnect/reset before headers. reset reason: no original destination\n',
+  flag: 'UH', details: 'no_healthy_upstream',
 };
 
 /** The sidecar's default: every request to the connection's original destination. */

@@ -8,6 +8,9 @@
 // that sends half a head holds nothing at the application.
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
+import {
+  clusterName, connectionRecord, detailsWord, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole,
+} from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
 import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
@@ -17,6 +20,7 @@ import { listenerFd, originalDestination, type Endpoint } from './socket-options
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
 import { relay } from './tcp/relay.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
+import { readClientHello } from './tls/client-hello.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
 const log = scope('default');
@@ -45,6 +49,8 @@ export interface CaptureListenerOptions {
   readonly decider?: RequestDecider;
   /** The process's downstream connections (every listener, every worker): over its maximum, refused. */
   readonly connections: ConnectionBudget;
+  /** Every HTTP request and every connection carried as TCP is logged here; absent: none is. */
+  readonly accessLog?: AccessLogSink | undefined;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
@@ -52,11 +58,13 @@ const destinations = new WeakMap<Socket, Endpoint>();
 /**
  * Admits an accepted connection into the process's budget, counts it in `stats` and keeps it in
  * `open` until it closes; over the budget it is reset at once (nothing read, nothing opened for it)
- * and counted as an overflow. False: refused.
+ * and counted as an overflow, `refused` told first (the access log). False: refused.
  */
-export function admitDownstream(downstream: Socket, stats: DirectionStats, open: Set<Socket>, budget: ConnectionBudget): boolean {
+export function admitDownstream(downstream: Socket, stats: DirectionStats, open: Set<Socket>, budget: ConnectionBudget,
+  refused?: (downstream: Socket) => void): boolean {
   if (!budget.tryAcquire()) {
     stats.cxOverflow++;
+    refused?.(downstream);
     downstream.resetAndDestroy();
     return false;
   }
@@ -75,6 +83,17 @@ export function admitDownstream(downstream: Socket, stats: DirectionStats, open:
   return true;
 }
 
+/**
+ * The access log line of a connection refused over MESH_MAX_DOWNSTREAM_CONNECTIONS (UO): Envoy's
+ * overload manager refuses it without a line; one here says why a client was reset.
+ */
+export function logOverflow(log: AccessLogSink, role: ListenerRole, downstream: Socket, local: string | undefined): void {
+  log.write(connectionRecord({
+    role, startMs: Date.now(), durationMs: 0, flags: FLAG.UO, terminationDetails: 'downstream_global_cx_overflow',
+    bytesReceived: 0, bytesSent: 0, downstreamLocal: local, downstreamRemote: hostPort(downstream.remoteAddress, downstream.remotePort),
+  }));
+}
+
 export class CaptureListener {
   private readonly server: Server;
   private readonly http: Http1Handler;
@@ -82,6 +101,8 @@ export class CaptureListener {
   /** Connections whose client has sent nothing yet (an idle one is closed first when draining). */
   private readonly silent = new Set<Socket>();
   private readonly headTimeoutMs: number;
+  /** Told of a connection the budget refused (set only with an access log). */
+  private readonly overflow: ((downstream: Socket) => void) | undefined;
 
   constructor(private readonly o: CaptureListenerOptions) {
     this.http = new Http1Handler({
@@ -90,7 +111,17 @@ export class CaptureListener {
       destinationOf: (socket) => destinations.get(socket),
       ...(o.decider ? { decider: o.decider } : {}),
       ...(o.http ? { settings: o.http } : {}),
+      accessLog: o.accessLog, role: o.direction,
     });
+    const accessLog = o.accessLog;
+    this.overflow = accessLog ? (downstream) => {
+      let local: string | undefined;
+      try { // where it was going (its own address is the listener's)
+        const dst = o.transparent ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 } : originalDestination(downstream);
+        local = dst ? hostPort(dst.address, dst.port) : undefined;
+      } catch { /* not known */ }
+      logOverflow(accessLog, o.direction, downstream, local);
+    } : undefined;
     this.headTimeoutMs = o.http?.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS;
     this.server = new Server({ allowHalfOpen: true, pauseOnConnect: true, noDelay: true }, (socket) => this.onConnection(socket));
     this.server.on('error', (err) => log.error(`${o.direction} listener error`, { error: err.message }));
@@ -154,7 +185,7 @@ export class CaptureListener {
   }
 
   private onConnection(downstream: Socket): void {
-    if (!admitDownstream(downstream, this.o.stats.of(this.o.direction), this.open, this.o.connections)) return;
+    if (!admitDownstream(downstream, this.o.stats.of(this.o.direction), this.open, this.o.connections, this.overflow)) return;
 
     const dst = this.o.transparent
       ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 }
@@ -187,19 +218,26 @@ export class CaptureListener {
   private dispatch(downstream: Socket, dst: Endpoint): void {
     const stats = this.o.stats.of(this.o.direction);
     const verdict = this.tcpVerdict(downstream, dst);
+    const started = this.o.accessLog ? performance.now() : 0;
     let upstream: Socket | undefined;
     let connectFailed = false;
+    /** Why, for the log (ECONNREFUSED, or the socket libc would not make). */
+    let connectError: string | undefined;
     const openUpstream = (): Socket | undefined => {
       try {
         const s = connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
         s.on('error', (err: NodeJS.ErrnoException) => {
-          if (!decided && err.code === 'ECONNREFUSED') connectFailed = true;
+          if (!decided && err.code === 'ECONNREFUSED') {
+            connectFailed = true;
+            connectError = err.code;
+          }
         });
         s.pause();
         return s;
       } catch (err) { // a socket libc would not make (TPROXY without the capabilities...)
         log.debug('upstream connection failed', { error: (err as Error).message });
         connectFailed = true;
+        connectError = (err as Error).message;
         return undefined;
       }
     };
@@ -216,14 +254,17 @@ export class CaptureListener {
 
     const asTcp = (kind: Protocol): void => {
       decided = true;
+      let note: DecisionNote | undefined | void;
       if (verdict) {
         const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind };
-        this.o.decider?.connectionDecided?.(facts, verdict);
+        note = this.o.decider?.connectionDecided?.(facts, verdict);
       }
+      const tcpLog = this.o.accessLog ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined) : undefined;
       if (verdict && !verdict.allowed) {
         dropUpstream();
         stats.tcpCxDenied++;
         log.debug('connection refused by policy', { source: downstream.remoteAddress, destination: `${dst.address}:${dst.port}`, reason: verdict.reason });
+        tcpLog?.write(FLAG.RBAC, verdict.details);
         downstream.destroy();
         return;
       }
@@ -233,12 +274,13 @@ export class CaptureListener {
       if (connectFailed || !upstream || upstream.destroyed) {
         stats.upstreamCxConnectFail++;
         upstream?.destroy();
+        tcpLog?.write(FLAG.UF, connectError);
         downstream.resetAndDestroy();
         return;
       }
       upstream.off('readable', onUpstreamFirst);
       trackUpstream(upstream, stats);
-      relay(downstream, upstream, head, () => undefined);
+      relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded);
     };
     const asHttp = (): void => {
       decided = true;
@@ -291,5 +333,51 @@ export class CaptureListener {
       restartTimer(KEEP_ALIVE_TIMEOUT_MS);
     }
     downstream.resume();
+  }
+}
+
+function relayEnded(): void { /* nothing to log */ }
+
+/**
+ * The access log of one connection carried as TCP (made only with an access log): its start, the
+ * upstream connection's local address (read while it is open), one record when it ends.
+ */
+class TcpLog {
+  private upstreamLocal: string | undefined;
+  private connected = false;
+  /** Read while the socket is open (a closed one may not say any more). */
+  private readonly remote: string | undefined;
+
+  constructor(private readonly log: AccessLogSink, private readonly role: ListenerRole, private readonly downstream: Socket,
+    private readonly dst: Endpoint, private readonly started: number, private readonly tlsHead: Buffer | undefined,
+    private readonly decision: DecisionNote | undefined) {
+    this.remote = hostPort(downstream.remoteAddress, downstream.remotePort);
+  }
+
+  /** The relay's end: an error from the upstream before it connected is UF, after it UC; from the client DC. */
+  relayed(upstream: Socket): (error: Error | undefined, fromUpstream: boolean) => void {
+    const opened = (): void => {
+      this.connected = true;
+      this.upstreamLocal = hostPort(upstream.localAddress, upstream.localPort);
+    };
+    if (upstream.connecting) upstream.once('connect', opened);
+    else opened();
+    return (error, fromUpstream) => {
+      const flags = error === undefined ? 0 : !fromUpstream ? FLAG.DC : this.connected ? FLAG.UC : FLAG.UF;
+      this.write(flags, error ? (error as NodeJS.ErrnoException).code ?? error.message : undefined);
+    };
+  }
+
+  write(flags: number, terminationDetails?: string): void {
+    const now = performance.now();
+    const sni = this.tlsHead ? readClientHello(this.tlsHead) : undefined;
+    this.log.write(connectionRecord({
+      role: this.role, startMs: performance.timeOrigin + this.started, durationMs: now - this.started, flags,
+      terminationDetails: terminationDetails === undefined ? undefined : detailsWord(terminationDetails),
+      bytesReceived: this.downstream.bytesRead, bytesSent: this.downstream.bytesWritten,
+      upstreamHost: hostPort(this.dst.address, this.dst.port), upstreamCluster: clusterName(this.role, this.dst.address, this.dst.port),
+      upstreamLocal: this.upstreamLocal, downstreamLocal: hostPort(this.dst.address, this.dst.port),
+      downstreamRemote: this.remote, serverName: sni?.kind === 'hello' ? sni.serverName : undefined, decision: this.decision,
+    }));
   }
 }

@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { DecisionLog } from '../gateway/decisions.js';
 import { ORIGINAL_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../proxy/decider.js';
 import type { Endpoint } from '../proxy/socket-options.js';
-import type { RequestContext, RequestSecurity, SecurityOutcome } from './request-security.js';
+import { rbacDeniedDetails, type RequestContext, type RequestSecurity, type SecurityOutcome } from './request-security.js';
 
 const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access denied' };
 
@@ -23,7 +23,7 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
       const tcp = security.checkConnection(context(dst, req.socket.remoteAddress));
       if (!tcp.allowed) {
         decisions.count('authz', 'denied');
-        decisions.annotate(req, `denied: a CONNECT tunnel is opaque to policy, and as a TCP connection: ${tcp.reason}`);
+        decisions.annotate(req, `denied: a CONNECT tunnel is opaque to policy, and as a TCP connection: ${tcp.reason}`, rbacDeniedDetails(tcp));
         return DENIED;
       }
     }
@@ -42,10 +42,14 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
     get policesConnections(): boolean {
       return security.hasPolicies;
     },
-    admitConnection: (facts: ConnectionFacts) => security.checkConnection(context(facts.destination, facts.source)),
+    admitConnection: (facts: ConnectionFacts) => {
+      const d = security.checkConnection(context(facts.destination, facts.source));
+      return d.allowed ? d : { ...d, details: rbacDeniedDetails(d) };
+    },
     connectionDecided: (facts, verdict) => {
       decisions.count('authz', verdict.allowed ? 'allowed' : 'denied');
-      decisions.connection('inbound', facts, `${verdict.allowed ? 'allowed' : 'denied'}: ${facts.kind} connection: ${verdict.reason}`);
+      return decisions.connection('inbound', facts, `${verdict.allowed ? 'allowed' : 'denied'}: ${facts.kind} connection: ${verdict.reason}`,
+        verdict.allowed ? undefined : { details: verdict.details });
     },
   };
 }

@@ -7,6 +7,7 @@
 // Connections that are not HTTP get the same policies with Istio's TCP semantics (checkConnection).
 import type { IncomingMessage } from 'node:http';
 import type { AuthorizationPolicy, JwtRule } from '../config/resources/types.js';
+import { detailsWord } from '../log/access-record.js';
 import type { LocalReply } from '../proxy/decider.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
 import { evaluate, evaluateConnection, type AuthzDecision } from './authz/evaluate.js';
@@ -62,6 +63,16 @@ function unauthorized(result: Extract<AuthnResult, { outcome: 'invalid' }>, host
     kind: 'reply', status: 401, body: result.message,
     headers: { 'www-authenticate': `Bearer realm=${quotedString(host)}, error="invalid_token"` },
   };
+}
+
+/**
+ * Envoy's RESPONSE_CODE_DETAILS for a denial, naming the policy as Istio names it in Envoy's RBAC
+ * config (`ns[NS]-policy[NAME]-rule[N]`), or `none` when no ALLOW policy matched.
+ */
+export function rbacDeniedDetails(d: AuthzDecision): string {
+  if (d.policy === undefined) return 'rbac_access_denied_matched_policy[none]';
+  const slash = d.policy.indexOf('/');
+  return `rbac_access_denied_matched_policy[ns[${d.policy.slice(0, slash)}]-policy[${d.policy.slice(slash + 1)}]-rule[${d.ruleIndex ?? 0}]]`;
 }
 
 /** The path an operation matches: without the query string. */
@@ -146,6 +157,8 @@ export class RequestSecurity {
     if (authn.outcome === 'invalid') {
       draft.jwt = `invalid: ${authn.reason}: ${authn.message}`;
       draft.authz = 'not evaluated';
+      draft.flag = 'UAEX';
+      draft.details = `jwt_authn_access_denied{${detailsWord(authn.message)}}`;
       return { authn, edits, reply: unauthorized(authn, draft.authority) };
     }
     draft.jwt = authn.outcome;
@@ -172,6 +185,10 @@ export class RequestSecurity {
     const verdict = authz.allowed ? 'allowed' : 'denied';
     draft.authz = authz.reason.startsWith(verdict) ? authz.reason : `${verdict}: ${authz.reason}`;
     this.decisions.count('authz', authz.allowed ? 'allowed' : 'denied');
+    if (!authz.allowed) {
+      draft.flag = 'RBAC';
+      draft.details = rbacDeniedDetails(authz);
+    }
     return authz.allowed ? { authn, authz, edits } : { authn, authz, edits, reply: DENIED };
   }
 }

@@ -40,8 +40,25 @@ it('names the file and the field of a bad value', () => {
     ['pathNormalization: {normalization: STRICT}\n', '', /mesh\.yaml: pathNormalization\.normalization: "STRICT" is not one of DEFAULT, NONE, BASE/],
     ['pathNormalization: BASE\n', '', /mesh\.yaml: pathNormalization: expected a mapping/],
     ['defaultConfig:\n  gatewayTopology: {numTrustedProxies: -1}\n', '', /defaultConfig\.gatewayTopology\.numTrustedProxies: -1 is not an integer/],
+    ['accessLogEncoding: XML\n', '', /mesh\.yaml: accessLogEncoding: "XML" is not TEXT or JSON/],
+    ['accessLogFormat: "[%START_TIME%] %RESPONSE_CODES%"\n', '', /mesh\.yaml: accessLogFormat: unknown command operator %RESPONSE_CODES% at character 16/],
+    ['accessLogFormat: "%REQ%"\n', '', /mesh\.yaml: accessLogFormat: %REQ% at character 1 needs an argument/],
+    ['accessLogEncoding: JSON\naccessLogFormat: "%RESPONSE_CODE%"\n', '', /mesh\.yaml: accessLogFormat: with accessLogEncoding JSON, expected a JSON object/],
+    ['accessLogEncoding: JSON\naccessLogFormat: \'{"code": "%CODE%"}\'\n', '', /mesh\.yaml: accessLogFormat: key "code": unknown command operator %CODE%/],
+    ['accessLogFormat: {code: "%RESPONSE_CODE%"}\n', '', /mesh\.yaml: accessLogFormat: expected a string/],
   ];
   for (const [file, env, message] of cases) {
     assert.throws(() => loadMeshConfig('mesh.yaml', file, env), (e: unknown) => e instanceof AgentError && e.code === 'ERR_CONFIG' && message.test(e.message), file + env);
   }
+});
+
+it('reads the access log settings: file, encoding, format (Envoy operators; a JSON object with JSON)', () => {
+  const none = loadMeshConfig('m', undefined, '');
+  assert.deepEqual([none.accessLogFile, none.accessLogEncoding, none.accessLogFormat], [undefined, 'TEXT', undefined]);
+  const text = loadMeshConfig('m', 'accessLogFile: ./access.log\naccessLogFormat: "%REQ(:METHOD)% %RESPONSE_CODE% %RESPONSE_FLAGS%\\n"\n', '');
+  assert.deepEqual([text.accessLogFile, text.accessLogEncoding, text.accessLogFormat], ['./access.log', 'TEXT', '%REQ(:METHOD)% %RESPONSE_CODE% %RESPONSE_FLAGS%\n']);
+  const json = loadMeshConfig('m', 'accessLogFile: /dev/stdout\naccessLogEncoding: JSON\naccessLogFormat: |\n  {"code": "%RESPONSE_CODE%", "flags": "%RESPONSE_FLAGS%"}\n', '');
+  assert.equal(json.accessLogEncoding, 'JSON');
+  assert.equal(json.accessLogFormat, '{"code": "%RESPONSE_CODE%", "flags": "%RESPONSE_FLAGS%"}\n');
+  assert.equal(loadMeshConfig('m', 'accessLogFile: ""\n', '').accessLogFile, '', '"" turns it off');
 });

@@ -17,19 +17,17 @@ describe('DecisionLog', () => {
     assert.deepEqual(log.recent(2).map((d) => d.path), ['/3', '/4']);
   });
 
-  it('a draft filled in by the stages becomes the decision, sent to the sink too', () => {
+  it('a draft filled in by the stages becomes the decision, answered to the engine for the access log', () => {
     const log = new DecisionLog();
-    const seen: Decision[] = [];
-    log.sink = { write: (d) => seen.push(d) };
     const req = request('/headers');
     const draft = log.begin(req, 'gateway_8080');
     draft.jwt = 'valid';
     draft.principal = 'iss/sub';
     draft.authz = 'allowed: no policies';
     draft.route = 'vs mesh-system/app rule 0';
-    log.complete(req, 200, 1.5);
-    assert.equal(seen.length, 1);
-    assert.deepEqual({ ...seen[0], time: '' }, {
+    const decision = log.complete(req, 200, 1.5);
+    assert.equal(decision, log.recent()[0], 'the same object: no copy per request');
+    assert.deepEqual({ ...decision, time: '' }, {
       time: '', listener: 'gateway_8080', method: 'GET', authority: 'example.com', path: '/headers', jwt: 'valid',
       principal: 'iss/sub', authz: 'allowed: no policies', route: 'vs mesh-system/app rule 0', status: 200, durationMs: 1.5,
     });
@@ -44,23 +42,26 @@ describe('DecisionLog', () => {
     assert.deepEqual(log.recent().map((d) => [d.path, d.status]), [['/x', undefined]]);
   });
 
-  it('records a connection decided as TCP (method TCP, the destination, no status) and sends it to the sink', () => {
+  it('records a connection decided as TCP (method TCP, the destination, no status) and answers it; a refused one carries RBAC', () => {
     const log = new DecisionLog();
-    const seen: Decision[] = [];
-    log.sink = { write: (d) => seen.push(d) };
-    log.connection('inbound', { source: '10.0.0.9', destination: { address: '2001:db8::1', port: 9080 }, kind: 'tls' }, 'denied: tls connection: no ALLOW policy matched');
-    assert.deepEqual(seen.map((d) => [d.method, d.authority, d.upstream, d.source, d.status, d.authz]),
-      [['TCP', '[2001:db8::1]:9080', '[2001:db8::1]:9080', '10.0.0.9', undefined, 'denied: tls connection: no ALLOW policy matched']]);
-    assert.equal(log.recent().length, 1);
+    const d = log.connection('inbound', { source: '10.0.0.9', destination: { address: '2001:db8::1', port: 9080 }, kind: 'tls' },
+      'denied: tls connection: no ALLOW policy matched', { details: 'rbac_access_denied_matched_policy[none]' });
+    assert.deepEqual([d.method, d.authority, d.upstream, d.source, d.status, d.authz, d.flag, d.details],
+      ['TCP', '[2001:db8::1]:9080', '[2001:db8::1]:9080', '10.0.0.9', undefined, 'denied: tls connection: no ALLOW policy matched',
+        'RBAC', 'rbac_access_denied_matched_policy[none]']);
+    const allowed = log.connection('inbound', { source: '10.0.0.9', destination: { address: '10.0.0.1', port: 9080 }, kind: 'tcp' }, 'allowed: tcp connection: no policies');
+    assert.equal(allowed.flag, undefined);
+    assert.equal(log.recent().length, 2);
   });
 
-  it('annotate replaces the policy outcome of a draft (a later check overruled it)', () => {
+  it('annotate replaces the policy outcome of a draft (a later check denied it), with RBAC and its details', () => {
     const log = new DecisionLog();
     const req = request('/t');
     log.begin(req, 'inbound').authz = 'allowed: x';
-    log.annotate(req, 'denied: y');
+    log.annotate(req, 'denied: y', 'rbac_access_denied_matched_policy[none]');
     log.complete(req, 403, 1);
-    assert.equal(log.recent()[0]!.authz, 'denied: y');
+    const [d] = log.recent();
+    assert.deepEqual([d!.authz, d!.flag, d!.details], ['denied: y', 'RBAC', 'rbac_access_denied_matched_policy[none]']);
   });
 
   it('counts outcomes by stage', () => {

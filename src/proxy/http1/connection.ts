@@ -7,17 +7,19 @@
 // to an Upgrade, 2xx to CONNECT): the connection then becomes a tunnel (tunnel.ts); any other
 // answer keeps it HTTP and the next request is parsed and judged like the first.
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { clusterName, defaultRouteName, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
-import type { ForwardTarget, LocalReply, RequestDecider, Verdict } from '../decider.js';
+import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
 import { RequestView } from '../request-view.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { sourceFor, type UpstreamMode } from '../upstream.js';
 import { invalidEdit } from './headers.js';
 import { isMessageError, requestMessage, upstreamHead, type MessageOptions, type RequestMessage } from './message.js';
-import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstreamFailureBody, UPSTREAM_FAILURE } from './replies.js';
+import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstreamFailureBody, upstreamFailureDetails } from './replies.js';
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
-import type { ResponseHead, SwitchRequest } from './response-parser.js';
+import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 
@@ -34,10 +36,9 @@ const STATUS_PREFIX = 'HTTP/1.1 ';
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 /** Requests sent again on a new connection when a pooled one turns out closed before answering. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-const NO_DESTINATION: LocalReply = { kind: 'reply', status: 503, body: `${UPSTREAM_FAILURE}no original destination\n` };
-const TIMED_OUT: LocalReply = { kind: 'reply', status: 504, body: 'upstream request timeout\n' };
-const HTTP10_REFUSED: LocalReply = { kind: 'reply', status: 426, body: '' };
-const HEAD_TIMED_OUT: LocalReply = { kind: 'reply', status: 408, body: 'request head not received in time\n' };
+const TIMED_OUT: LocalReply = { kind: 'reply', status: 504, body: 'upstream request timeout\n', flag: 'UT', details: 'response_timeout' };
+const HTTP10_REFUSED: LocalReply = { kind: 'reply', status: 426, body: '', flag: 'DPE', details: 'low_version' };
+const HEAD_TIMED_OUT: LocalReply = { kind: 'reply', status: 408, body: 'request head not received in time\n', details: 'request_header_timeout' };
 
 /** How requests are read and checked (the same for every connection of a handler). */
 export interface Http1Settings extends MessageOptions {
@@ -59,6 +60,10 @@ export interface ConnectionOwner {
   readonly decider: RequestDecider | undefined;
   readonly draining: boolean;
   readonly settings: Http1Settings;
+  /** Where each request is logged once complete; undefined: nothing is measured or built for a log. */
+  readonly accessLog: AccessLogSink | undefined;
+  /** Names the upstream cluster and route in the log as Istio does. */
+  readonly role: ListenerRole;
   forget(c: Connection): void;
 }
 
@@ -86,6 +91,19 @@ class Exchange implements ResponseSink {
   /** The upstream confirmed the protocol switch: a tunnel starts once its head is written. */
   switched = false;
   timer: NodeJS.Timeout | undefined;
+  /** Body bytes received and sent (a tunnel's bytes added when it ends): BYTES_RECEIVED, BYTES_SENT. */
+  bytesIn = 0;
+  bytesOut = 0;
+  /** Envoy's response flags (FLAG bits) and RESPONSE_CODE_DETAILS, set where the request's fate is decided. */
+  flags = 0;
+  details: string | undefined = undefined;
+  // Measured only for the access log (0 / undefined otherwise): when the request went upstream and
+  // its response head came back, the upstream connection's addresses, the response headers asked for.
+  sentAt = 0;
+  respAt = 0;
+  upHost: string | undefined = undefined;
+  upLocal: string | undefined = undefined;
+  respHeaders: string[] | undefined = undefined;
 
   /** `msg` undefined: a request refused before any decision, answered `fixed`. */
   constructor(readonly conn: Connection, readonly msg: RequestMessage | undefined, readonly view: RequestView,
@@ -159,9 +177,23 @@ export class Connection {
   private lastPort = -1;
   private lastSource: string | undefined;
   private lastKey = '';
+  // For the access log only (read once per connection when one is configured).
+  private readonly remoteText: string | undefined;
+  private readonly localText: string | undefined;
+  private readonly serverName: string | undefined;
+  /** A request cut by a parse error: logged with the refusal that answers it, once that is sent. */
+  private refusedCut: { ex: Exchange; note: DecisionNote | undefined } | undefined;
+  /** When the parser refused what had no request yet (for the log of the refusal). */
+  private refusedAt = 0;
 
   constructor(private readonly owner: ConnectionOwner, readonly socket: Socket, private readonly dst: Endpoint | undefined) {
     this.remote = socket.remoteAddress;
+    if (owner.accessLog) {
+      this.remoteText = hostPort(this.remote, socket.remotePort);
+      // The sidecar's: where the client was going (Envoy's original destination); the gateway's: its own port.
+      this.localText = dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort);
+      this.serverName = (socket as Partial<TLSSocket>).servername || undefined;
+    }
     this.defaultVerdict = dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION;
     this.parser = new RequestParser({
       onHead: (head) => this.requestHead(head),
@@ -258,6 +290,7 @@ export class Connection {
     if (!ex) return;
     this.owner.stats.rqBodyBytes += chunk.length;
     ex.hasBody = true;
+    ex.bytesIn += chunk.length;
     if (ex.done) return; // answered already: the rest is dropped
     if (ex.up) {
       this.bodyToUpstream(ex, chunk);
@@ -298,12 +331,21 @@ export class Connection {
     log.debug('malformed HTTP request', { status: err.status, reason: err.reason });
     const cut = this.receiving;
     this.receiving = undefined;
+    const refused = refusal(err.status, err.reason);
+    if (cut) {
+      cut.flags |= FLAG.DPE;
+      cut.details = refused.details;
+    }
     if (cut?.headSent) { // its response is on the way: nothing can be said cleanly any more
       this.socket.destroy();
       return;
     }
-    if (cut) this.abandon(cut);
-    this.refused = refusal(err.status, err.reason);
+    if (this.owner.accessLog) {
+      if (cut) this.refusedCut = { ex: cut, note: undefined };
+      else this.refusedAt = performance.now();
+    }
+    if (cut) this.abandon(cut, false);
+    this.refused = refused;
   }
 
   private armHeadTimer(): void {
@@ -322,6 +364,7 @@ export class Connection {
     this.owner.stats.rqHeadTimeouts++;
     this.halted = true;
     this.refused = HEAD_TIMED_OUT;
+    if (this.owner.accessLog) this.refusedAt = performance.now();
     this.settle();
   };
 
@@ -376,10 +419,25 @@ export class Connection {
   private reply(ex: Exchange, reply: LocalReply): void {
     // The body was not read: the connection cannot carry another request after it.
     if (!ex.reqComplete || this.owner.draining) ex.closeAfter = true;
-    this.push(replyBytes(reply, ex.closeAfter, ex.view.method === 'HEAD'));
+    const headOnly = ex.view.method === 'HEAD';
+    this.push(replyBytes(reply, ex.closeAfter, headOnly));
     ex.status = reply.status;
     ex.headSent = true;
+    if (reply.flag) ex.flags |= FLAG[reply.flag];
+    if (reply.details) ex.details = reply.details;
+    if (this.owner.accessLog) this.replyForLog(ex, reply, headOnly);
     this.finish(ex, false);
+  }
+
+  /** What the log shows of a local answer: its body's size, the headers the format asks for. */
+  private replyForLog(ex: Exchange, reply: LocalReply, headOnly: boolean): void {
+    ex.bytesOut = headOnly ? 0 : Buffer.byteLength(reply.body);
+    const wanted = this.owner.accessLog!.responseHeaders;
+    if (wanted.length === 0 || !reply.headers) return;
+    for (const [name, value] of Object.entries(reply.headers)) {
+      const lower = name.toLowerCase();
+      if (wanted.includes(lower)) (ex.respHeaders ??= []).push(lower, value);
+    }
   }
 
   private forward(ex: Exchange, t: ForwardTarget): void {
@@ -414,9 +472,10 @@ export class Connection {
     try {
       up = this.owner.pool.acquire(this.lastKey, t, this.lastSource, fresh);
     } catch (err) { // a socket libc would not make (TPROXY without the capabilities...)
-      this.upstreamError(ex, err as NodeJS.ErrnoException, false);
+      this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
       return;
     }
+    if (this.owner.accessLog) ex.sentAt = performance.now();
     ex.up = up;
     up.attach(ex);
     const held = ex.held;
@@ -466,10 +525,7 @@ export class Connection {
     if (ex.done || ex.headSent) return;
     this.owner.stats.upstreamRqTimeouts++;
     ex.closeAfter = true;
-    this.push(replyBytes(TIMED_OUT, true, ex.view.method === 'HEAD'));
-    ex.status = 504;
-    ex.headSent = true;
-    this.finish(ex, false);
+    this.reply(ex, TIMED_OUT);
     this.settle();
   }
 
@@ -495,6 +551,7 @@ export class Connection {
     for (const part of head.parts) this.push(part);
     ex.status = head.status;
     ex.headSent = true;
+    if (this.owner.accessLog) this.responseForLog(ex, head);
     if (head.framing === 'tunnel') {
       // The switch is confirmed: the head goes out with the lines that say so, then raw bytes.
       ex.switched = true;
@@ -508,9 +565,23 @@ export class Connection {
       + `${ex.closeAfter ? 'connection: close\r\n' : ''}\r\n`);
   }
 
+  /** What the log shows of a response from upstream: when its head came, from where, the headers asked for. */
+  private responseForLog(ex: Exchange, head: ResponseHead): void {
+    ex.respAt = performance.now();
+    ex.details = 'via_upstream';
+    const socket = ex.up?.socket;
+    if (socket) {
+      ex.upHost = hostPort(socket.remoteAddress, socket.remotePort);
+      ex.upLocal = hostPort(socket.localAddress, socket.localPort);
+    }
+    const wanted = this.owner.accessLog!.responseHeaders;
+    if (wanted.length > 0) ex.respHeaders = headerValues(head.parts, wanted);
+  }
+
   responseBody(ex: Exchange, bytes: Buffer, payload: number): void {
     if (ex.done) return;
     this.owner.stats.rsBodyBytes += payload;
+    ex.bytesOut += payload;
     this.outBorrowed = true;
     if (ex.wrapChunks) {
       this.push(`${bytes.length.toString(16)}\r\n`);
@@ -529,7 +600,8 @@ export class Connection {
     this.finish(ex, true);
   }
 
-  upstreamError(ex: Exchange, err: NodeJS.ErrnoException, retryable: boolean): void {
+  /** `socketFailed`: the upstream socket could not even be made. */
+  upstreamError(ex: Exchange, err: NodeJS.ErrnoException, retryable: boolean, socketFailed = false): void {
     if (ex.done) return;
     ex.up = undefined;
     this.upBlocked = false;
@@ -541,18 +613,20 @@ export class Connection {
     }
     const s = this.owner.stats;
     s.upstreamRqErrors++;
-    if (isConnectFailure(err.code)) s.upstreamCxConnectFail++;
+    const connectFailed = socketFailed || isConnectFailure(err.code);
+    if (connectFailed) s.upstreamCxConnectFail++;
     log.debug('upstream request failed', { error: err.message, code: err.code });
+    // Envoy's flags: never connected (UF), malformed response (UPE), or the connection ended under it (UC).
+    const malformed = err instanceof ResponseError && !err.cut;
+    ex.flags |= connectFailed ? FLAG.UF : malformed ? FLAG.UPE : FLAG.UC;
+    ex.details = upstreamFailureDetails(connectFailed ? 'connection_failure' : malformed ? 'protocol_error' : 'connection_termination', err.code, ex.headSent);
     if (ex.headSent) { // cut mid-response: the client sees the connection end early
       this.finish(ex, false);
       this.socket.destroy();
       return;
     }
     ex.closeAfter = true;
-    this.push(replyBytes({ kind: 'reply', status: 503, body: upstreamFailureBody(err) }, true, ex.view.method === 'HEAD'));
-    ex.status = 503;
-    ex.headSent = true;
-    this.finish(ex, false);
+    this.reply(ex, { kind: 'reply', status: 503, body: upstreamFailureBody(err) });
     this.settle();
   }
 
@@ -589,14 +663,19 @@ export class Connection {
     if (this.queue.length === 0) this.idleSince = now;
   }
 
-  /** A request dropped before its answer (cut by a parse error, or by the client's end). */
-  private abandon(ex: Exchange): void {
+  /** A request dropped before its answer (cut by a parse error, or by the client's end: `clientLeft`). */
+  private abandon(ex: Exchange, clientLeft: boolean): void {
     const i = this.queue.indexOf(ex);
     if (i >= 0) this.queue.splice(i, 1);
-    this.completedUnanswered(ex);
+    this.completedUnanswered(ex, clientLeft);
   }
 
-  private completedUnanswered(ex: Exchange): void {
+  /** `clientLeft`: the client ended or closed before its answer was complete (DC). */
+  private completedUnanswered(ex: Exchange, clientLeft = false): void {
+    if (clientLeft && !ex.done) {
+      ex.flags |= FLAG.DC;
+      ex.details = 'downstream_remote_disconnect';
+    }
     ex.done = true;
     if (ex.timer) clearTimeout(ex.timer);
     ex.up?.destroy();
@@ -604,7 +683,7 @@ export class Connection {
     this.completed(ex, ex.headSent ? ex.status : undefined);
   }
 
-  /** Counts the request's end and tells the decider; answers the time it read (one clock read per request end). */
+  /** Counts the request's end, tells the decider, logs it; answers the time it read (one clock read per request end). */
   private completed(ex: Exchange, status: number | undefined): number {
     const s = this.owner.stats;
     s.rqActive--;
@@ -612,13 +691,73 @@ export class Connection {
     const ms = now - ex.started;
     if (status !== undefined) s.recordResponse(status, ms);
     const decider = this.owner.decider;
-    if (!decider?.completed || ex.fixed) return now;
-    try {
-      decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms);
-    } catch (err) {
-      log.error(`request completion hook failed: ${(err as Error).message}`);
+    let note: DecisionNote | undefined | void;
+    if (decider?.completed && !ex.fixed) {
+      try {
+        note = decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms);
+      } catch (err) {
+        log.error(`request completion hook failed: ${(err as Error).message}`);
+      }
+    }
+    if (this.owner.accessLog) {
+      if (this.refusedCut?.ex === ex) this.refusedCut.note = note || undefined; // logged with its refusal
+      else this.logExchange(ex, status, note || undefined, ms);
     }
     return now;
+  }
+
+  /** One access log record for a request (only called with an access log). */
+  private logExchange(ex: Exchange, status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
+    const t = ex.target;
+    const view = ex.view;
+    const role = this.owner.role;
+    this.owner.accessLog!.write({
+      kind: 'http', role, startMs: performance.timeOrigin + ex.started, durationMs,
+      method: view.method, path: t?.path ?? view.url,
+      originalPath: t?.path !== undefined && t.path !== view.url ? view.url : undefined,
+      protocol: view.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1',
+      status: status ?? 0,
+      flags: ex.flags | (note?.flag ? FLAG[note.flag] : 0),
+      details: ex.details ?? note?.details ?? (status !== undefined ? 'direct_response' : undefined),
+      terminationDetails: undefined,
+      bytesReceived: ex.bytesIn, bytesSent: ex.bytesOut,
+      upstreamServiceMs: ex.respAt > 0 ? ex.respAt - ex.sentAt : undefined,
+      responseMs: ex.respAt > 0 ? ex.respAt - ex.started : undefined,
+      attempts: t ? (ex.retried ? 2 : 1) : undefined,
+      requestHeaders: { raw: view.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders },
+      responseHeaders: ex.respHeaders,
+      upstreamHost: ex.upHost ?? (t ? hostPort(t.address, t.port) : undefined),
+      // A sidecar's cluster is known before any verdict (Istio logs it on a local 403 too); a gateway's comes with its route.
+      upstreamCluster: t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !ex.fixed ? clusterName(role, '', 0) : undefined,
+      upstreamLocal: ex.upLocal,
+      downstreamLocal: this.localText, downstreamRemote: this.remoteText, serverName: this.serverName,
+      routeName: note?.routeName ?? defaultRouteName(role, 'http'),
+      decision: note,
+    });
+  }
+
+  /**
+   * The log of a refusal by the parser: the request it cut (with its decision), or a request that
+   * never had a head (`- -`, as Envoy prints a codec error).
+   */
+  private logRefusal(refused: LocalReply): void {
+    const cut = this.refusedCut;
+    this.refusedCut = undefined;
+    const now = performance.now();
+    if (cut) {
+      this.logExchange(cut.ex, refused.status, cut.note, now - cut.ex.started);
+      return;
+    }
+    const started = this.refusedAt || now;
+    this.owner.accessLog!.write({
+      kind: 'http', role: this.owner.role, startMs: performance.timeOrigin + started, durationMs: now - started,
+      method: undefined, path: undefined, originalPath: undefined, protocol: 'HTTP/1.1', status: refused.status,
+      flags: refused.flag ? FLAG[refused.flag] : 0, details: refused.details, terminationDetails: undefined,
+      bytesReceived: 0, bytesSent: Buffer.byteLength(refused.body), upstreamServiceMs: undefined, responseMs: undefined,
+      attempts: undefined, requestHeaders: undefined, responseHeaders: undefined, upstreamHost: undefined,
+      upstreamCluster: undefined, upstreamLocal: undefined, downstreamLocal: this.localText, downstreamRemote: this.remoteText,
+      serverName: this.serverName, routeName: undefined, decision: undefined,
+    });
   }
 
   /**
@@ -646,6 +785,7 @@ export class Connection {
         const s = this.owner.stats;
         s.rqTotal++;
         s.recordResponse(this.refused.status, 0);
+        if (this.owner.accessLog) this.logRefusal(this.refused);
         this.push(replyBytes(this.refused, true, false));
         this.refused = undefined;
         this.end();
@@ -752,8 +892,14 @@ export class Connection {
     this.input = undefined;
     this.detach();
     this.owner.stats.rqTunnels++;
-    runTunnel(this.socket, up, rest, () => {
+    // The log counts the tunnel's bytes as the request's, as Envoy does for an upgrade.
+    const socket = this.socket;
+    const readBefore = socket.bytesRead;
+    const writtenBefore = socket.bytesWritten;
+    runTunnel(socket, up, rest, () => {
       ex.done = true;
+      ex.bytesIn += socket.bytesRead - readBefore;
+      ex.bytesOut += socket.bytesWritten - writtenBefore;
       this.completed(ex, ex.status);
     });
   }
@@ -791,7 +937,7 @@ export class Connection {
         this.socket.destroy();
         return;
       }
-      this.abandon(cut);
+      this.abandon(cut, true);
     }
     this.settle();
   };
@@ -804,10 +950,24 @@ export class Connection {
   private readonly onClose = (): void => {
     if (this.closed) return;
     this.closed = true;
-    for (const ex of this.queue.splice(0)) this.completedUnanswered(ex);
+    for (const ex of this.queue.splice(0)) this.completedUnanswered(ex, true);
     this.receiving = undefined;
     this.detach();
   };
 }
 
 function ignore(): void { /* errors end in 'close', handled there */ }
+
+/** `[name, value, ...]` of the response head's lines named in `wanted` (lower-case), from the head as read. */
+function headerValues(parts: readonly Buffer[], wanted: readonly string[]): string[] | undefined {
+  let out: string[] | undefined;
+  const lines = (parts.length === 1 ? parts[0]!.toString('latin1') : Buffer.concat(parts).toString('latin1')).split('\r\n');
+  for (let i = 1; i < lines.length; i++) {
+    const line = lines[i]!;
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).toLowerCase();
+    if (wanted.includes(name)) (out ??= []).push(name, line.slice(colon + 1).trim());
+  }
+  return out;
+}

@@ -3,6 +3,7 @@
 // Connection (connection.ts): our strict parser, the decider, the pool, the tunnel after a
 // confirmed protocol switch. How the pieces fit: README.md beside this file.
 import type { Socket } from 'node:net';
+import type { AccessLogSink, ListenerRole } from '../../log/access-record.js';
 import { DEFAULT_PATH_NORMALIZATION } from '../path-normalization.js';
 import type { RequestDecider } from '../decider.js';
 import { ORIGINAL_DESTINATION } from '../decider.js';
@@ -42,6 +43,10 @@ export interface HttpHandlerOptions {
   readonly decider?: RequestDecider;
   /** Default DEFAULT_HTTP1_SETTINGS; the fields given replace those. */
   readonly settings?: Partial<Http1Settings>;
+  /** Every request is logged here once complete; absent: none is (and nothing is measured for it). */
+  readonly accessLog?: AccessLogSink | undefined;
+  /** Which listener this is, for the log (default outbound). */
+  readonly role?: ListenerRole;
 }
 
 export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
@@ -50,6 +55,8 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
   readonly upstreamMode: UpstreamMode;
   readonly decider: RequestDecider | undefined;
   readonly settings: Http1Settings;
+  readonly accessLog: AccessLogSink | undefined;
+  readonly role: ListenerRole;
   draining = false;
   private readonly conns = new Set<Connection>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -60,6 +67,8 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
     // The default decider is applied without a call (no verdict object per request).
     this.decider = o.decider === ORIGINAL_DESTINATION ? undefined : o.decider;
     this.settings = { ...DEFAULT_HTTP1_SETTINGS, ...o.settings };
+    this.accessLog = o.accessLog;
+    this.role = o.role ?? 'outbound';
     this.pool = new UpstreamPool(o.upstream, o.stats, this.settings.limits.maxHeadBytes);
   }
 

@@ -2,6 +2,7 @@
 // redirect), 400 and friends for a request the parser or the message rules refuse, 503 when the
 // upstream fails, 504 on a route timeout. Envoy's texts where an operator would search for them.
 import { STATUS_CODES } from 'node:http';
+import { detailsWord } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import type { LocalReply } from '../decider.js';
 import { validHeaderValue, wireText } from './headers.js';
@@ -10,14 +11,29 @@ const log = scope('default');
 
 export const UPSTREAM_FAILURE = 'upstream connect error or disconnect/reset before headers. reset reason: ';
 
-/** The answer to a request refused before any decision (malformed, too large, not supported). */
+/** The answer to a request refused before any decision (malformed, too large, not supported): a downstream protocol error. */
 export function refusal(status: number, reason: string): LocalReply {
-  return { kind: 'reply', status, body: `${STATUS_CODES[status] ?? 'Bad Request'}: ${reason}\n` };
+  return {
+    kind: 'reply', status, body: `${STATUS_CODES[status] ?? 'Bad Request'}: ${reason}\n`,
+    flag: 'DPE', details: `http1.codec_error{${detailsWord(reason.replace(/"/g, ''))}}`,
+  };
 }
 
 /** Codes of a connection that never opened (counted as connect failures). */
 export function isConnectFailure(code: string | undefined): boolean {
   return code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT';
+}
+
+/** How an upstream failed a request, as Envoy's reset reasons name it. */
+export type UpstreamFailure = 'connection_failure' | 'connection_termination' | 'protocol_error';
+
+/**
+ * Envoy's RESPONSE_CODE_DETAILS for an upstream that failed (`after`: part of the response was
+ * sent already), with the socket error's code when there is one (ECONNREFUSED, ECONNRESET...).
+ */
+export function upstreamFailureDetails(failure: UpstreamFailure, code: string | undefined, after: boolean): string {
+  const errno = code !== undefined && /^E[A-Z]+$/.test(code) ? `,${code}` : '';
+  return `upstream_reset_${after ? 'after' : 'before'}_response_started{${failure}${errno}}`;
 }
 
 /** The 503 body naming why the upstream failed. */
@@ -28,7 +44,7 @@ export function upstreamFailureBody(err: NodeJS.ErrnoException): string {
 /** A decider that throws answers 500 instead of taking the process down. */
 export function decisionFailed(err: Error): LocalReply {
   log.error(`request decision failed: ${err.message}`, { stack: err.stack });
-  return { kind: 'reply', status: 500, body: 'internal error deciding this request\n' };
+  return { kind: 'reply', status: 500, body: 'internal error deciding this request\n', details: 'decision_failed' };
 }
 
 let dateSecond = -1;

@@ -53,7 +53,8 @@ const enum State { Head, Length, Close, Tunnel, Size, SizeExt, SizeLf, Data, Dat
 
 export class ResponseError extends Error {
   readonly code = 'HPE_INVALID_RESPONSE';
-  constructor(message: string) {
+  /** `cut`: the bytes were fine, the upstream closed before the response was complete (not malformed). */
+  constructor(message: string, readonly cut = false) {
     super(`invalid upstream response: ${message}`);
     this.name = 'ResponseError';
   }
@@ -144,7 +145,7 @@ export class ResponseParser {
       return undefined;
     }
     if (this.state === State.Done || (this.state === State.Head && !this.pending)) return undefined;
-    return new ResponseError('the connection closed in the middle of a response');
+    return new ResponseError('the connection closed in the middle of a response', true);
   }
 
   private complete(): void {

@@ -4,8 +4,8 @@
 import type { Socket } from 'node:net';
 
 export interface RelayEnd {
-  /** Called once when both sides are closed; `error` is the first error seen, if any. */
-  (error: Error | undefined): void;
+  /** Called once when both sides are closed; `error` is the first error seen, if any, and `fromB` whether `b` had it. */
+  (error: Error | undefined, fromB: boolean): void;
 }
 
 function pipeOneWay(from: Socket, to: Socket): void {
@@ -21,12 +21,16 @@ function pipeOneWay(from: Socket, to: Socket): void {
 /** Relays `a` ⇄ `b`; `head` (bytes already read from `a`) is sent to `b` first. */
 export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: RelayEnd): void {
   let error: Error | undefined;
+  let fromB = false;
   let closed = 0;
   const onClose = (): void => {
-    if (++closed === 2) done(error);
+    if (++closed === 2) done(error, fromB);
   };
   const onError = (other: Socket) => (err: Error): void => {
-    error ??= err;
+    if (error === undefined) {
+      error = err;
+      fromB = other === a;
+    }
     if (!other.destroyed) other.resetAndDestroy();
   };
   a.on('error', onError(b));

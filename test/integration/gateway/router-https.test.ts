@@ -59,7 +59,7 @@ describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
   });
   after(() => pod?.close());
 
-  it('terminates TLS with the mounted credential and routes by host: the exact host before the wildcard', () => {
+  it('terminates TLS with the mounted credential and routes by host: the exact host before the wildcard', async () => {
     const [shop, blog, other] = send([
       { url: 'https://127.0.0.1:8443/x', headers: { host: 'shop.example.com' }, servername: 'shop.example.com' },
       { url: 'https://127.0.0.1:8443/x', headers: { host: 'blog.example.com' }, servername: 'blog.example.com' },
@@ -72,6 +72,10 @@ describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
     assert.equal(blog?.status, 200);
     assert.match(blog!.body, /^blog saw /, 'weight 100 to the blog, 0 to the shop');
     assert.equal(other?.status, 404, 'a host no server accepts');
+    // The access log (stdout, the gateway's default) names the SNI each connection gave.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.match(pod.output(), /"GET \/x HTTP\/1\.1" 200 .* "blog\.example\.com" "127\.0\.0\.1:9180" outbound\|9180\|\|127\.0\.0\.1 \S+ \S+:8443 \S+ blog\.example\.com /);
+    assert.match(pod.output(), /"GET \/x HTTP\/1\.1" 404 NR route_not_found .* "elsewhere\.org" "-" - - \S+:8443 \S+ shop\.example\.com - /);
   });
 
   it('a method the rule does not match: 404; a direct response: its status and body', () => {

@@ -122,7 +122,9 @@ describe('pilot-agent proxy router (process, Istio sample tokens)', () => {
     const stats = await pod.ns.runCli(['request', 'GET', '/stats']);
     assert.match(stats.stdout, /^http\.gateway\.decisions\.jwt\.invalid: [1-9]/m);
     assert.match(stats.stdout, /^http\.gateway\.decisions\.route\.routed: [1-9]/m);
-    assert.match(output(), /"GET \/headers" 404 NR /, 'the access log line carries the decision');
+    // Istio's default line, then this agent's decision fields (a decision was taken).
+    assert.match(output(), /"GET \/headers HTTP\/1\.1" 404 NR route_not_found .* jwt="valid" principal="testing@secure\.istio\.io\/testing@secure\.istio\.io" authz="allowed: no policies" route="no route/,
+      'the access log line carries the decision');
   });
 
   it('a DENY policy for requests without a principal, added then removed while running: 403, then 404 again', async () => {

@@ -167,7 +167,7 @@ spec:
     const run = spawnSync('ip', ['netns', 'exec', pod.ns.name, process.execPath, binPath, 'request', 'GET', '/debug/decisions'], { encoding: 'utf8' });
     const decisions = (JSON.parse(run.stdout) as { decisions: { path: string; status?: number; upstream?: string }[] }).decisions;
     assert.ok(decisions.some((d) => d.path === '/ws/chat' && d.status === 101 && d.upstream === '127.0.0.1:9090'), run.stdout);
-    assert.match(pod.output(), /"GET \/ws\/chat" 101 /, 'the access log line');
+    assert.match(pod.output(), /"GET \/ws\/chat HTTP\/1\.1" 101 - via_upstream /, 'the access log line');
   });
 
   it('7. a Host the grammar refuses is 400; half a head is closed at the head time-out', () => {

@@ -1,8 +1,11 @@
 // MESH_MAX_DOWNSTREAM_CONNECTIONS at the sidecar: 15001 and 15006 draw on one count for the
 // process, every worker (--concurrency 2) together. The pod holds idle outbound connections, the
-// peer idle inbound ones; past the maximum the sidecar resets them at once and counts them.
+// peer idle inbound ones; past the maximum the sidecar resets them at once, counts them and logs
+// them (UO, in the access log on stdout).
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createPod, netnsSkip, PEER_V4, POD_V4, type Pod } from '../../helpers/pod-netns.js';
@@ -29,21 +32,30 @@ function hold(ns: Pod | Pod['peer'], host: string, port: number, count: number, 
 describe('the sidecar with MESH_MAX_DOWNSTREAM_CONNECTIONS=4 and 2 workers', { skip: netnsSkip }, () => {
   let pod: Pod;
   let output = '';
+  let accessLog = '';
+  const dir = mkdtempSync(join(tmpdir(), 'pa-connection-limit-'));
 
   before(async () => {
     pod = createPod();
+    chmodSync(dir, 0o755); // the sidecar (uid 1337) reads its mesh config there
+    mkdirSync(join(dir, 'etc', 'mesh', 'config'), { recursive: true });
+    writeFileSync(join(dir, 'etc', 'mesh', 'config', 'mesh'), 'accessLogFile: /dev/stdout\n');
     const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
       { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
     assert.equal(init.code, 0, init.stderr);
     await ready(pod.peer.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), PEER_V4, '8080', 'peer']));
     await ready(pod.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']));
-    const sidecar = pod.start('env', ['MESH_MAX_DOWNSTREAM_CONNECTIONS=4', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
+    const sidecar = pod.start('env', ['-C', dir, 'MESH_MAX_DOWNSTREAM_CONNECTIONS=4', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
       process.execPath, binPath, 'proxy', '--concurrency', '2', '--log_target', 'stderr']);
     sidecar.stderr?.setEncoding('utf8').on('data', (d: string) => { output += d; });
+    sidecar.stdout?.setEncoding('utf8').on('data', (d: string) => { accessLog += d; });
     const r = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
     assert.equal(r.code, 0, r.stderr);
   });
-  after(() => pod?.close());
+  after(() => {
+    pod?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('counts outbound and inbound connections against one maximum for the process', async () => {
     const outbound = hold(pod, PEER_V4, 8080, 3, 2500);
@@ -54,5 +66,11 @@ describe('the sidecar with MESH_MAX_DOWNSTREAM_CONNECTIONS=4 and 2 workers', { s
     assert.match(stats.stdout, /^listener\.[^ ]*_15006\.downstream_global_cx_overflow: 2$/m);
     assert.match(stats.stdout, /^listener\.[^ ]*_15001\.downstream_global_cx_overflow: 0$/m);
     assert.match(output, /downstream connections at (4 of 4|the maximum of 4) \(MESH_MAX_DOWNSTREAM_CONNECTIONS\)/);
+    // Each refused connection has its line (Envoy's overload manager would say nothing), whichever worker refused it.
+    const refused = accessLog.split('\n').filter((l) => / UO /.test(l));
+    assert.equal(refused.length, 2, accessLog);
+    for (const line of refused) {
+      assert.match(line, new RegExp(`"- - -" 0 UO - downstream_global_cx_overflow "-" 0 0 0 - "-" "-" "-" "-" "-" - - ${POD_V4}:9080 ${PEER_V4}:\\d+ - -$`));
+    }
   });
 });

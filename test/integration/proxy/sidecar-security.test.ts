@@ -4,7 +4,7 @@
 // attack: what the client got, and what reached the app: nothing the policy did not judge.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -78,6 +78,10 @@ describe('the sidecar against the attacks of the security review (inbound, polic
     mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
     writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'app="web"\n');
     writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'policy.yaml'), POLICIES);
+    mkdirSync(join(dir, 'etc', 'mesh', 'config'), { recursive: true });
+    writeFileSync(join(dir, 'etc', 'mesh', 'config', 'mesh'), 'accessLogFile: ./access.log\n');
+    writeFileSync(join(dir, 'access.log'), '');
+    chownSync(join(dir, 'access.log'), 1337, 1337);
     const init = await runCli(['mesh-iptables', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
       { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
     assert.equal(init.code, 0, init.stderr);
@@ -227,5 +231,25 @@ describe('the sidecar against the attacks of the security review (inbound, polic
       for (const x of r) assert.equal(x.closed, true, 'closed by the proxy within the 1 s head time-out');
     });
     assert.deepEqual(events.filter((e) => e.connection), [], 'the app saw no connection');
+  });
+
+  it('the access log says why: RBAC with the deciding policy, UAEX for a bad token, RBAC for a refused connection', async () => {
+    const forged = `${token('demo.jwt').slice(0, -4)}AAAA`;
+    const r = raw([
+      { data: get('/secret?why=deny') },
+      { data: get('/nowhere-why') },
+      { data: get('/public/why-token', `Authorization: Bearer ${forged}\r\n`) },
+      { data: 'why-tcp\r\n' },
+    ]);
+    assert.deepEqual(r.map(statuses), [[403], [403], [401], []]);
+    await settle();
+    const lines = readFileSync(join(dir, 'access.log'), 'utf8').split('\n');
+    const line = (marker: string): string => lines.find((l) => l.includes(marker)) ?? assert.fail(`no ${marker} in\n${lines.join('\n')}`);
+    assert.match(line('"GET /secret?why=deny '), / 403 RBAC rbac_access_denied_matched_policy\[ns\[shop\]-policy\[deny-some\]-rule\[0\]\] .* InboundPassthroughCluster - .* default jwt="absent" principal=- authz="denied by DENY policy shop\/deny-some rule 0" route=-$/);
+    assert.match(line('"GET /nowhere-why '), / 403 RBAC rbac_access_denied_matched_policy\[none\] .* authz="denied: no ALLOW policy matched \(1 apply\)"/);
+    assert.match(line('"GET /public/why-token '), / 401 UAEX jwt_authn_access_denied\{[^ ]+\} .* jwt="invalid: bad_signature: [^"]*" principal=- authz="not evaluated"/);
+    // As TCP, the DENY rule's HTTP fields are ignored (it denies more): the first DENY rule decides.
+    assert.ok(lines.some((l) => /"- - -" 0 RBAC - rbac_access_denied_matched_policy\[ns\[shop\]-policy\[deny-some\]-rule\[0\]\] "-" \d+ 0 \d+ - .* InboundPassthroughCluster - .* jwt="-" principal=- authz="denied: tcp connection: denied by DENY policy shop\/deny-some rule 0" route=-$/.test(l)),
+      lines.join('\n'));
   });
 });

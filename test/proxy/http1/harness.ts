@@ -4,6 +4,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { Server, connect, type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { AccessLogSink, AccessRecord, ListenerRole } from '../../../src/log/access-record.js';
 import type { RequestDecider, Verdict } from '../../../src/proxy/decider.js';
 import type { Http1Settings } from '../../../src/proxy/http1/connection.js';
 import { Http1Handler } from '../../../src/proxy/http1/handler.js';
@@ -54,6 +55,8 @@ export interface ProxyOptions extends Partial<Http1Settings> {
   readonly sniff?: boolean;
   readonly host?: string;
   readonly upstream?: UpstreamMode;
+  readonly accessLog?: AccessLogSink;
+  readonly role?: ListenerRole;
 }
 
 export interface Proxy {
@@ -66,10 +69,10 @@ export interface Proxy {
 
 export async function startProxy(o: ProxyOptions): Promise<Proxy> {
   const stats = new DirectionStats();
-  const { destination, decider, sniff: _sniff, host: _host, upstream, ...settings } = o;
+  const { destination, decider, sniff: _sniff, host: _host, upstream, accessLog, role, ...settings } = o;
   const handler = new Http1Handler({
     stats, upstream: upstream ?? { kind: 'direct' }, destinationOf: () => destination,
-    ...(decider ? { decider } : {}), settings,
+    ...(decider ? { decider } : {}), settings, accessLog, ...(role ? { role } : {}),
   });
   const sockets = new Set<Socket>();
   const server = new Server({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true }, (socket) => {
@@ -291,4 +294,18 @@ export function sleep(ms: number): Promise<void> {
 /** Polls `check` until it holds (or gives up after ~4 s, and the assertion that follows fails). */
 export async function eventually(check: () => boolean): Promise<void> {
   for (let i = 0; i < 400 && !check(); i++) await sleep(10);
+}
+
+/** An access log sink that keeps the records (the formatter is tested on its own). */
+export class RecordedLog implements AccessLogSink {
+  readonly records: AccessRecord[] = [];
+  constructor(readonly responseHeaders: readonly string[] = []) {}
+  write(record: AccessRecord): void {
+    this.records.push(record);
+  }
+  /** Waits until `n` records were written. */
+  async waitFor(n: number): Promise<AccessRecord[]> {
+    await eventually(() => this.records.length >= n);
+    return this.records;
+  }
 }

@@ -1,0 +1,190 @@
+// What the access log says of one HTTP request or one connection carried as opaque bytes: the
+// proxy engine fills an AccessRecord when (and only when) an access log is configured, and
+// access-format.ts prints it with Envoy's command operators. Envoy's response flags live here too,
+// as bits, so the engine sets them where things happen and the formatter names them. Pure.
+
+/** Which of the proxy's listeners a record comes from: it names the upstream cluster and the route as Istio does. */
+export type ListenerRole = 'outbound' | 'inbound' | 'gateway';
+
+/**
+ * Envoy's response flags that mean something here, in Envoy's printing order (RBAC, this agent's
+ * own, beside UAEX). README "Seeing why" and docs/ACCESS-LOG.md say when each is set.
+ */
+export const RESPONSE_FLAGS = [
+  ['UH', 'NoHealthyUpstream'],
+  ['UT', 'UpstreamRequestTimeout'],
+  ['UF', 'UpstreamConnectionFailure'],
+  ['UC', 'UpstreamConnectionTermination'],
+  ['UO', 'UpstreamOverflow'],
+  ['NR', 'NoRouteFound'],
+  ['UAEX', 'UnauthorizedExternalService'],
+  ['RBAC', 'RbacAccessDenied'],
+  ['DC', 'DownstreamConnectionTermination'],
+  ['URX', 'UpstreamRetryLimitExceeded'],
+  ['DPE', 'DownstreamProtocolError'],
+  ['UPE', 'UpstreamProtocolError'],
+] as const;
+
+export type ResponseFlagName = (typeof RESPONSE_FLAGS)[number][0];
+
+/** Flag name → bit: records carry their flags as one number (no array per request). */
+export const FLAG: Readonly<Record<ResponseFlagName, number>> = Object.freeze(
+  Object.fromEntries(RESPONSE_FLAGS.map(([name], i) => [name, 1 << i])) as Record<ResponseFlagName, number>,
+);
+
+/** `UF,URX` style (Envoy's RESPONSE_FLAGS), undefined for none. */
+export function flagsText(flags: number, long = false): string | undefined {
+  if (flags === 0) return undefined;
+  let out = '';
+  for (let i = 0; i < RESPONSE_FLAGS.length; i++) {
+    if ((flags & (1 << i)) === 0) continue;
+    const [short, longName] = RESPONSE_FLAGS[i]!;
+    out += out === '' ? (long ? longName : short) : `,${long ? longName : short}`;
+  }
+  return out;
+}
+
+/**
+ * What a decider decided of a request or connection, for the log: this project's own fields
+ * (JWT outcome, policy outcome, route) and, when the decision answered locally, Envoy's flag and
+ * RESPONSE_CODE_DETAILS for it. The decision log's Decision is one.
+ */
+export interface DecisionNote {
+  /** `absent`, `valid`, `invalid: <reason>: <message>`; `-` for a connection. */
+  readonly jwt: string;
+  readonly principal?: string | undefined;
+  /** `allowed: ...`, `denied: ...`, with the policy that decided. */
+  readonly authz: string;
+  /** Which rule matched, or why none did (gateway). */
+  readonly route?: string | undefined;
+  /** Envoy's ROUTE_NAME: the VirtualService rule's name (and its match's), when named. */
+  readonly routeName?: string | undefined;
+  /** The flag this decision sets (NR, UH, UAEX, RBAC). */
+  readonly flag?: ResponseFlagName | undefined;
+  /** RESPONSE_CODE_DETAILS of the local answer this decision gave (`route_not_found`, `rbac_access_denied_matched_policy[...]`). */
+  readonly details?: string | undefined;
+}
+
+/** A request's headers as forwarded: the lines received (Host = the authority) with the decider's edits. */
+export interface ForwardedHeaders {
+  /** `[name, value, ...]` as received, names in any case. */
+  readonly raw: readonly string[];
+  /** Lower-case names set (replacing every line of that name). */
+  readonly set?: readonly (readonly [string, string])[] | undefined;
+  /** Lower-case names removed. */
+  readonly remove?: readonly string[] | undefined;
+}
+
+export interface AccessRecord {
+  /** `http`: one request and its answer (or why none); `tcp`: one connection carried or refused as opaque bytes. */
+  readonly kind: 'http' | 'tcp';
+  readonly role: ListenerRole;
+  /** When the request's head (the connection) arrived, ms since the epoch. */
+  readonly startMs: number;
+  /** Until the last byte of the answer went out (the connection closed). */
+  readonly durationMs: number;
+  readonly method: string | undefined;
+  /** The request target as forwarded (after a rule's rewrite): `:PATH`. */
+  readonly path: string | undefined;
+  /** The target as received (normalized) when a rewrite changed it: `X-ENVOY-ORIGINAL-PATH`. */
+  readonly originalPath: string | undefined;
+  /** `HTTP/1.1`; undefined for a connection. */
+  readonly protocol: string | undefined;
+  /** The status sent; 0: none (a connection, or the client left before an answer). */
+  readonly status: number;
+  /** FLAG bits. */
+  readonly flags: number;
+  readonly details: string | undefined;
+  readonly terminationDetails: string | undefined;
+  /** Request body bytes (a connection's bytes from the client); a tunnel's bytes included. */
+  readonly bytesReceived: number;
+  /** Response body bytes (a connection's bytes to the client); a tunnel's bytes included. */
+  readonly bytesSent: number;
+  /** From the request sent upstream to the response head (X-ENVOY-UPSTREAM-SERVICE-TIME). */
+  readonly upstreamServiceMs: number | undefined;
+  /** From the request's arrival to the response head from upstream (RESPONSE_DURATION). */
+  readonly responseMs: number | undefined;
+  /** Times the request was sent upstream (2: a pooled connection was found closed and it went again). */
+  readonly attempts: number | undefined;
+  readonly requestHeaders: ForwardedHeaders | undefined;
+  /** `[lower-case name, value, ...]`: the response headers the format asks for (or a local answer's). */
+  readonly responseHeaders: readonly string[] | undefined;
+  readonly upstreamHost: string | undefined;
+  readonly upstreamCluster: string | undefined;
+  readonly upstreamLocal: string | undefined;
+  readonly downstreamLocal: string | undefined;
+  readonly downstreamRemote: string | undefined;
+  /** The SNI of a TLS connection (gateway HTTPS, a sidecar's TLS connection relayed as TCP). */
+  readonly serverName: string | undefined;
+  readonly routeName: string | undefined;
+  readonly decision: DecisionNote | undefined;
+}
+
+/** Where the proxy engine sends its records (the access log), and what it must keep for the format. */
+export interface AccessLogSink {
+  write(record: AccessRecord): void;
+  /** Lower-case response header names the format reads (RESP): only those are kept per response. */
+  readonly responseHeaders: readonly string[];
+}
+
+/** `ip:port` as Envoy prints it (`[v6]:port`), an IPv4-mapped address as IPv4; undefined when unknown. */
+export function hostPort(address: string | undefined, port: number | undefined): string | undefined {
+  if (address === undefined || address === '' || port === undefined) return undefined;
+  const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+  return plain.includes(':') ? `[${plain}]:${port}` : `${plain}:${port}`;
+}
+
+/**
+ * The upstream cluster Istio would name: the sidecar's passthrough clusters (there are no Services
+ * here), a gateway route's `outbound|port||host`.
+ */
+export function clusterName(role: ListenerRole, address: string, port: number): string {
+  switch (role) {
+    case 'outbound': return 'PassthroughCluster';
+    case 'inbound': return 'InboundPassthroughCluster';
+    case 'gateway': return `outbound|${port}||${address}`;
+  }
+}
+
+/** The route name Istio's sidecar routes carry (the gateway's comes from the decision). */
+export function defaultRouteName(role: ListenerRole, kind: AccessRecord['kind']): string | undefined {
+  if (kind === 'tcp') return undefined;
+  return role === 'outbound' ? 'allow_any' : role === 'inbound' ? 'default' : undefined;
+}
+
+/** Envoy's way of making free text one word in RESPONSE_CODE_DETAILS: white space becomes `_`. */
+export function detailsWord(text: string): string {
+  return text.replace(/\s+/g, '_');
+}
+
+/** What a connection's record says; the HTTP fields are `-`. */
+export interface ConnectionFields {
+  readonly role: ListenerRole;
+  readonly startMs: number;
+  readonly durationMs: number;
+  readonly flags: number;
+  readonly terminationDetails?: string | undefined;
+  readonly bytesReceived: number;
+  readonly bytesSent: number;
+  readonly upstreamHost?: string | undefined;
+  readonly upstreamCluster?: string | undefined;
+  readonly upstreamLocal?: string | undefined;
+  readonly downstreamLocal?: string | undefined;
+  readonly downstreamRemote?: string | undefined;
+  readonly serverName?: string | undefined;
+  readonly decision?: DecisionNote | undefined;
+}
+
+/** The record of a connection carried (or refused) as opaque bytes: Envoy's TCP proxy line (`"- - -" 0 ...`). */
+export function connectionRecord(c: ConnectionFields): AccessRecord {
+  return {
+    kind: 'tcp', role: c.role, startMs: c.startMs, durationMs: c.durationMs,
+    method: undefined, path: undefined, originalPath: undefined, protocol: undefined, status: 0,
+    flags: c.flags, details: undefined, terminationDetails: c.terminationDetails,
+    bytesReceived: c.bytesReceived, bytesSent: c.bytesSent, upstreamServiceMs: undefined, responseMs: undefined,
+    attempts: undefined, requestHeaders: undefined, responseHeaders: undefined,
+    upstreamHost: c.upstreamHost, upstreamCluster: c.upstreamCluster, upstreamLocal: c.upstreamLocal,
+    downstreamLocal: c.downstreamLocal, downstreamRemote: c.downstreamRemote, serverName: c.serverName,
+    routeName: undefined, decision: c.decision,
+  };
+}
