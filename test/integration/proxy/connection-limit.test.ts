@@ -3,23 +3,14 @@
 // peer idle inbound ones; past the maximum the sidecar resets them at once, counts them and logs
 // them (UO, in the access log on stdout).
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createPod, netnsSkip, PEER_V4, POD_V4, type Pod } from '../../helpers/pod-netns.js';
-import { binPath, repoRoot } from '../../helpers/repo.js';
-import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+import { netnsSkip, PEER_V4, POD_V4, type Pod } from '../../helpers/pod-netns.js';
+import { repoRoot } from '../../helpers/repo.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
 
 const FIXTURES = join(repoRoot, 'test', 'fixtures');
-
-function ready(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
-    child.stdout!.setEncoding('utf8').once('data', () => resolve());
-  });
-}
 
 /** Idle connections held from a namespace; resolves with how many the sidecar kept and closed. */
 function hold(ns: Pod | Pod['peer'], host: string, port: number, count: number, holdMs: number): Promise<{ open: number; closed: number }> {
@@ -31,31 +22,21 @@ function hold(ns: Pod | Pod['peer'], host: string, port: number, count: number, 
 
 describe('the sidecar with MESH_MAX_DOWNSTREAM_CONNECTIONS=4 and 2 workers', { skip: netnsSkip }, () => {
   let pod: Pod;
-  let output = '';
-  let accessLog = '';
-  const dir = mkdtempSync(join(tmpdir(), 'pa-connection-limit-'));
+  let sp: SidecarPod;
 
   before(async () => {
-    pod = createPod();
-    chmodSync(dir, 0o755); // the sidecar (uid 1337) reads its mesh config there
-    mkdirSync(join(dir, 'etc', 'mesh', 'config'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'config', 'mesh'), 'accessLogFile: /dev/stdout\n');
-    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
-      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
-    assert.equal(init.code, 0, init.stderr);
-    await ready(pod.peer.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), PEER_V4, '8080', 'peer']));
-    await ready(pod.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']));
-    const sidecar = pod.start('env', ['-C', dir, 'MESH_MAX_DOWNSTREAM_CONNECTIONS=4', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
-      process.execPath, binPath, 'proxy', '--concurrency', '2', '--log_target', 'stderr']);
-    sidecar.stderr?.setEncoding('utf8').on('data', (d: string) => { output += d; });
-    sidecar.stdout?.setEncoding('utf8').on('data', (d: string) => { accessLog += d; });
-    const r = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
-    assert.equal(r.code, 0, r.stderr);
+    sp = await startSidecarPod({
+      files: { 'etc/mesh/config/mesh': 'accessLogFile: /dev/stdout\n' },
+      env: ['MESH_MAX_DOWNSTREAM_CONNECTIONS=4'],
+      args: ['--concurrency', '2'],
+      prepare: async (p) => {
+        await untilFirstOutput(p.peer.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), PEER_V4, '8080', 'peer']));
+        await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']));
+      },
+    });
+    pod = sp.pod;
   });
-  after(() => {
-    pod?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => sp?.close());
 
   it('counts outbound and inbound connections against one maximum for the process', async () => {
     const outbound = hold(pod, PEER_V4, 8080, 3, 2500);
@@ -65,10 +46,10 @@ describe('the sidecar with MESH_MAX_DOWNSTREAM_CONNECTIONS=4 and 2 workers', { s
     const stats = await runCli(['request', 'GET', '/stats'], { prefix: ['ip', 'netns', 'exec', pod.name] });
     assert.match(stats.stdout, /^listener\.[^ ]*_15006\.downstream_global_cx_overflow: 2$/m);
     assert.match(stats.stdout, /^listener\.[^ ]*_15001\.downstream_global_cx_overflow: 0$/m);
-    assert.match(output, /downstream connections at (4 of 4|the maximum of 4) \(MESH_MAX_DOWNSTREAM_CONNECTIONS\)/);
+    assert.match(sp.stderr(), /downstream connections at (4 of 4|the maximum of 4) \(MESH_MAX_DOWNSTREAM_CONNECTIONS\)/);
     // Each refused connection has its line (Envoy's overload manager would say nothing), whichever worker refused it.
-    const refused = accessLog.split('\n').filter((l) => / UO /.test(l));
-    assert.equal(refused.length, 2, accessLog);
+    const refused = sp.stdout().split('\n').filter((l) => / UO /.test(l));
+    assert.equal(refused.length, 2, sp.stdout());
     for (const line of refused) {
       assert.match(line, new RegExp(`"- - -" 0 UO - downstream_global_cx_overflow "-" 0 0 0 - "-" "-" "-" "-" "-" - - ${POD_V4}:9080 ${PEER_V4}:\\d+ - -$`));
     }

@@ -3,23 +3,14 @@
 // to a file there, no policy in force. Every HTTP request and every TCP connection, both ways, gets
 // Istio's default line with what this proxy knows; a refused upstream is UF.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createPod, netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../helpers/pod-netns.js';
-import { binPath, repoRoot } from '../../helpers/repo.js';
-import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+import { netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../helpers/pod-netns.js';
+import { repoRoot } from '../../helpers/repo.js';
+import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
 
 const APP = join(repoRoot, 'test', 'fixtures', 'echo-app.mjs');
-
-function ready(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
-    child.stdout!.setEncoding('utf8').once('data', () => resolve());
-  });
-}
 
 function fetchFrom(ns: Namespace, url: string): number {
   const script = `fetch(${JSON.stringify(url)}, { headers: { 'user-agent': 'probe/1', 'x-request-id': 'r-1' }, signal: AbortSignal.timeout(4000) })
@@ -36,11 +27,9 @@ function tcpFrom(ns: Namespace, host: string, port: number): string {
 }
 
 describe('the sidecar\'s access log (accessLogFile in the mesh config)', { skip: netnsSkip }, () => {
+  let sp: SidecarPod;
   let pod: Pod;
-  let sidecar: ChildProcess;
-  let stderr = '';
-  const dir = mkdtempSync(join(tmpdir(), 'pa-sidecar-access-log-'));
-  const file = join(dir, 'access.log');
+  let file = '';
 
   /** The line of the log that matches `marker` (waiting at most 5 s for it). */
   async function lineWith(marker: RegExp): Promise<string> {
@@ -49,30 +38,23 @@ describe('the sidecar\'s access log (accessLogFile in the mesh config)', { skip:
       if (line) return line;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    assert.fail(`no line matching ${marker} in ${existsSync(file) ? readFileSync(file, 'utf8') : '(no file)'}\n${stderr}`);
+    assert.fail(`no line matching ${marker} in ${existsSync(file) ? readFileSync(file, 'utf8') : '(no file)'}\n${sp.stderr()}`);
   }
 
   before(async () => {
-    pod = createPod();
-    // The sidecar (uid 1337) creates the file in its working directory.
-    mkdirSync(join(dir, 'etc', 'mesh', 'config'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'config', 'mesh'), 'accessLogFile: ./access.log\n');
-    chownSync(dir, 1337, 1337);
-    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
-      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
-    assert.equal(init.code, 0, init.stderr);
-    await ready(pod.peer.start(process.execPath, [APP, PEER_V4, '8080', 'peer']));
-    await ready(pod.start(process.execPath, [APP, '0.0.0.0', '9080', 'app']));
-    sidecar = pod.start('env', ['-C', dir, 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
-      process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
-    sidecar.stderr!.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
-    assert.equal(wait.code, 0, wait.stderr + stderr);
+    sp = await startSidecarPod({
+      // The sidecar (uid 1337) creates the file in its working directory.
+      files: { 'etc/mesh/config/mesh': 'accessLogFile: ./access.log\n' },
+      writable: true,
+      prepare: async (p) => {
+        await untilFirstOutput(p.peer.start(process.execPath, [APP, PEER_V4, '8080', 'peer']));
+        await untilFirstOutput(p.start(process.execPath, [APP, '0.0.0.0', '9080', 'app']));
+      },
+    });
+    pod = sp.pod;
+    file = join(sp.dir, 'access.log');
   });
-  after(() => {
-    pod?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => sp?.close());
 
   it('an outbound HTTP request: the original destination, PassthroughCluster, route allow_any', async () => {
     assert.equal(fetchFrom(pod, `http://${PEER_V4}:8080/out?x=1`), 200);
@@ -118,6 +100,6 @@ describe('the sidecar\'s access log (accessLogFile in the mesh config)', { skip:
     const lines = readFileSync(file, 'utf8').split('\n');
     assert.equal(lines.pop(), '', 'ends with a newline');
     for (const l of lines) assert.match(l, /^\[\d{4}-\d\d-\d\dT[^\]]+Z\] "/);
-    assert.doesNotMatch(stderr, /GET \/out/, 'the access log is not the agent\'s log');
+    assert.doesNotMatch(sp.stderr(), /GET \/out/, 'the access log is not the agent\'s log');
   });
 });

@@ -4,14 +4,13 @@
 // a token present but not verifiable is 401 on any path, a protected path without a principal is
 // 403, a valid token passes and is not forwarded to the app. Claim routing stays gateway-only.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createPod, netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
-import { binPath, repoRoot } from '../../helpers/repo.js';
-import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+import { netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
+import { repoRoot } from '../../helpers/repo.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
 
 const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const token = (name: string): string => readFileSync(join(FIXTURES, 'jwt', name), 'utf8').trim();
@@ -43,16 +42,9 @@ interface Answer {
   readonly body: string;
 }
 
-function ready(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
-    child.stdout!.setEncoding('utf8').once('data', () => resolve());
-  });
-}
-
 describe('the sidecar applies RequestAuthentication and AuthorizationPolicy inbound', { skip: netnsSkip }, () => {
+  let sp: SidecarPod;
   let pod: Pod;
-  const dir = mkdtempSync(join(tmpdir(), 'pa-sidecar-policy-'));
 
   /** Requests from the peer to the app's port (captured inbound by the pod's rules). */
   const call = (path: string, jwt?: string): Answer => {
@@ -62,26 +54,14 @@ describe('the sidecar applies RequestAuthentication and AuthorizationPolicy inbo
   };
 
   before(async () => {
-    pod = createPod();
-    // The sidecar runs as uid 1337: its working directory must be readable by it.
-    chmodSync(dir, 0o755);
-    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
-    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'app="web"\nversion="v1"\n');
-    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'policy.yaml'), POLICY);
-    const init = await runCli(['mesh-iptables', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
-      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
-    assert.equal(init.code, 0, init.stderr);
-    await ready(pod.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']));
-    pod.start('env', ['-C', dir, 'POD_NAMESPACE=shop', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
-      process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
-    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
-    assert.equal(wait.code, 0, wait.stderr);
+    sp = await startSidecarPod({
+      files: { 'etc/mesh/pod/labels': 'app="web"\nversion="v1"\n', 'etc/mesh/resources/policy.yaml': POLICY },
+      env: ['POD_NAMESPACE=shop'],
+      prepare: (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app'])),
+    });
+    pod = sp.pod;
   });
-  after(() => {
-    pod?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => sp?.close());
 
   it('an unprotected path without a token passes', () => {
     const r = call('/hello');

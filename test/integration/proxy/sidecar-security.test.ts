@@ -4,14 +4,14 @@
 // attack: what the client got, and what reached the app: nothing the policy did not judge.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { createPod, netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
+import { netnsSkip, POD_V4, type Pod } from '../../helpers/pod-netns.js';
 import { rawConnections, statuses, type RawCase, type Received } from '../../helpers/raw-connections.js';
-import { binPath, repoRoot } from '../../helpers/repo.js';
-import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+import { repoRoot } from '../../helpers/repo.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { startSidecarPod, type SidecarPod } from '../../helpers/sidecar-pod.js';
 
 const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const token = (name: string): string => readFileSync(join(FIXTURES, 'jwt', name), 'utf8').trim();
@@ -49,10 +49,10 @@ spec:
 `;
 
 describe('the sidecar against the attacks of the security review (inbound, policies in force)', { skip: netnsSkip }, () => {
+  let sp: SidecarPod;
   let pod: Pod;
   let app: ChildProcess;
   let appLog = '';
-  const dir = mkdtempSync(join(tmpdir(), 'pa-sidecar-security-'));
 
   interface AppEvent { connection?: string; request?: { method: string; url: string; headers: Record<string, string>; body: string } }
   const appEvents = (): AppEvent[] => appLog.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as AppEvent);
@@ -72,36 +72,29 @@ describe('the sidecar against the attacks of the security review (inbound, polic
   const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: web\r\n${extra}\r\n`;
 
   before(async () => {
-    pod = createPod();
-    chmodSync(dir, 0o755);
-    mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
-    mkdirSync(join(dir, 'etc', 'mesh', 'pod'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'pod', 'labels'), 'app="web"\n');
-    writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'policy.yaml'), POLICIES);
-    mkdirSync(join(dir, 'etc', 'mesh', 'config'), { recursive: true });
-    writeFileSync(join(dir, 'etc', 'mesh', 'config', 'mesh'), 'accessLogFile: ./access.log\n');
-    writeFileSync(join(dir, 'access.log'), '');
-    chownSync(join(dir, 'access.log'), 1337, 1337);
-    const init = await runCli(['mesh-iptables', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
-      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
-    assert.equal(init.code, 0, init.stderr);
-    app = pod.start('env', ['ECHO_LOG=1', process.execPath, join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']);
-    await new Promise<void>((resolve, reject) => {
-      app.once('exit', (code) => reject(new Error(`app exited with ${code}`)));
-      app.stdout!.setEncoding('utf8').on('data', (d: string) => {
-        appLog += d;
-        if (appLog.includes('listening')) resolve();
-      });
+    sp = await startSidecarPod({
+      files: {
+        'etc/mesh/pod/labels': 'app="web"\n', 'etc/mesh/resources/policy.yaml': POLICIES,
+        'etc/mesh/config/mesh': 'accessLogFile: ./access.log\n',
+      },
+      writable: true,
+      env: ['POD_NAMESPACE=shop', 'MESH_REQUEST_HEADERS_TIMEOUT=1s'],
+      prepare: async (p) => {
+        app = p.start('env', ['ECHO_LOG=1', process.execPath, join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']);
+        app.stdout!.setEncoding('utf8').on('data', (d: string) => { appLog += d; });
+        await new Promise<void>((resolve, reject) => {
+          app.once('exit', (code) => reject(new Error(`app exited with ${code}`)));
+          const poll = setInterval(() => {
+            if (!appLog.includes('listening')) return;
+            clearInterval(poll);
+            resolve();
+          }, 20);
+        });
+      },
     });
-    pod.start('env', ['-C', dir, 'POD_NAMESPACE=shop', 'MESH_REQUEST_HEADERS_TIMEOUT=1s', 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
-      process.execPath, binPath, 'proxy', '--log_target', 'stderr']);
-    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
-    assert.equal(wait.code, 0, wait.stderr);
+    pod = sp.pod;
   });
-  after(() => {
-    pod?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(() => sp?.close());
 
   it('1. Connection cannot take Content-Length away: the body stays a body, no request is smuggled', async () => {
     const smuggled = get('/secret');
@@ -243,7 +236,7 @@ describe('the sidecar against the attacks of the security review (inbound, polic
     ]);
     assert.deepEqual(r.map(statuses), [[403], [403], [401], []]);
     await settle();
-    const lines = readFileSync(join(dir, 'access.log'), 'utf8').split('\n');
+    const lines = readFileSync(join(sp.dir, 'access.log'), 'utf8').split('\n');
     const line = (marker: string): string => lines.find((l) => l.includes(marker)) ?? assert.fail(`no ${marker} in\n${lines.join('\n')}`);
     assert.match(line('"GET /secret?why=deny '), / 403 RBAC rbac_access_denied_matched_policy\[ns\[shop\]-policy\[deny-some\]-rule\[0\]\] .* InboundPassthroughCluster - .* default jwt="absent" principal=- authz="denied by DENY policy shop\/deny-some rule 0" route=-$/);
     assert.match(line('"GET /nowhere-why '), / 403 RBAC rbac_access_denied_matched_policy\[none\] .* authz="denied: no ALLOW policy matched \(1 apply\)"/);

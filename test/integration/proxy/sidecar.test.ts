@@ -10,16 +10,12 @@ import { after, before, describe, it } from 'node:test';
 import { createPod, netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../helpers/pod-netns.js';
 import { binPath, repoRoot } from '../../helpers/repo.js';
 import { cleanEnv, runCli } from '../../helpers/run-cli.js';
+import { untilFirstOutput } from '../../helpers/sidecar-pod.js';
 
 const APP = join(repoRoot, 'test', 'fixtures', 'echo-app.mjs');
 
 /** Waits for a child's first line of output (fixtures print `listening ...`). */
-function ready(child: ChildProcess): Promise<void> {
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
-    child.stdout!.setEncoding('utf8').once('data', () => resolve());
-  });
-}
+const ready = untilFirstOutput;
 
 /** One HTTP GET or one TCP exchange from inside a namespace, by a node one-liner (uid 0: captured). */
 function fetchFrom(ns: Namespace, url: string): { code: number; body: string } {

@@ -1,0 +1,77 @@
+// A pod with its sidecar, for the end-to-end tests: a pod namespace and its peer (pod-netns.ts),
+// the capture rules applied by `pilot-agent mesh-iptables` (REDIRECT, everything captured but the
+// agent's own ports), a working directory with the sidecar's files, the apps the test starts, and
+// `pilot-agent proxy` as uid 1337, ready (`wait`). `close()` ends it all, even after a failed start.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createPod, type Pod } from './pod-netns.js';
+import { binPath } from './repo.js';
+import { cleanEnv, runCli } from './run-cli.js';
+
+/** Resolves at a child's first output (the fixtures print a line when they listen); rejects if it exits first. */
+export function untilFirstOutput(child: ChildProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`exited with ${code}`)));
+    child.stdout!.setEncoding('utf8').once('data', () => resolve());
+  });
+}
+
+export interface SidecarPodOptions {
+  /** Files of the sidecar's working directory: relative path → content (mesh config, labels, resources). */
+  readonly files?: Readonly<Record<string, string>>;
+  /** The sidecar may write in its working directory (uid 1337 owns it): an access log file there. */
+  readonly writable?: boolean;
+  /** `NAME=value` for the sidecar's environment. */
+  readonly env?: readonly string[];
+  /** After `proxy`: `--concurrency 2`... */
+  readonly args?: readonly string[];
+  /** Starts the apps, before the sidecar. */
+  readonly prepare?: (pod: Pod) => Promise<void> | void;
+}
+
+export interface SidecarPod {
+  readonly pod: Pod;
+  /** The sidecar's working directory. */
+  readonly dir: string;
+  readonly sidecar: ChildProcess;
+  /** What the sidecar printed so far. */
+  stdout(): string;
+  stderr(): string;
+  close(): void;
+}
+
+export async function startSidecarPod(o: SidecarPodOptions = {}): Promise<SidecarPod> {
+  const pod = createPod();
+  const dir = mkdtempSync(join(tmpdir(), 'pa-sidecar-'));
+  let out = '';
+  let err = '';
+  const close = (): void => {
+    pod.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    chmodSync(dir, 0o755); // uid 1337 reads its files there
+    for (const [file, text] of Object.entries(o.files ?? {})) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), text);
+    }
+    if (o.writable) chownSync(dir, 1337, 1337);
+    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
+      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
+    assert.equal(init.code, 0, init.stderr);
+    await o.prepare?.(pod);
+    const sidecar = pod.start('env', ['-C', dir, ...(o.env ?? []), 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
+      process.execPath, binPath, 'proxy', ...(o.args ?? []), '--log_target', 'stderr']);
+    sidecar.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    sidecar.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    assert.equal(wait.code, 0, `${wait.stderr}\n${err}`);
+    return { pod, dir, sidecar, stdout: () => out, stderr: () => err, close };
+  } catch (e) {
+    close();
+    throw e;
+  }
+}
