@@ -1,6 +1,6 @@
 // `pilot-agent proxy [sidecar|router]` (spec 4.5): the agent and its data plane.
 import { Argument, Option, type Command } from 'commander';
-import { runProxy } from '../../agent.js';
+import { runProxy } from '../../agent/agent.js';
 import { AgentError } from '../../errors/agent-error.js';
 import { scope } from '../../log/logger.js';
 import {

@@ -4,11 +4,11 @@
 // counters and decisions whenever /stats, the metrics or /debug/decisions are read, so what an
 // operator sees is exact, and tells them to drain, or to stop.
 import { Worker } from 'node:worker_threads';
-import type { EnvValues } from './config/env/registry.js';
-import type { MeshConfig } from './config/mesh-config.js';
+import type { EnvValues } from '../config/env/registry.js';
+import type { MeshConfig } from '../config/mesh-config.js';
 import type { DataPlaneSnapshot } from './data-plane.js';
-import { scope, type LogOptions } from './log/logger.js';
-import type { ProxyOptions } from './proxy/options.js';
+import { scope, type LogOptions } from '../log/logger.js';
+import type { ProxyOptions } from '../proxy/options.js';
 
 const log = scope('default');
 

@@ -5,62 +5,35 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Counter } from 'prom-client';
-import { startAdminServer } from './admin/server.js';
-import { adminHooks } from './agent-admin.js';
-import type { EnvValues } from './config/env/registry.js';
-import { loadMeshConfig, type MeshConfig } from './config/mesh-config.js';
+import { startAdminServer } from '../admin/server.js';
+import { adminHooks } from './admin-hooks.js';
+import type { EnvValues } from '../config/env/registry.js';
+import { loadMeshConfig } from '../config/mesh-config.js';
 import { DataPlane } from './data-plane.js';
-import { registerDnsMetrics } from './dns/metrics.js';
-import { parseResolvConf } from './dns/resolv-conf.js';
-import { startDnsProxy, type DnsProxy } from './dns/server.js';
-import { AgentError } from './errors/agent-error.js';
-import { DecisionLog } from './gateway/decisions.js';
-import { currentLogOptions, scope } from './log/logger.js';
-import { createAgentMetrics, RefreshingRegistry } from './metrics/agent-metrics.js';
-import { registerDecisionMetrics, registerProxyMetrics } from './metrics/proxy-metrics.js';
-import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from './metrics/servers.js';
-import { PORTS } from './ports.js';
-import { ConnectionBudget, connectionLimit, sharedCount } from './proxy/connection-budget.js';
-import { fileDescriptorLimit } from './proxy/fd-limit.js';
-import type { ProxyOptions } from './proxy/options.js';
-import { ProxyStats } from './proxy/stats.js';
-import { startStatusServer, type Readiness } from './status/server.js';
+import { registerDnsMetrics } from '../dns/metrics.js';
+import { parseResolvConf } from '../dns/resolv-conf.js';
+import { startDnsProxy, type DnsProxy } from '../dns/server.js';
+import { AgentError } from '../errors/agent-error.js';
+import { DecisionLog } from '../gateway/decisions.js';
+import { currentLogOptions, scope } from '../log/logger.js';
+import { createAgentMetrics, RefreshingRegistry } from '../metrics/agent-metrics.js';
+import { registerDecisionMetrics, registerProxyMetrics } from '../metrics/proxy-metrics.js';
+import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from '../metrics/servers.js';
+import { PORTS } from '../config/ports.js';
+import { ConnectionBudget, connectionLimit, sharedCount } from '../proxy/connection-budget.js';
+import { fileDescriptorLimit } from '../proxy/fd-limit.js';
+import type { ProxyOptions } from '../proxy/options.js';
+import { ProxyStats } from '../proxy/stats.js';
+import { startStatusServer } from '../status/server.js';
 import { WorkerPool } from './workers.js';
+import type { Agent, AgentState } from './running-agent.js';
 
 const log = scope('default');
 
-export { PORTS } from './ports.js';
-
-export type AgentState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
+export type { Agent, AgentState } from './running-agent.js';
 
 /** At the end of the drain, closing the servers and every connection gets this long; then the process exits. */
 export const EXIT_MARGIN_MS = 1_000;
-
-/** Everything the running agent holds; the admin and metrics surfaces read it. */
-export interface Agent {
-  readonly options: ProxyOptions;
-  readonly env: EnvValues;
-  readonly mesh: MeshConfig;
-  /** This thread's data plane (its listeners, router, resources and checks). */
-  readonly plane: DataPlane;
-  /** Workers carrying traffic (--concurrency), this thread included. */
-  readonly concurrency: number;
-  /** Every worker's counters and decisions together, as of the last `refresh()`. */
-  readonly stats: ProxyStats;
-  readonly decisions: DecisionLog;
-  readonly startedAt: number;
-  /** Gathers the workers' counters and decisions into `stats` and `decisions`. */
-  refresh(): Promise<void>;
-  state(): AgentState;
-  readiness(): Readiness;
-  /** SIGTERM: readiness 503, inbound stops accepting, exit when drained or at the drain duration. */
-  drain(reason: string): void;
-  /** /drain_listeners: every listener stops accepting; the process stays. */
-  drainListeners(): void;
-  setHealthcheckFailed(failed: boolean): void;
-  /** /quitquitquit: exit now. */
-  quit(): void;
-}
 
 function readOptional(path: string): string | undefined {
   try {

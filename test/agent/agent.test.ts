@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveConcurrency } from '../src/agent.js';
+import { resolveConcurrency } from '../../src/agent/agent.js';
 
 describe('resolveConcurrency', () => {
   const cases: [string, number, number | undefined, number, number, number][] = [

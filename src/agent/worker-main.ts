@@ -3,8 +3,8 @@
 // drains or stops when told (src/workers.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import { DataPlane } from './data-plane.js';
-import { configureLogging, scope } from './log/logger.js';
-import { ConnectionBudget } from './proxy/connection-budget.js';
+import { configureLogging, scope } from '../log/logger.js';
+import { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { FromWorker, ToWorker, WorkerData } from './workers.js';
 
 const log = scope('default');

@@ -2,11 +2,11 @@
 // listeners and clusters under the names operators' dashboards expect, the config dump with the
 // loaded resources, the request decisions.
 import type { Registry } from 'prom-client';
-import type { AdminHooks, StatValue } from './admin/server.js';
-import type { Agent } from './agent.js';
-import { PORTS } from './agent.js';
-import { loadedResources } from './agent-resources.js';
-import { buildInfo } from './version/build-info.js';
+import type { AdminHooks, StatValue } from '../admin/server.js';
+import type { Agent } from './running-agent.js';
+import { PORTS } from '../config/ports.js';
+import { loadedResources } from './resources.js';
+import { buildInfo } from '../version/build-info.js';
 
 /** Istio's node id: `sidecar~<ip>~<pod>.<namespace>~<domain>`. */
 function nodeId(agent: Agent): string {

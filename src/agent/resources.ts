@@ -2,16 +2,16 @@
 // applied to what uses them — the JWT and policy checks (sidecar and gateway), the gateway's
 // listeners and routes, the DNS proxy's names. A rejected resource never displaces the last good one.
 import type { Counter } from 'prom-client';
-import { formatRejection } from './config/resources/format.js';
-import { isResourceKind } from './config/resources/validate.js';
-import { sourceDirectories, watchResources } from './config/resources/watcher.js';
-import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from './config/resources/workload.js';
-import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from './config/resources/types.js';
-import { planListeners } from './gateway/listener-plan.js';
-import type { GatewayRouter } from './gateway/router.js';
-import { buildRouteTable } from './gateway/routing/index.js';
-import { scope } from './log/logger.js';
-import type { RequestSecurity } from './security/request-security.js';
+import { formatRejection } from '../config/resources/format.js';
+import { isResourceKind } from '../config/resources/validate.js';
+import { sourceDirectories, watchResources } from '../config/resources/watcher.js';
+import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from '../config/resources/workload.js';
+import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from '../config/resources/types.js';
+import { planListeners } from '../gateway/listener-plan.js';
+import type { GatewayRouter } from '../gateway/router.js';
+import { buildRouteTable } from '../gateway/routing/index.js';
+import { scope } from '../log/logger.js';
+import type { RequestSecurity } from '../security/request-security.js';
 
 const log = scope('default');
 
