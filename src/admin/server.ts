@@ -116,6 +116,10 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${listener}.ssl.connection_error`, d.tlsErrors);
     add(`${listener}.ssl.handshake_timeout`, d.tlsHandshakeTimeouts);
     add(`${listener}.ssl.renegotiation_refused`, d.tlsRenegotiations);
+    add(`${listener}.mtls.handshake`, d.mtlsHandshakes);
+    add(`${listener}.mtls.handshake_error`, d.mtlsHandshakeFailures);
+    add(`${listener}.mtls.plaintext_refused`, d.mtlsPlaintextRefused);
+    add(`${listener}.mtls.no_identity`, d.mtlsNoIdentity);
 
     const http = `http.${direction}`;
     const byClass = [0, 0, 0, 0, 0];

@@ -28,6 +28,9 @@ import { TRANSPARENT_OWNER } from '../proxy/upstream.js';
 import { inboundDecider } from '../security/inbound-decider.js';
 import { JwtAuthenticator, type FetchOutcome } from '../security/jwt/authenticator.js';
 import { RequestSecurity } from '../security/request-security.js';
+import type { WorkloadCertificate } from '../identity/workload-certificate.js';
+import { MeshCredentials } from '../proxy/tls/mesh-credentials.js';
+import type { InboundMeshTls, MtlsMode } from '../proxy/tls/inbound-mtls.js';
 
 const log = scope('default');
 
@@ -89,7 +92,16 @@ function http1Settings(env: EnvValues, mesh: MeshConfig): Partial<Http1Settings>
   };
 }
 
-function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: RequestDecider, accessLog: AccessLog | undefined): CaptureListener[] {
+/** What the capture listeners are given beside the options: the deciders and mutual TLS. */
+interface CaptureParts {
+  readonly stats: ProxyStats;
+  readonly inbound: RequestDecider;
+  readonly outbound?: RequestDecider | undefined;
+  readonly meshTls: InboundMeshTls;
+  readonly accessLog: AccessLog | undefined;
+}
+
+function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLog }: CaptureParts): CaptureListener[] {
   const { env, mesh, reusePort, connections } = o;
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
@@ -104,7 +116,7 @@ function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: Reque
     accessLog,
   };
   const listeners = [
-    new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' } }),
+    new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' }, ...(outbound ? { decider: outbound } : {}) }),
   ];
   if (tproxy) {
     if (process.getuid?.() !== 0 && !canSwitchSocketOwner(TRANSPARENT_OWNER)) {
@@ -113,10 +125,10 @@ function captureListeners(o: DataPlaneOptions, stats: ProxyStats, inbound: Reque
         + '(as Istio does) or grant NET_ADMIN, SETUID and SETGID');
     }
     // One IP_TRANSPARENT socket per family; the IPv6 one only where the kernel has IPv6.
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound }));
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound, meshTls }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound, meshTls }));
   } else {
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' }, decider: inbound }));
+    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' }, decider: inbound, meshTls }));
   }
   return listeners;
 }
@@ -160,6 +172,8 @@ export class DataPlane {
   readonly resources: MeshResources;
   /** Undefined: nothing is logged (and nothing measured for it). */
   readonly accessLog: AccessLog | undefined;
+  /** The workload certificate in force in this worker (the primary's identity source sends it). */
+  readonly credentials = new MeshCredentials();
   private captures: CaptureListener[] = [];
 
   constructor(private readonly o: DataPlaneOptions) {
@@ -197,7 +211,29 @@ export class DataPlane {
   /** The sidecar's capture listeners (a gateway has none: its ports come with the configuration). */
   async listen(): Promise<void> {
     if (this.router) return;
-    this.captures = await listenAll(captureListeners(this.o, this.stats, inboundDecider(this.security, this.decisions), this.accessLog));
+    const self = (): string | undefined => this.credentials.current?.certificate.spiffeId;
+    const meshTls: InboundMeshTls = {
+      contexts: () => this.credentials.current,
+      modeFor: (port) => this.inboundMtlsMode(port),
+      handshakeTimeoutMs: this.o.env.MESH_TLS_HANDSHAKE_TIMEOUT,
+    };
+    this.captures = await listenAll(captureListeners(this.o, {
+      stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), meshTls, accessLog: this.accessLog,
+    }));
+  }
+
+  /** PeerAuthentication's mode for an inbound connection to `port`. */
+  private inboundMtlsMode(_port: number): MtlsMode {
+    return 'PERMISSIVE';
+  }
+
+  /** Puts a workload certificate in force for new connections (one OpenSSL refuses: logged, the last one kept). */
+  setCertificate(certificate: WorkloadCertificate | undefined): void {
+    try {
+      this.credentials.set(certificate);
+    } catch (err) {
+      log.error(`workload certificate ${certificate?.serial ?? ''} from ${certificate?.source ?? '?'} not put in force: ${(err as Error).message}`);
+    }
   }
 
   get listeners(): readonly CaptureListener[] {

@@ -38,6 +38,9 @@ port.on('message', (m: ToWorker) => {
     case 'closeIdle':
       plane.closeIdle();
       break;
+    case 'certificate':
+      plane.setCertificate(m.certificate);
+      break;
     case 'close':
       void plane.close().then(() => process.exit(0));
       break;

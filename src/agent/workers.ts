@@ -9,6 +9,7 @@ import type { MeshConfig } from '../config/mesh-config.js';
 import type { DataPlaneSnapshot } from './data-plane.js';
 import { scope, type LogOptions } from '../log/logger.js';
 import type { ProxyOptions } from '../proxy/options.js';
+import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 
 const log = scope('default');
 
@@ -28,7 +29,11 @@ export interface WorkerData extends WorkerInit {
   readonly worker: number;
 }
 
-export type ToWorker = { readonly type: 'snapshot'; readonly id: number } | { readonly type: 'drainInbound' | 'drainAll' | 'closeIdle' | 'close' };
+export type ToWorker =
+  | { readonly type: 'snapshot'; readonly id: number }
+  | { readonly type: 'drainInbound' | 'drainAll' | 'closeIdle' | 'close' }
+  /** The workload certificate now in force (the primary holds the identity source). */
+  | { readonly type: 'certificate'; readonly certificate: WorkloadCertificate | undefined };
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'failed'; readonly message: string }
@@ -43,6 +48,8 @@ export class WorkerPool {
   private readonly pending = new Map<number, (s: DataPlaneSnapshot | undefined) => void>();
   private nextId = 0;
   private closing = false;
+  /** The certificate every worker should hold (a restarted worker gets it too). */
+  private certificate: WorkloadCertificate | undefined;
 
   /** `count` threads besides the primary; `onExit(worker)` when one has stopped (1..count). */
   constructor(count: number, private readonly init: WorkerInit, private readonly onExit: (worker: number) => void = () => undefined) {
@@ -68,6 +75,12 @@ export class WorkerPool {
     for (const w of this.workers) w?.postMessage({ type } satisfies ToWorker);
   }
 
+  /** Puts a workload certificate in force in every worker, now and in any started later. */
+  setCertificate(certificate: WorkloadCertificate | undefined): void {
+    this.certificate = certificate;
+    for (const w of this.workers) w?.postMessage({ type: 'certificate', certificate } satisfies ToWorker);
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     await Promise.all(this.workers.map((w) => (w ? new Promise<void>((resolve) => {
@@ -91,6 +104,7 @@ export class WorkerPool {
       const data: WorkerData = { ...this.init, worker: index + 1 };
       const w = new Worker(new URL('./worker-main.js', import.meta.url), { workerData: data, name: `worker-${index + 1}` });
       this.workers[index] = w;
+      if (this.certificate) w.postMessage({ type: 'certificate', certificate: this.certificate } satisfies ToWorker);
       let started = false;
       w.on('message', (m: FromWorker) => {
         if (m.type === 'ready') {

@@ -29,6 +29,10 @@ export interface Decision extends DecisionNote {
   readonly upstream?: string;
   /** The peer of a connection decided as TCP. */
   readonly source?: string;
+  /** The peer's principal over mutual TLS (`cluster.local/ns/a/sa/sleep`). */
+  readonly peer?: string;
+  /** Istio's label: `mutual_tls` when the request came over mesh mTLS, `none` otherwise (inbound only). */
+  readonly connectionSecurityPolicy?: 'mutual_tls' | 'none';
   /** Undefined: the client left before an answer. */
   readonly status?: number;
   readonly durationMs: number;
@@ -51,6 +55,8 @@ export interface DecisionDraft {
   flag?: ResponseFlagName;
   details?: string;
   upstream?: string;
+  peer?: string;
+  connectionSecurityPolicy?: 'mutual_tls' | 'none';
 }
 
 export const DECISION_LOG_SIZE = 500;
@@ -119,6 +125,7 @@ export class DecisionLog {
     const decision: Decision = {
       time: isoNow(), listener, method: 'TCP', authority: destination, path: '-', jwt: '-', authz, upstream: destination, durationMs: 0,
       ...(facts.source ? { source: facts.source } : {}),
+      ...(facts.peer ? { peer: facts.peer.principal, connectionSecurityPolicy: 'mutual_tls' as const } : {}),
       ...(denied ? { flag: 'RBAC' as const, ...(denied.details ? { details: denied.details } : {}) } : {}),
     };
     this.record(decision);

@@ -23,8 +23,10 @@ export const DEFAULT_JSON_FORMAT: Readonly<Record<string, string>> = Object.free
   authz: '%MESH_DECISION(AUTHZ)%',
   bytes_received: '%BYTES_RECEIVED%',
   bytes_sent: '%BYTES_SENT%',
+  connection_security_policy: '%MESH_CONNECTION_SECURITY_POLICY%',
   connection_termination_details: '%CONNECTION_TERMINATION_DETAILS%',
   downstream_local_address: '%DOWNSTREAM_LOCAL_ADDRESS%',
+  downstream_peer_uri_san: '%DOWNSTREAM_PEER_URI_SAN%',
   downstream_remote_address: '%DOWNSTREAM_REMOTE_ADDRESS%',
   duration: '%DURATION%',
   jwt: '%MESH_DECISION(JWT)%',
@@ -129,7 +131,8 @@ const quoted = (s: string | undefined): string => (s === undefined ? '-' : JSON.
 export function decisionText(r: AccessRecord): string | undefined {
   const d = r.decision;
   if (!d) return undefined;
-  return `jwt=${quoted(d.jwt)} principal=${quoted(d.principal)} authz=${quoted(d.authz)} route=${quoted(d.route)}`;
+  const peer = r.downstreamPeerUriSan === undefined ? '' : ` peer=${quoted(r.downstreamPeerUriSan)}`;
+  return `jwt=${quoted(d.jwt)} principal=${quoted(d.principal)} authz=${quoted(d.authz)} route=${quoted(d.route)}${peer}`;
 }
 
 // ---- START_TIME
@@ -323,8 +326,13 @@ const OPERATORS: Readonly<Record<string, OperatorSpec>> = {
       }
     },
   },
-  // Envoy's, with no value here: no upstream TLS, no mTLS peer, no gRPC, no tracing, no metadata.
-  UPSTREAM_TRANSPORT_FAILURE_REASON: NEVER,
+  DOWNSTREAM_PEER_URI_SAN: field((r) => r.downstreamPeerUriSan),
+  DOWNSTREAM_PEER_FINGERPRINT_256: field((r) => r.downstreamPeerFingerprint),
+  DOWNSTREAM_LOCAL_URI_SAN: field((r) => r.downstreamLocalUriSan),
+  UPSTREAM_TRANSPORT_FAILURE_REASON: field((r) => r.upstreamTransportFailure),
+  /** Istio's metric label as a log field: `mutual_tls` when the downstream came over mesh mTLS, else `none`. */
+  MESH_CONNECTION_SECURITY_POLICY: field((r) => (r.downstreamPeerUriSan === undefined ? 'none' : 'mutual_tls')),
+  // Envoy's, with no value here: no gRPC, no tracing, no metadata.
   REQUEST_DURATION: NEVER,
   REQUEST_TX_DURATION: NEVER,
   RESPONSE_TX_DURATION: NEVER,
@@ -340,12 +348,9 @@ const OPERATORS: Readonly<Record<string, OperatorSpec>> = {
   DOWNSTREAM_TLS_VERSION: NEVER,
   DOWNSTREAM_TLS_CIPHER: NEVER,
   DOWNSTREAM_TLS_SESSION_ID: NEVER,
-  DOWNSTREAM_PEER_URI_SAN: NEVER,
   DOWNSTREAM_PEER_SUBJECT: NEVER,
   DOWNSTREAM_PEER_ISSUER: NEVER,
-  DOWNSTREAM_PEER_FINGERPRINT_256: NEVER,
   DOWNSTREAM_PEER_SERIAL: NEVER,
-  DOWNSTREAM_LOCAL_URI_SAN: NEVER,
   DOWNSTREAM_LOCAL_SUBJECT: NEVER,
   UPSTREAM_TLS_VERSION: NEVER,
   UPSTREAM_TLS_CIPHER: NEVER,

@@ -118,6 +118,14 @@ export interface AccessRecord {
   readonly serverName: string | undefined;
   readonly routeName: string | undefined;
   readonly decision: DecisionNote | undefined;
+  /** The downstream's SPIFFE id, when it came over mutual TLS (its absence: connection_security_policy none). */
+  readonly downstreamPeerUriSan?: string | undefined;
+  /** SHA-256 of the downstream's certificate, hex. */
+  readonly downstreamPeerFingerprint?: string | undefined;
+  /** This workload's SPIFFE id, on a connection it terminated mutual TLS for. */
+  readonly downstreamLocalUriSan?: string | undefined;
+  /** Why TLS to the upstream failed (Envoy's UPSTREAM_TRANSPORT_FAILURE_REASON). */
+  readonly upstreamTransportFailure?: string | undefined;
 }
 
 /** Where the proxy engine sends its records (the access log), and what it must keep for the format. */
@@ -173,6 +181,10 @@ export interface ConnectionFields {
   readonly downstreamRemote?: string | undefined;
   readonly serverName?: string | undefined;
   readonly decision?: DecisionNote | undefined;
+  readonly downstreamPeerUriSan?: string | undefined;
+  readonly downstreamPeerFingerprint?: string | undefined;
+  readonly downstreamLocalUriSan?: string | undefined;
+  readonly upstreamTransportFailure?: string | undefined;
 }
 
 /** The record of a connection carried (or refused) as opaque bytes: Envoy's TCP proxy line (`"- - -" 0 ...`). */
@@ -185,6 +197,8 @@ export function connectionRecord(c: ConnectionFields): AccessRecord {
     attempts: undefined, requestHeaders: undefined, responseHeaders: undefined,
     upstreamHost: c.upstreamHost, upstreamCluster: c.upstreamCluster, upstreamLocal: c.upstreamLocal,
     downstreamLocal: c.downstreamLocal, downstreamRemote: c.downstreamRemote, serverName: c.serverName,
-    routeName: undefined, decision: c.decision,
+    routeName: undefined, decision: c.decision, downstreamPeerUriSan: c.downstreamPeerUriSan,
+    downstreamPeerFingerprint: c.downstreamPeerFingerprint, downstreamLocalUriSan: c.downstreamLocalUriSan,
+    upstreamTransportFailure: c.upstreamTransportFailure,
   };
 }

@@ -30,6 +30,10 @@ export const PROXY_METRIC_NAMES = {
   tlsHandshakeTimeouts: 'mesh_tls_handshake_timeouts_total',
   tlsRenegotiations: 'mesh_tls_renegotiations_refused_total',
   tlsNoServerMatch: 'mesh_tls_no_server_match_total',
+  mtlsHandshakes: 'mesh_mtls_handshakes_total',
+  mtlsHandshakeFailures: 'mesh_mtls_handshake_failures_total',
+  mtlsPlaintextRefused: 'mesh_mtls_plaintext_refused_total',
+  mtlsNoIdentity: 'mesh_mtls_no_identity_total',
   upstreamTotal: 'mesh_upstream_connections_total',
   upstreamActive: 'mesh_upstream_connections_active',
   upstreamConnectFailures: 'mesh_upstream_connect_failures_total',
@@ -168,6 +172,12 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   directionCounter(registry, stats, n.tlsHandshakeTimeouts, 'TLS handshakes not complete within MESH_TLS_HANDSHAKE_TIMEOUT.', (d) => d.tlsHandshakeTimeouts);
   directionCounter(registry, stats, n.tlsRenegotiations, 'TLS connections closed because the client tried to renegotiate.', (d) => d.tlsRenegotiations);
   directionCounter(registry, stats, n.tlsNoServerMatch, 'TLS connections refused: their server name (or its absence) matched no server of the port.', (d) => d.tlsNoServerMatch);
+
+  directionCounter(registry, stats, n.mtlsHandshakes, 'Mutual TLS handshakes between sidecars completed (inbound: terminated here; outbound: originated).', (d) => d.mtlsHandshakes);
+  directionCounter(registry, stats, n.mtlsHandshakeFailures,
+    'Mutual TLS handshakes that failed (peer certificate refused, TLS error, time-out): the connection closed or the request answered 503.', (d) => d.mtlsHandshakeFailures);
+  directionCounter(registry, stats, n.mtlsPlaintextRefused, 'Inbound connections reset because PeerAuthentication is STRICT and they were not mutual TLS.', (d) => d.mtlsPlaintextRefused);
+  directionCounter(registry, stats, n.mtlsNoIdentity, 'Connections that needed mutual TLS while no workload certificate was held.', (d) => d.mtlsNoIdentity);
 
   directionCounter(registry, stats, n.upstreamTotal, 'Connections opened to upstreams (original destinations).', (d) => d.upstreamCxTotal);
   directionGauge(registry, stats, n.upstreamActive, 'Upstream connections open now.', (d) => d.upstreamCxActive);

@@ -6,6 +6,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { DecisionNote, ResponseFlagName } from '../log/access-record.js';
 import type { Endpoint } from './socket-options.js';
+import type { UpstreamTls } from './tls/origination.js';
+import type { PeerIdentity } from './tls/peer-identity.js';
 
 /** Forward the request to `address:port`, edited as given. */
 export interface ForwardTarget {
@@ -20,6 +22,8 @@ export interface ForwardTarget {
   readonly setHeaders?: readonly (readonly [string, string])[];
   /** No response head within this time: 504. */
   readonly timeoutMs?: number;
+  /** Speak TLS to the upstream (mTLS to another sidecar, or a DestinationRule's TLS); absent: plaintext. */
+  readonly tls?: UpstreamTls;
 }
 
 /** Answer locally (401, 403, 404, a redirect...) without going upstream. */
@@ -39,6 +43,8 @@ export type Verdict = ForwardTarget | LocalReply;
 export interface ConnectionFacts {
   /** The peer's address. */
   readonly source: string | undefined;
+  /** The peer's identity, when it came over mutual TLS. */
+  readonly peer?: PeerIdentity | undefined;
   /** Where the connection was going. */
   readonly destination: Endpoint;
   /** What its first bytes looked like: `tcp` (unknown), `tls`, `h2` (HTTP/2 prior knowledge), `connect` (a CONNECT tunnel). */
@@ -75,6 +81,12 @@ export interface RequestDecider {
   connectionDecided?(facts: ConnectionFacts, verdict: ConnectionVerdict): DecisionNote | undefined | void;
   /** Whether admitConnection would refuse some connection now (no policy: the check is skipped). */
   readonly policesConnections?: boolean;
+  /**
+   * How a connection carried as opaque bytes reaches its destination: TLS (mTLS to a sidecar, a
+   * DestinationRule's TLS), plaintext (undefined), or not at all (a LocalReply: mTLS is required and
+   * cannot be had; the connection is reset and the reason logged). Absent: plaintext.
+   */
+  connectionUpstream?(facts: ConnectionFacts): UpstreamTls | LocalReply | undefined;
 }
 
 /** A captured connection whose original destination could not be read (Envoy's original-dst cluster has no host: UH). */

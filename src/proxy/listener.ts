@@ -21,12 +21,22 @@ import type { Direction, DirectionStats, ProxyStats } from './stats.js';
 import { relay } from './tcp/relay.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
 import { readClientHello } from './tls/client-hello.js';
+import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
+import { offersMeshAlpn } from './tls/mesh-alpn.js';
+import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
+import type { PeerIdentity } from './tls/peer-identity.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
 const log = scope('default');
 
 /** Raw TCP connections idle this long are closed (Envoy's TCP proxy default). */
 const TCP_IDLE_TIMEOUT_MS = 3_600_000;
+/**
+ * Outbound to a destination reached over TLS: the proxy speaks first (its ClientHello), so a server
+ * that speaks first cannot show itself; a client silent this long is taken as such a protocol's and
+ * its connection opened as TCP.
+ */
+export const SILENT_CLIENT_MS = 1_000;
 
 export interface CaptureListenerOptions {
   readonly direction: Direction;
@@ -51,6 +61,8 @@ export interface CaptureListenerOptions {
   readonly connections: ConnectionBudget;
   /** Every HTTP request and every connection carried as TCP is logged here; absent: none is. */
   readonly accessLog?: AccessLogSink | undefined;
+  /** Inbound: mutual TLS from other sidecars (PeerAuthentication); absent: every connection as it comes. */
+  readonly meshTls?: InboundMeshTls | undefined;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
@@ -204,33 +216,87 @@ export class CaptureListener {
    * What policy says of this connection as opaque TCP (asked once, before anything is opened for
    * it); undefined when no policy is in force.
    */
-  private tcpVerdict(downstream: Socket, dst: Endpoint): ConnectionVerdict | undefined {
+  private tcpVerdict(downstream: Socket, dst: Endpoint, peer: PeerIdentity | undefined): ConnectionVerdict | undefined {
     const d = this.o.decider;
     if (!d?.policesConnections || !d.admitConnection) return undefined;
     try {
-      return d.admitConnection({ source: downstream.remoteAddress, destination: dst, kind: 'tcp' });
+      return d.admitConnection({ source: downstream.remoteAddress, destination: dst, kind: 'tcp', peer });
     } catch (err) { // a bug must not let a connection through
       log.error(`connection policy check failed: ${(err as Error).message}`);
       return { allowed: false, reason: 'policy check failed' };
     }
   }
 
-  private dispatch(downstream: Socket, dst: Endpoint): void {
+  /**
+   * How the client's mutual TLS goes: terminated here (its ClientHello offers a mesh ALPN), then the
+   * plaintext inside is dispatched as any connection, with the peer's identity.
+   */
+  private terminateMeshTls(downstream: Socket, head: Buffer, dst: Endpoint, meshTls: InboundMeshTls): void {
     const stats = this.o.stats.of(this.o.direction);
-    const verdict = this.tcpVerdict(downstream, dst);
+    const contexts = meshTls.contexts();
+    if (!contexts) { // a peer sidecar expects mTLS this workload cannot answer
+      stats.mtlsNoIdentity++;
+      log.warn(`inbound mutual TLS from ${downstream.remoteAddress ?? '?'} refused: this workload holds no certificate`);
+      downstream.resetAndDestroy();
+      return;
+    }
+    acceptMeshTls(downstream, head, {
+      contexts, stats, handshakeTimeoutMs: meshTls.handshakeTimeoutMs,
+      onSecure: (tls, peer) => {
+        destinations.set(tls, dst);
+        this.dispatch(tls, dst, peer);
+      },
+      onFailed: (reason) => log.debug(`inbound mutual TLS from ${downstream.remoteAddress ?? '?'} failed: ${reason}`),
+    });
+  }
+
+  /** STRICT: a connection that is not mutual TLS is reset (Istio's inbound listener has no plaintext chain then). */
+  private refusePlaintext(downstream: Socket, dst: Endpoint, what: string): void {
+    this.o.stats.of(this.o.direction).mtlsPlaintextRefused++;
+    log.debug(`inbound ${what} from ${downstream.remoteAddress ?? '?'} to port ${dst.port} refused: PeerAuthentication STRICT`);
+    downstream.resetAndDestroy();
+  }
+
+  /** The TLS an outbound connection carried as TCP needs (undefined: plaintext), or why it cannot go at all. */
+  private upstreamTls(downstream: Socket, dst: Endpoint): UpstreamTls | string | undefined {
+    const d = this.o.decider;
+    if (!d?.connectionUpstream) return undefined;
+    try {
+      const t = d.connectionUpstream({ source: downstream.remoteAddress, destination: dst, kind: 'tcp' });
+      return t?.kind === 'reply' ? t.body.trim() : t;
+    } catch (err) { // a bug must not send plaintext where TLS was asked for
+      log.error(`upstream TLS plan failed: ${(err as Error).message}`);
+      return 'upstream TLS plan failed';
+    }
+  }
+
+  private dispatch(downstream: Socket, dst: Endpoint, peer?: PeerIdentity): void {
+    const stats = this.o.stats.of(this.o.direction);
+    // The plaintext inside a terminated mTLS connection is not checked for mTLS again.
+    const meshTls = peer ? undefined : this.o.meshTls;
+    const mode = meshTls ? meshTls.modeFor(dst.port) : 'DISABLE';
+    const upTls = this.upstreamTls(downstream, dst);
+    const verdict = this.tcpVerdict(downstream, dst, peer);
     const started = this.o.accessLog ? performance.now() : 0;
     let upstream: Socket | undefined;
     let connectFailed = false;
     /** Why, for the log (ECONNREFUSED, or the socket libc would not make). */
     let connectError: string | undefined;
     const openUpstream = (): Socket | undefined => {
+      if (typeof upTls === 'string') {
+        connectFailed = true;
+        connectError = upTls;
+        return undefined;
+      }
       try {
-        const s = connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
-        s.on('error', (err: NodeJS.ErrnoException) => {
+        const s = upTls ? connectTls(dst, upTls, stats)
+          : connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
+        s.on('error', (err: TlsHandshakeError) => {
           if (!decided && err.code === 'ECONNREFUSED') {
             connectFailed = true;
             connectError = err.code;
           }
+          if (err.tlsHandshake) log.debug(`outbound TLS to ${dst.address}:${dst.port} failed (${upTls ? (upTls as UpstreamTls).describe : ''}): ${err.message}`);
         });
         s.pause();
         return s;
@@ -256,10 +322,12 @@ export class CaptureListener {
       decided = true;
       let note: DecisionNote | undefined | void;
       if (verdict) {
-        const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind };
+        const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind, peer };
         note = this.o.decider?.connectionDecided?.(facts, verdict);
       }
-      const tcpLog = this.o.accessLog ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined) : undefined;
+      const tcpLog = this.o.accessLog
+        ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined, peer, this.o.meshTls?.contexts()?.certificate.spiffeId)
+        : undefined;
       if (verdict && !verdict.allowed) {
         dropUpstream();
         stats.tcpCxDenied++;
@@ -298,11 +366,31 @@ export class CaptureListener {
         restartTimer(this.headTimeoutMs);
         return;
       }
+      if (protocol === 'tls' && mode !== 'DISABLE') {
+        const hello = readClientHello(head);
+        if (hello.kind === 'incomplete') { // the ALPN says whether it is a sidecar's
+          restartTimer(this.headTimeoutMs);
+          return;
+        }
+        if (hello.kind === 'hello' && offersMeshAlpn(hello.alpn)) {
+          cleanup();
+          dropUpstream();
+          this.terminateMeshTls(downstream, head, dst, meshTls!);
+          return;
+        }
+      }
       cleanup();
-      if (protocol === 'http1') asHttp();
+      if (mode === 'STRICT') {
+        dropUpstream();
+        this.refusePlaintext(downstream, dst, protocol === 'tls' ? 'TLS without a mesh ALPN' : `${protocol} connection`);
+      } else if (protocol === 'http1') asHttp();
       else asTcp(protocol);
     };
-    const onEarlyEnd = (): void => { cleanup(); asTcp('tcp'); };
+    const onEarlyEnd = (): void => {
+      cleanup();
+      if (mode === 'STRICT') this.refusePlaintext(downstream, dst, 'connection');
+      else asTcp('tcp');
+    };
     const onUpstreamFirst = (): void => { cleanup(); asTcp('tcp'); };
     const restartTimer = (ms: number): void => {
       if (timer) clearTimeout(timer);
@@ -324,7 +412,10 @@ export class CaptureListener {
     downstream.once('close', () => this.silent.delete(downstream));
     downstream.on('data', onData);
     downstream.on('end', onEarlyEnd);
-    if (verdict?.allowed !== false) {
+    if (upTls !== undefined) {
+      // TLS to the upstream: the proxy speaks first, so a client silent for a while is taken as TCP.
+      timer = setTimeout(() => { cleanup(); asTcp('tcp'); }, SILENT_CLIENT_MS).unref();
+    } else if (verdict?.allowed !== false && mode !== 'STRICT') {
       // A server that speaks first makes this a TCP connection.
       upstream = openUpstream();
       upstream?.once('readable', onUpstreamFirst);
@@ -350,7 +441,7 @@ class TcpLog {
 
   constructor(private readonly log: AccessLogSink, private readonly role: ListenerRole, private readonly downstream: Socket,
     private readonly dst: Endpoint, private readonly started: number, private readonly tlsHead: Buffer | undefined,
-    private readonly decision: DecisionNote | undefined) {
+    private readonly decision: DecisionNote | undefined, private readonly peer?: PeerIdentity, private readonly localId?: string) {
     this.remote = hostPort(downstream.remoteAddress, downstream.remotePort);
   }
 
@@ -378,6 +469,7 @@ class TcpLog {
       upstreamHost: hostPort(this.dst.address, this.dst.port), upstreamCluster: clusterName(this.role, this.dst.address, this.dst.port),
       upstreamLocal: this.upstreamLocal, downstreamLocal: hostPort(this.dst.address, this.dst.port),
       downstreamRemote: this.remote, serverName: sni?.kind === 'hello' ? sni.serverName : undefined, decision: this.decision,
+      ...(this.peer ? { downstreamPeerUriSan: this.peer.spiffeId, downstreamPeerFingerprint: this.peer.certHash, downstreamLocalUriSan: this.localId } : {}),
     }));
   }
 }

@@ -68,6 +68,16 @@ export class DirectionStats {
   /** ClientHellos whose server name (or its absence) matched no server of the port: refused. */
   tlsNoServerMatch = 0;
 
+  // Mutual TLS between sidecars (inbound: terminated here; outbound: originated here).
+  /** Mesh handshakes completed. */
+  mtlsHandshakes = 0;
+  /** Mesh handshakes that failed (a peer certificate refused, a TLS error, a time-out): the connection closed. */
+  mtlsHandshakeFailures = 0;
+  /** Inbound: connections refused because PeerAuthentication says STRICT and they were not mesh TLS (reset). */
+  mtlsPlaintextRefused = 0;
+  /** Inbound: mesh TLS arrived but no identity is held to answer it (reset). Outbound: mTLS configured, none held (503). */
+  mtlsNoIdentity = 0;
+
   // HTTP requests (L7 path).
   rqTotal = 0;
   rqActive = 0;

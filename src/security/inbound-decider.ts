@@ -6,21 +6,45 @@
 // force the checks are skipped entirely: the sidecar's hot path stays as it was.
 import type { IncomingMessage } from 'node:http';
 import type { DecisionLog } from '../gateway/decisions.js';
-import { ORIGINAL_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../proxy/decider.js';
+import { ORIGINAL_DESTINATION, type ConnectionFacts, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../proxy/decider.js';
 import type { Endpoint } from '../proxy/socket-options.js';
+import { peerOf, type PeerIdentity } from '../proxy/tls/peer-identity.js';
 import { rbacDeniedDetails, type RequestContext, type RequestSecurity, type SecurityOutcome } from './request-security.js';
 
 const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access denied' };
 
-function context(dst: Endpoint, source: string | undefined): RequestContext {
-  return { port: dst.port, destinationIp: dst.address, ...(source ? { sourceIp: source } : {}) };
+export const XFCC = 'x-forwarded-client-cert';
+const STRIP_XFCC: readonly string[] = [XFCC];
+
+function context(dst: Endpoint, source: string | undefined, peer: PeerIdentity | undefined): RequestContext {
+  return {
+    port: dst.port, destinationIp: dst.address, ...(source ? { sourceIp: source } : {}),
+    ...(peer ? { sourcePrincipal: peer.principal, ...(peer.namespace !== undefined ? { sourceNamespace: peer.namespace } : {}) } : {}),
+  };
 }
 
-export function inboundDecider(security: RequestSecurity, decisions: DecisionLog): RequestDecider {
-  const forward = (req: IncomingMessage, outcome: SecurityOutcome, dst: Endpoint): Verdict => {
+/**
+ * Istio's x-forwarded-client-cert for the app, of a request that came over mutual TLS: this
+ * workload's id, the peer certificate's hash and its id. Set in place of any the client sent
+ * (a plaintext client's is dropped): the app can trust the header it gets.
+ */
+export function xfccValue(peer: PeerIdentity, self: string | undefined): string {
+  return `${self ? `By=${self};` : ''}Hash=${peer.certHash};Subject="";URI=${peer.spiffeId}`;
+}
+
+/** This workload's SPIFFE id (XFCC's `By`), when it holds a certificate. */
+export type SelfIdentity = () => string | undefined;
+
+export function inboundDecider(security: RequestSecurity, decisions: DecisionLog, self: SelfIdentity = () => undefined): RequestDecider {
+  /** The XFCC edit of a request: set for an mTLS peer, the client's removed otherwise. */
+  const xfcc = (req: IncomingMessage, peer: PeerIdentity | undefined): Pick<ForwardTarget, 'setHeaders' | 'removeHeaders'> => {
+    if (peer) return { setHeaders: [[XFCC, xfccValue(peer, self())]] };
+    return req.headers[XFCC] !== undefined ? { removeHeaders: STRIP_XFCC } : {};
+  };
+  const forward = (req: IncomingMessage, outcome: SecurityOutcome, dst: Endpoint, peer: PeerIdentity | undefined): Verdict => {
     if (outcome.reply) return outcome.reply;
     if (req.method === 'CONNECT' && security.hasPolicies) {
-      const tcp = security.checkConnection(context(dst, req.socket.remoteAddress));
+      const tcp = security.checkConnection(context(dst, req.socket.remoteAddress, peer));
       if (!tcp.allowed) {
         decisions.count('authz', 'denied');
         decisions.annotate(req, `denied: a CONNECT tunnel is opaque to policy, and as a TCP connection: ${tcp.reason}`, rbacDeniedDetails(tcp));
@@ -28,22 +52,30 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
       }
     }
     const { setHeaders, removeHeaders, path } = outcome.edits;
+    if (peer) setHeaders.push([XFCC, xfccValue(peer, self())]);
+    else removeHeaders.push(XFCC);
     return { kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}) };
   };
   return {
     decide: (req, dst) => {
-      if (security.idle || !dst) return ORIGINAL_DESTINATION.decide(req, dst);
+      const peer = peerOf(req.socket);
+      if ((security.idle && !peer) || !dst) {
+        const plain = ORIGINAL_DESTINATION.decide(req, dst) as Verdict;
+        return plain.kind === 'forward' ? { ...plain, ...xfcc(req, undefined) } : plain;
+      }
       const draft = decisions.begin(req, 'inbound');
       draft.upstream = `${dst.address}:${dst.port}`;
-      const outcome = security.check(req, context(dst, req.socket.remoteAddress), draft);
-      return outcome instanceof Promise ? outcome.then((o) => forward(req, o, dst)) : forward(req, outcome, dst);
+      draft.connectionSecurityPolicy = peer ? 'mutual_tls' : 'none';
+      if (peer) draft.peer = peer.principal;
+      const outcome = security.check(req, context(dst, req.socket.remoteAddress, peer), draft);
+      return outcome instanceof Promise ? outcome.then((o) => forward(req, o, dst, peer)) : forward(req, outcome, dst, peer);
     },
     completed: (req, _verdict, status, durationMs) => decisions.complete(req, status, durationMs),
     get policesConnections(): boolean {
       return security.hasPolicies;
     },
     admitConnection: (facts: ConnectionFacts) => {
-      const d = security.checkConnection(context(facts.destination, facts.source));
+      const d = security.checkConnection(context(facts.destination, facts.source, facts.peer));
       return d.allowed ? d : { ...d, details: rbacDeniedDetails(d) };
     },
     connectionDecided: (facts, verdict) => {

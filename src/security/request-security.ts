@@ -22,6 +22,15 @@ export interface RequestContext {
   readonly sourceIp?: string;
   /** The original client (a gateway's trusted X-Forwarded-For entry); default: sourceIp. */
   readonly remoteIp?: string;
+  /** The peer's identity over mutual TLS (`cluster.local/ns/default/sa/sleep`) and its namespace. */
+  readonly sourcePrincipal?: string;
+  readonly sourceNamespace?: string;
+}
+
+/** The mTLS peer fields of a context, for an authz request. */
+function peerFields(ctx: RequestContext): { sourcePrincipal?: string; sourceNamespace?: string } {
+  if (ctx.sourcePrincipal === undefined) return {};
+  return { sourcePrincipal: ctx.sourcePrincipal, ...(ctx.sourceNamespace !== undefined ? { sourceNamespace: ctx.sourceNamespace } : {}) };
 }
 
 /** A connection that is not HTTP: its destination port and addresses. */
@@ -146,6 +155,7 @@ export class RequestSecurity {
       port: ctx.port,
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
+      ...peerFields(ctx),
     });
   }
 
@@ -181,6 +191,7 @@ export class RequestSecurity {
       ...(valid?.presenter ? { presenter: valid.presenter } : {}),
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp, remoteIp: ctx.remoteIp ?? ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
+      ...peerFields(ctx),
     });
     const verdict = authz.allowed ? 'allowed' : 'denied';
     draft.authz = authz.reason.startsWith(verdict) ? authz.reason : `${verdict}: ${authz.reason}`;

@@ -21,6 +21,7 @@ import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstre
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
 import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
+import type { UpstreamTls } from '../tls/origination.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 
 const log = scope('default');
@@ -175,6 +176,7 @@ export class Connection {
   private readonly defaultVerdict: Verdict;
   private lastAddress = '';
   private lastPort = -1;
+  private lastTls: UpstreamTls | undefined;
   private lastSource: string | undefined;
   private lastKey = '';
   // For the access log only (read once per connection when one is configured).
@@ -462,15 +464,16 @@ export class Connection {
   /** Sends the request on a pooled connection (`fresh`: a new one) with the body held so far. */
   private send(ex: Exchange, fresh: boolean): void {
     const t = ex.target!;
-    if (t.address !== this.lastAddress || t.port !== this.lastPort) { // the pool key, once per destination
+    if (t.address !== this.lastAddress || t.port !== this.lastPort || t.tls !== this.lastTls) { // the pool key, once per destination
       this.lastAddress = t.address;
       this.lastPort = t.port;
+      this.lastTls = t.tls;
       this.lastSource = sourceFor(this.owner.upstreamMode, t, this.remote);
-      this.lastKey = poolKey(t, this.lastSource);
+      this.lastKey = poolKey(t, this.lastSource, t.tls);
     }
     let up: UpstreamConnection;
     try {
-      up = this.owner.pool.acquire(this.lastKey, t, this.lastSource, fresh);
+      up = this.owner.pool.acquire(this.lastKey, t, this.lastSource, fresh, t.tls);
     } catch (err) { // a socket libc would not make (TPROXY without the capabilities...)
       this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
       return;

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import { MAX_HEAD_BYTES, ResponseParser, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
+import { connectTls, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 
 /** Every upstream read lands here. Handlers run synchronously and copy what they keep before the next read. */
@@ -67,7 +68,7 @@ export class UpstreamConnection {
   private raw: RawSink | undefined;
   private readonly parser: ResponseParser;
 
-  constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined) {
+  constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined, tls: UpstreamTls | undefined) {
     this.parser = new ResponseParser({
       onHead: (head) => {
         this.interim = head.status < 200;
@@ -82,7 +83,7 @@ export class UpstreamConnection {
     }, pool.maxHeadBytes);
     const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
     // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
-    this.socket = trackUpstream(connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
+    this.socket = trackUpstream(tls ? connectTls(dst, tls, pool.stats, { onread }) : connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
     this.socket.on('error', (err: NodeJS.ErrnoException) => {
       if (this.raw) this.raw.onClose(err);
       else this.fail(err);
@@ -175,8 +176,8 @@ export class UpstreamConnection {
   }
 }
 
-export function poolKey(dst: Endpoint, source: string | undefined): string {
-  return `${dst.address}|${dst.port}|${source ?? ''}`;
+export function poolKey(dst: Endpoint, source: string | undefined, tls?: UpstreamTls): string {
+  return `${dst.address}|${dst.port}|${source ?? ''}${tls ? `|${tls.key}` : ''}`;
 }
 
 /** Idle connections per `address|port|source`, last in first out (the warmest first). */
@@ -187,10 +188,10 @@ export class UpstreamPool {
   constructor(readonly mode: UpstreamMode, readonly stats: DirectionStats, readonly maxHeadBytes = MAX_HEAD_BYTES, private readonly maxIdlePerKey = MAX_IDLE_PER_KEY) {}
 
   /**
-   * A pooled connection to `dst` from `source` (`key`: poolKey of both), or a new one (`fresh`:
-   * always new). May throw (see connectUpstream).
+   * A pooled connection to `dst` from `source` (`key`: poolKey of both and of `tls`), or a new one
+   * (`fresh`: always new). May throw (see connectUpstream).
    */
-  acquire(key: string, dst: Endpoint, source: string | undefined, fresh = false): UpstreamConnection {
+  acquire(key: string, dst: Endpoint, source: string | undefined, fresh = false, tls?: UpstreamTls): UpstreamConnection {
     const list = fresh ? undefined : this.idleByKey.get(key);
     if (list) {
       for (let c = list.pop(); c; c = list.pop()) {
@@ -203,7 +204,7 @@ export class UpstreamPool {
         return c;
       }
     }
-    return new UpstreamConnection(this, key, dst, source);
+    return new UpstreamConnection(this, key, dst, source, tls);
   }
 
   /** Back to the pool after a complete response, if it may carry another. */

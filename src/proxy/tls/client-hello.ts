@@ -18,8 +18,11 @@ const MAX_RECORDS = 8;
 export type ClientHelloRead =
   /** More bytes are needed. */
   | { readonly kind: 'incomplete' }
-  /** `serverName` as sent (latin1), undefined when the client sent no SNI. */
-  | { readonly kind: 'hello'; readonly serverName: string | undefined }
+  /**
+   * `serverName` as sent (latin1), undefined when the client sent no SNI; `alpn` the protocols it
+   * offers, in its order (empty without the extension): a mesh peer says `istio-*` there.
+   */
+  | { readonly kind: 'hello'; readonly serverName: string | undefined; readonly alpn: readonly string[] }
   | { readonly kind: 'invalid'; readonly reason: string };
 
 const RECORD_HEADER = 5;
@@ -29,6 +32,7 @@ const MAX_RECORD = 16_384;
 const HANDSHAKE_HEADER = 4;
 const CLIENT_HELLO = 1;
 const EXTENSION_SERVER_NAME = 0;
+const EXTENSION_ALPN = 16;
 const NAME_TYPE_HOST_NAME = 0;
 const MAX_HOST_NAME = 255;
 const MAX_SESSION_ID = 32;
@@ -102,15 +106,17 @@ export function readClientHello(data: Buffer, maxBytes = MAX_CLIENT_HELLO_BYTES)
   }
   const message = (fragments.length === 1 ? fragments[0]! : Buffer.concat(fragments)).subarray(HANDSHAKE_HEADER, need);
   try {
-    return { kind: 'hello', serverName: serverNameOf(message) };
+    return { kind: 'hello', ...extensionsOf(message) };
   } catch (err) {
     if (err instanceof Malformed) return invalid(`a malformed ClientHello (${err.message})`);
     throw err;
   }
 }
 
-/** The host name of the ClientHello body's server_name extension, if any. */
-function serverNameOf(body: Buffer): string | undefined {
+const NO_PROTOCOLS: readonly string[] = Object.freeze([]);
+
+/** The host name of the ClientHello body's server_name extension, if any, and its ALPN list. */
+function extensionsOf(body: Buffer): { serverName: string | undefined; alpn: readonly string[] } {
   const r = new Reader(body);
   r.bytes(2 + 32); // client_version, random
   const sessionId = r.u8();
@@ -122,10 +128,11 @@ function serverNameOf(body: Buffer): string | undefined {
   const compressions = r.u8();
   if (compressions < 1) throw new Malformed('no compression method');
   r.bytes(compressions);
-  if (r.left === 0) return undefined; // no extensions at all
+  if (r.left === 0) return { serverName: undefined, alpn: NO_PROTOCOLS }; // no extensions at all
   if (r.u16() !== r.left) throw new Malformed('an extension block whose length is not the rest of the message');
   const seen = new Set<number>();
   let name: string | undefined;
+  let alpn = NO_PROTOCOLS;
   while (r.left > 0) {
     const type = r.u16();
     const data = r.bytes(r.u16());
@@ -133,8 +140,23 @@ function serverNameOf(body: Buffer): string | undefined {
     if (seen.has(type)) throw new Malformed(`extension ${type} repeated`);
     seen.add(type);
     if (type === EXTENSION_SERVER_NAME) name = hostName(data);
+    else if (type === EXTENSION_ALPN) alpn = protocolNames(data);
   }
-  return name;
+  return { serverName: name, alpn };
+}
+
+/** RFC 7301: a non-empty list of non-empty names, each a length byte and its bytes. */
+function protocolNames(ext: Buffer): string[] {
+  const r = new Reader(ext);
+  const list = r.u16();
+  if (list < 2 || list !== r.left) throw new Malformed('an ALPN list whose length is not the extension\'s');
+  const names: string[] = [];
+  while (r.left > 0) {
+    const n = r.u8();
+    if (n === 0) throw new Malformed('an empty ALPN protocol name');
+    names.push(r.bytes(n).toString('latin1'));
+  }
+  return names;
 }
 
 /** OpenSSL's reading: one list, its first entry a host_name of 1–255 bytes without NUL. */

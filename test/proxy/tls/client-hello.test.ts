@@ -23,8 +23,8 @@ async function firstFlight(start: (port: number) => { stop(): void }): Promise<B
   return Buffer.concat(chunks);
 }
 
-const nodeClient = (servername: string | undefined) => (port: number) => {
-  const c = connect({ port, host: '127.0.0.1', rejectUnauthorized: false, ...(servername !== undefined ? { servername } : {}) });
+const nodeClient = (servername: string | undefined, ALPNProtocols?: string[]) => (port: number) => {
+  const c = connect({ port, host: '127.0.0.1', rejectUnauthorized: false, ...(servername !== undefined ? { servername } : {}), ...(ALPNProtocols ? { ALPNProtocols } : {}) });
   c.on('error', () => undefined);
   return { stop: () => c.destroy() };
 };
@@ -38,6 +38,7 @@ const opensslClient = (args: string[]) => (port: number) => {
 
 const u16 = (n: number): Buffer => Buffer.from([n >> 8, n & 0xff]);
 const vec16 = (b: Buffer): Buffer => Buffer.concat([u16(b.length), b]);
+const alpnList = (...names: string[]): Buffer => vec16(Buffer.concat(names.map((n) => Buffer.concat([Buffer.from([n.length]), Buffer.from(n)]))));
 
 function extension(type: number, data: Buffer): Buffer {
   return Buffer.concat([u16(type), vec16(data)]);
@@ -81,16 +82,19 @@ function records(message: Buffer, size = 16_384): Buffer {
 }
 
 describe('readClientHello on real clients', () => {
-  const clients: [string, (port: number) => { stop(): void }, string | undefined][] = [
-    ['node, SNI', nodeClient('a.example.com'), 'a.example.com'],
-    ['node, to an IP address: no SNI', nodeClient(undefined), undefined],
-    ['openssl s_client -servername, TLS 1.2', opensslClient(['-servername', 'B.Example.com', '-tls1_2']), 'B.Example.com'],
-    ['openssl s_client -noservername', opensslClient(['-noservername']), undefined],
+  const clients: [string, (port: number) => { stop(): void }, string | undefined, string[]][] = [
+    ['node, SNI', nodeClient('a.example.com'), 'a.example.com', []],
+    ['node, to an IP address: no SNI', nodeClient(undefined), undefined, []],
+    ['node, a mesh peer\'s ALPN', nodeClient('outbound_.80_._.b.example.com', ['istio-peer-exchange', 'istio-http/1.1']),
+      'outbound_.80_._.b.example.com', ['istio-peer-exchange', 'istio-http/1.1']],
+    ['openssl s_client -servername, TLS 1.2', opensslClient(['-servername', 'B.Example.com', '-tls1_2']), 'B.Example.com', []],
+    ['openssl s_client -noservername', opensslClient(['-noservername']), undefined, []],
+    ['openssl s_client -alpn', opensslClient(['-noservername', '-alpn', 'istio,h2']), undefined, ['istio', 'h2']],
   ];
-  for (const [name, client, want] of clients) {
+  for (const [name, client, want, alpn] of clients) {
     it(name, async () => {
       const flight = await firstFlight(client);
-      assert.deepEqual(readClientHello(flight), { kind: 'hello', serverName: want });
+      assert.deepEqual(readClientHello(flight), { kind: 'hello', serverName: want, alpn });
       // Every shorter prefix only asks for more.
       for (let n = 0; n < flight.length; n += 7) assert.equal(readClientHello(flight.subarray(0, n)).kind, 'incomplete', `prefix ${n}`);
     });
@@ -99,7 +103,7 @@ describe('readClientHello on real clients', () => {
   it('reads a ClientHello cut into several records, as it reads one', async () => {
     const flight = await firstFlight(nodeClient('c.example.com'));
     const message = flight.subarray(5, 5 + flight.readUInt16BE(3));
-    assert.deepEqual(readClientHello(records(message, 100)), { kind: 'hello', serverName: 'c.example.com' });
+    assert.deepEqual(readClientHello(records(message, 100)), { kind: 'hello', serverName: 'c.example.com', alpn: [] });
   });
 });
 
@@ -109,6 +113,11 @@ describe('readClientHello on what is not a well-formed ClientHello', () => {
     ['no extensions at all', ok(), 'hello:'],
     ['other extensions, no SNI', ok([extension(10, Buffer.alloc(4))]), 'hello:'],
     ['an SNI among others', ok([extension(10, Buffer.alloc(4)), sni('x.example.com')]), 'hello:x.example.com'],
+    ['ALPN beside the SNI', ok([sni('x.example.com'), extension(16, alpnList('istio', 'h2'))]), 'hello:x.example.com alpn:istio,h2'],
+    ['an empty ALPN list', ok([extension(16, u16(0))]), /ALPN list/],
+    ['an ALPN list longer than its extension', ok([extension(16, Buffer.concat([u16(9), Buffer.from([5]), Buffer.from('istio')]))]), /ALPN list/],
+    ['an empty ALPN name', ok([extension(16, vec16(Buffer.from([0, 1, 97])))]), /empty ALPN protocol name/],
+    ['an ALPN name past the list', ok([extension(16, vec16(Buffer.from([6, 105, 115])))]), /beyond the message/],
     ['plain HTTP', Buffer.from('GET / HTTP/1.1\r\n'), /not a TLS handshake record/],
     ['one byte of something else', Buffer.from('G'), /not a TLS handshake record/],
     ['SSL 2 style', Buffer.from([0x80, 0x2e, 0x01]), /not a TLS handshake record/],
@@ -131,7 +140,7 @@ describe('readClientHello on what is not a well-formed ClientHello', () => {
   for (const [name, bytes, want] of cases) {
     it(name, () => {
       const r = readClientHello(bytes);
-      const text = r.kind === 'hello' ? `hello:${r.serverName ?? ''}` : r.kind === 'invalid' ? r.reason : 'incomplete';
+      const text = r.kind === 'hello' ? `hello:${r.serverName ?? ''}${r.alpn.length ? ` alpn:${r.alpn.join(',')}` : ''}` : r.kind === 'invalid' ? r.reason : 'incomplete';
       if (typeof want === 'string') assert.equal(text, want);
       else assert.match(text, want);
     });

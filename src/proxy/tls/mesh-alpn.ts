@@ -1,0 +1,18 @@
+// The ALPN values Istio's sidecars put in their mesh ClientHellos. They say "this is a sidecar's
+// mutual TLS" (not the app's own TLS passing through), so an inbound listener in PERMISSIVE mode
+// can tell mesh traffic from plaintext and from other TLS on the same port. The inner protocol is
+// sniffed after the handshake all the same; these only choose the listener's path.
+
+/** An HTTP connection between sidecars (HTTP/1.0, HTTP/1.1 or HTTP/2 inside). */
+export const MESH_ALPN_HTTP: readonly string[] = ['istio-peer-exchange', 'istio-http/1.0', 'istio-http/1.1', 'istio-h2'];
+/** Opaque TCP between sidecars. */
+export const MESH_ALPN_TCP: readonly string[] = ['istio-peer-exchange', 'istio'];
+/** What the inbound side accepts (one of them is chosen in the handshake; a ClientHello with none is not mesh TLS). */
+export const MESH_ALPN_SERVER: readonly string[] = ['istio-http/1.1', 'istio-http/1.0', 'istio-h2', 'istio', 'istio-peer-exchange'];
+
+const MESH = new Set(MESH_ALPN_SERVER);
+
+/** Whether a ClientHello's ALPN list marks it as a mesh peer's. */
+export function offersMeshAlpn(alpn: readonly string[]): boolean {
+  return alpn.some((p) => MESH.has(p));
+}

@@ -1,0 +1,40 @@
+// The workload's certificate as the TLS layer uses it: one server context (inbound mTLS) and one
+// client context (outbound mTLS) per certificate, made once when a certificate comes into force
+// and replaced when the next one does. Connections made before keep the context they were made
+// with: a rotation never cuts a connection.
+import { createSecureContext, type SecureContext } from 'node:tls';
+import type { WorkloadCertificate } from '../../identity/workload-certificate.js';
+
+/** Mesh TLS: 1.2 at least (Istio's default minimum), forward-secret suites only for 1.2. */
+const MESH_TLS = {
+  minVersion: 'TLSv1.2',
+  ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:'
+    + 'ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305',
+} as const;
+
+export interface MeshContexts {
+  readonly certificate: WorkloadCertificate;
+  readonly trustDomain: string;
+  /** Presents the workload's certificate, asks for the peer's, trusts the mesh root. */
+  readonly context: SecureContext;
+}
+
+export class MeshCredentials {
+  private held: MeshContexts | undefined;
+
+  /** Puts a certificate in force (undefined: none). Throws when OpenSSL refuses it (the caller keeps the last one). */
+  set(certificate: WorkloadCertificate | undefined): void {
+    if (!certificate) {
+      this.held = undefined;
+      return;
+    }
+    if (this.held?.certificate.serial === certificate.serial && this.held.certificate.rootPem === certificate.rootPem) return;
+    const context = createSecureContext({ cert: certificate.certChainPem, key: certificate.keyPem, ca: certificate.rootPem, ...MESH_TLS });
+    const trustDomain = /^spiffe:\/\/([^/]+)/.exec(certificate.spiffeId)?.[1] ?? '';
+    this.held = { certificate, trustDomain, context };
+  }
+
+  get current(): MeshContexts | undefined {
+    return this.held;
+  }
+}
