@@ -116,12 +116,14 @@ export class MeshResources {
 
 function summary(s: ResourceSnapshot): string {
   return `${s.gateways.length} Gateway, ${s.virtualServices.length} VirtualService, ${s.serviceEntries.length} ServiceEntry, `
-    + `${s.requestAuthentications.length} RequestAuthentication, ${s.authorizationPolicies.length} AuthorizationPolicy`;
+    + `${s.destinationRules.length} DestinationRule, ${s.requestAuthentications.length} RequestAuthentication, `
+    + `${s.authorizationPolicies.length} AuthorizationPolicy, ${s.peerAuthentications.length} PeerAuthentication`;
 }
 
 /** The loaded resources as /config_dump lists them. */
 export function loadedResources(s: ResourceSnapshot | undefined): { kind: string; namespace: string; name: string; file: string }[] {
   if (!s) return [];
-  return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.requestAuthentications, ...s.authorizationPolicies]
+  return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.destinationRules, ...s.requestAuthentications,
+    ...s.authorizationPolicies, ...s.peerAuthentications]
     .map((r) => ({ kind: r.meta.kind, namespace: r.meta.namespace, name: r.meta.name, file: `${r.meta.origin.file}[${r.meta.origin.index}]` }));
 }

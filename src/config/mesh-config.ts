@@ -4,6 +4,7 @@
 import { parse as parseYaml } from 'yaml';
 import { AgentError } from '../errors/agent-error.js';
 import { AccessLogFormatError, compileAccessLogFormat } from '../log/access-format.js';
+import { parseCidr } from './resources/addresses.js';
 import { parseGoDuration } from './env/values.js';
 
 /** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
@@ -44,6 +45,18 @@ export interface MeshConfig {
   readonly accessLogFormat?: string;
   /** `pathNormalization.normalization`: how request paths are normalized before policy and routing. */
   readonly pathNormalization: PathNormalization;
+  /**
+   * Istio's `enableAutoMtls` (default true): without a DestinationRule tls, connections to mesh
+   * endpoints (tlsMode label, or an address in autoMtlsCidrs) are originated with mesh mTLS.
+   */
+  readonly enableAutoMtls: boolean;
+  /**
+   * Ours (Istio learns it from its registry): addresses known to be mesh workloads for auto mTLS,
+   * as CIDR blocks (IPv4 or IPv6; a bare address is one address). Empty by default.
+   */
+  readonly autoMtlsCidrs: readonly string[];
+  /** Istio's `trustDomain` when the file sets it; the agent falls back to TRUST_DOMAIN, then cluster.local. */
+  readonly trustDomain?: string;
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
 }
@@ -127,6 +140,25 @@ function pathNormalizationOf(doc: Doc, path: string): PathNormalization {
   return value as PathNormalization;
 }
 
+function autoMtlsOf(doc: Doc, path: string): { enableAutoMtls: boolean; autoMtlsCidrs: string[]; trustDomain?: string } {
+  const enable = doc['enableAutoMtls'] ?? true;
+  if (typeof enable !== 'boolean') throw bad(path, 'enableAutoMtls', `${JSON.stringify(enable)} is not true or false`);
+  const cidrs = doc['autoMtlsCidrs'] ?? [];
+  if (!Array.isArray(cidrs)) throw bad(path, 'autoMtlsCidrs', 'expected a list of CIDR blocks such as 10.0.0.0/8 or fd00::/8');
+  const autoMtlsCidrs = cidrs.map((c: unknown, i) => {
+    if (typeof c !== 'string' || parseCidr(c) === undefined) {
+      throw bad(path, `autoMtlsCidrs[${i}]`, `${JSON.stringify(c)} is not a CIDR block (such as 10.0.0.0/8 or fd00::/8) or an IP address`);
+    }
+    return c;
+  });
+  const trustDomain = doc['trustDomain'];
+  // SPIFFE's trust-domain characters; an empty value means "not set" (Istio's proto default).
+  if (trustDomain !== undefined && (typeof trustDomain !== 'string' || !/^[A-Za-z0-9._-]*$/.test(trustDomain))) {
+    throw bad(path, 'trustDomain', `${JSON.stringify(trustDomain)} is not a trust domain (letters, digits, '.', '-' and '_', such as cluster.local)`);
+  }
+  return { enableAutoMtls: enable, autoMtlsCidrs, ...(typeof trustDomain === 'string' && trustDomain !== '' ? { trustDomain: trustDomain.toLowerCase() } : {}) };
+}
+
 /**
  * Reads the mesh config. `fileText` undefined means the file does not exist: the default mesh
  * (Istio's behaviour); a file that does not parse is an error naming the file and the field.
@@ -163,5 +195,6 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     ...(accessLogFile !== undefined ? { accessLogFile } : {}), accessLogEncoding: encoding,
     ...(accessLogFormat !== undefined ? { accessLogFormat } : {}),
     pathNormalization: pathNormalizationOf(doc, path),
+    ...autoMtlsOf(doc, path),
   };
 }

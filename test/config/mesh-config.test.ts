@@ -46,6 +46,12 @@ it('names the file and the field of a bad value', () => {
     ['accessLogEncoding: JSON\naccessLogFormat: "%RESPONSE_CODE%"\n', '', /mesh\.yaml: accessLogFormat: with accessLogEncoding JSON, expected a JSON object/],
     ['accessLogEncoding: JSON\naccessLogFormat: \'{"code": "%CODE%"}\'\n', '', /mesh\.yaml: accessLogFormat: key "code": unknown command operator %CODE%/],
     ['accessLogFormat: {code: "%RESPONSE_CODE%"}\n', '', /mesh\.yaml: accessLogFormat: expected a string/],
+    ['enableAutoMtls: "yes"\n', '', /mesh\.yaml: enableAutoMtls: "yes" is not true or false/],
+    ['autoMtlsCidrs: 10.0.0.0/8\n', '', /mesh\.yaml: autoMtlsCidrs: expected a list of CIDR blocks/],
+    ['autoMtlsCidrs: [10.0.0.0/8, 10.0.0.0/33]\n', '', /mesh\.yaml: autoMtlsCidrs\[1\]: "10\.0\.0\.0\/33" is not a CIDR block \(such as 10\.0\.0\.0\/8 or fd00::\/8\) or an IP address/],
+    ['autoMtlsCidrs: [pods.local]\n', '', /mesh\.yaml: autoMtlsCidrs\[0\]: "pods\.local" is not a CIDR block/],
+    ['autoMtlsCidrs: ["fd00::/129"]\n', '', /autoMtlsCidrs\[0\]: "fd00::\/129" is not a CIDR block/],
+    ['trustDomain: "a/b"\n', '', /mesh\.yaml: trustDomain: "a\/b" is not a trust domain/],
   ];
   for (const [file, env, message] of cases) {
     assert.throws(() => loadMeshConfig('mesh.yaml', file, env), (e: unknown) => e instanceof AgentError && e.code === 'ERR_CONFIG' && message.test(e.message), file + env);
@@ -61,4 +67,12 @@ it('reads the access log settings: file, encoding, format (Envoy operators; a JS
   assert.equal(json.accessLogEncoding, 'JSON');
   assert.equal(json.accessLogFormat, '{"code": "%RESPONSE_CODE%", "flags": "%RESPONSE_FLAGS%"}\n');
   assert.equal(loadMeshConfig('m', 'accessLogFile: ""\n', '').accessLogFile, '', '"" turns it off');
+});
+
+it('reads the auto mTLS settings and the trust domain (Istio defaults: on, no CIDRs, trust domain left to the agent)', () => {
+  const none = loadMeshConfig('m', undefined, '');
+  assert.deepEqual([none.enableAutoMtls, none.autoMtlsCidrs, none.trustDomain], [true, [], undefined]);
+  const set = loadMeshConfig('m', 'enableAutoMtls: false\nautoMtlsCidrs: [10.0.0.0/8, "fd00::/8", 192.168.1.7]\ntrustDomain: Example.ORG\n', '');
+  assert.deepEqual([set.enableAutoMtls, set.autoMtlsCidrs, set.trustDomain], [false, ['10.0.0.0/8', 'fd00::/8', '192.168.1.7'], 'example.org']);
+  assert.equal(loadMeshConfig('m', 'trustDomain: ""\n', '').trustDomain, undefined, '"" is not set, as in Istio');
 });

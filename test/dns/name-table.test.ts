@@ -8,7 +8,7 @@ import { QTYPE } from '../../src/dns/wire.js';
 function se(hosts: string[], addresses: string[]): ServiceEntry {
   return {
     meta: { kind: 'ServiceEntry', apiVersion: 'networking.mesh.io/v1', name: 'x', namespace: 'ns1', origin: { file: 'f.yaml', index: 0 } },
-    hosts, addresses, ports: [],
+    hosts, addresses, ports: [], endpoints: [], subjectAltNames: [],
   };
 }
 

@@ -13,7 +13,7 @@ import {
 function serviceEntry(hosts: string[], addresses: string[]): ServiceEntry {
   return {
     meta: { kind: 'ServiceEntry', apiVersion: 'networking.mesh.io/v1', name: hosts[0]!, namespace: 'ns1', origin: { file: 'x.yaml', index: 0 } },
-    hosts, addresses, ports: [{ number: 80, name: 'http' }],
+    hosts, addresses, ports: [{ number: 80, name: 'http' }], endpoints: [], subjectAltNames: [],
   };
 }
 

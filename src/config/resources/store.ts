@@ -7,7 +7,8 @@
 //   later one is rejected.
 // Pure: the watcher feeds it file texts; it does no I/O.
 import type {
-  AuthorizationPolicy, Gateway, Rejection, RequestAuthentication, ResourceSnapshot, ServiceEntry, VirtualService,
+  AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceSnapshot,
+  ServiceEntry, VirtualService,
 } from './types.js';
 import { parseDocuments } from './documents.js';
 import { isResourceKind, resourceKey, validateDocument, type ValidatedResource } from './validate.js';
@@ -38,8 +39,10 @@ interface Lists {
   gateways: Gateway[];
   virtualServices: VirtualService[];
   serviceEntries: ServiceEntry[];
+  destinationRules: DestinationRule[];
   requestAuthentications: RequestAuthentication[];
   authorizationPolicies: AuthorizationPolicy[];
+  peerAuthentications: PeerAuthentication[];
 }
 
 function add(lists: Lists, v: ValidatedResource): void {
@@ -47,8 +50,10 @@ function add(lists: Lists, v: ValidatedResource): void {
     case 'Gateway': lists.gateways.push(v.resource); break;
     case 'VirtualService': lists.virtualServices.push(v.resource); break;
     case 'ServiceEntry': lists.serviceEntries.push(v.resource); break;
+    case 'DestinationRule': lists.destinationRules.push(v.resource); break;
     case 'RequestAuthentication': lists.requestAuthentications.push(v.resource); break;
     case 'AuthorizationPolicy': lists.authorizationPolicies.push(v.resource); break;
+    case 'PeerAuthentication': lists.peerAuthentications.push(v.resource); break;
   }
 }
 
@@ -57,8 +62,10 @@ const EMPTY: ResourceSnapshot = Object.freeze({
   gateways: Object.freeze([]),
   virtualServices: Object.freeze([]),
   serviceEntries: Object.freeze([]),
+  destinationRules: Object.freeze([]),
   requestAuthentications: Object.freeze([]),
   authorizationPolicies: Object.freeze([]),
+  peerAuthentications: Object.freeze([]),
 });
 
 export class ResourceStore {
@@ -147,7 +154,10 @@ export class ResourceStore {
   /** Recomputes the snapshot from the files; returns rejections for duplicates not reported before. */
   #rebuild(): Rejection[] {
     const winners = new Map<string, Entry>();
-    const lists: Lists = { gateways: [], virtualServices: [], serviceEntries: [], requestAuthentications: [], authorizationPolicies: [] };
+    const lists: Lists = {
+      gateways: [], virtualServices: [], serviceEntries: [], destinationRules: [], requestAuthentications: [], authorizationPolicies: [],
+      peerAuthentications: [],
+    };
     const prints: string[] = [];
     const duplicates = new Set<string>();
     const fresh: Rejection[] = [];
@@ -181,8 +191,10 @@ export class ResourceStore {
         gateways: Object.freeze(lists.gateways),
         virtualServices: Object.freeze(lists.virtualServices),
         serviceEntries: Object.freeze(lists.serviceEntries),
+        destinationRules: Object.freeze(lists.destinationRules),
         requestAuthentications: Object.freeze(lists.requestAuthentications),
         authorizationPolicies: Object.freeze(lists.authorizationPolicies),
+        peerAuthentications: Object.freeze(lists.peerAuthentications),
       });
     }
     return fresh;

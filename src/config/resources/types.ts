@@ -9,7 +9,9 @@ export interface ResourceOrigin {
   readonly index: number;
 }
 
-export type ResourceKind = 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'RequestAuthentication' | 'AuthorizationPolicy';
+export type ResourceKind =
+  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule'
+  | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication';
 
 export interface ResourceMeta {
   readonly kind: ResourceKind;
@@ -125,7 +127,26 @@ export interface VirtualService {
   readonly http: readonly HttpRoute[];
 }
 
-// ---- networking.mesh.io: ServiceEntry (names for the DNS proxy) ----
+// ---- networking.mesh.io: ServiceEntry (names for the DNS proxy, endpoints for auto mTLS) ----
+
+/** The endpoint label that says "this endpoint speaks mesh mTLS" (Istio's `security.istio.io/tlsMode: istio`). */
+export const TLS_MODE_LABEL = 'security.mesh.io/tlsMode';
+export const TLS_MODE_MESH = 'mesh';
+
+/** One of a ServiceEntry's `endpoints` (Istio's WorkloadEntry fields). */
+export interface ServiceEntryEndpoint {
+  /** An IP address (as written), a DNS name (lower-cased) or `unix://path`. */
+  readonly address: string;
+  /** Port name → the endpoint's port number for it. */
+  readonly ports: Readonly<Record<string, number>>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly network?: string;
+  readonly locality?: string;
+  /** 0 when not written (Istio: the load balancer then treats the endpoints equally). */
+  readonly weight: number;
+  /** The endpoint's identity: `spiffe://<trust domain>/ns/<entry namespace>/sa/<serviceAccount>`. */
+  readonly serviceAccount?: string;
+}
 
 export interface ServiceEntry {
   readonly meta: ResourceMeta;
@@ -136,6 +157,46 @@ export interface ServiceEntry {
   readonly ports: readonly { readonly number: number; readonly name: string; readonly protocol?: string }[];
   readonly location?: 'MESH_EXTERNAL' | 'MESH_INTERNAL';
   readonly resolution?: 'NONE' | 'STATIC' | 'DNS' | 'DNS_ROUND_ROBIN';
+  readonly endpoints: readonly ServiceEntryEndpoint[];
+  /** Identities a TLS origination to these endpoints accepts (unless a DestinationRule names its own). */
+  readonly subjectAltNames: readonly string[];
+}
+
+// ---- networking.mesh.io: DestinationRule (how connections to a host are originated) ----
+
+export type ClientTlsMode = 'DISABLE' | 'SIMPLE' | 'MUTUAL' | 'ISTIO_MUTUAL';
+
+/** Istio's ClientTLSSettings. File paths as written (relative to the working directory unless absolute). */
+export interface ClientTls {
+  readonly mode: ClientTlsMode;
+  readonly clientCertificate?: string;
+  readonly privateKey?: string;
+  readonly caCertificates?: string;
+  /** Files under ./etc/mesh/credentials/<credentialName>/ (tls.crt, tls.key, ca.crt), as for a Gateway. */
+  readonly credentialName?: string;
+  readonly subjectAltNames: readonly string[];
+  readonly sni?: string;
+  readonly insecureSkipVerify: boolean;
+}
+
+export interface DestinationRulePortSetting {
+  readonly port: number;
+  readonly tls?: ClientTls;
+}
+
+export interface DestinationRule {
+  readonly meta: ResourceMeta;
+  /** Lower-cased: an exact name, a short name (`reviews`), `*.suffix` or `*`. */
+  readonly host: string;
+  readonly tls?: ClientTls;
+  /** `trafficPolicy.portLevelSettings` that carry a tls (the others tune only what this agent lacks). */
+  readonly portLevelTls: readonly DestinationRulePortSetting[];
+  /** Names only: a subset's own traffic policy is never honoured (it needs subset routing). */
+  readonly subsets: readonly { readonly name: string; readonly labels: Readonly<Record<string, string>> }[];
+  /** `.` resolved to the rule's namespace; `*` for everyone (the default). */
+  readonly exportTo: readonly string[];
+  /** Only client workloads of the rule's own namespace that match (Istio). */
+  readonly workloadSelector?: LabelSelector;
 }
 
 // ---- security.mesh.io: RequestAuthentication ----
@@ -219,6 +280,20 @@ export interface AuthorizationPolicy {
   readonly rules: readonly AuthorizationRule[];
 }
 
+// ---- security.mesh.io: PeerAuthentication ----
+
+export type PeerAuthenticationMode = 'UNSET' | 'DISABLE' | 'PERMISSIVE' | 'STRICT';
+
+export interface PeerAuthentication {
+  readonly meta: ResourceMeta;
+  /** Absent or `{}`: namespace-wide (mesh-wide in the root namespace). */
+  readonly selector?: LabelSelector;
+  /** `mtls.mode`; UNSET (also when `mtls` is absent) inherits from the level above. */
+  readonly mode: PeerAuthenticationMode;
+  /** Port (the workload's own port) → mode; only with a non-empty selector. UNSET: this policy's `mode`. */
+  readonly portLevelMtls: readonly { readonly port: number; readonly mode: PeerAuthenticationMode }[];
+}
+
 // ---- the whole set ----
 
 /** A resource that did not validate: one line for the operator, naming file, resource and field. */
@@ -240,8 +315,10 @@ export interface ResourceSnapshot {
   readonly gateways: readonly Gateway[];
   readonly virtualServices: readonly VirtualService[];
   readonly serviceEntries: readonly ServiceEntry[];
+  readonly destinationRules: readonly DestinationRule[];
   readonly requestAuthentications: readonly RequestAuthentication[];
   readonly authorizationPolicies: readonly AuthorizationPolicy[];
+  readonly peerAuthentications: readonly PeerAuthentication[];
 }
 
 /** The workload this agent serves: its namespace (POD_NAMESPACE) and labels (./etc/mesh/pod/labels). */

@@ -2,14 +2,16 @@
 // metadata (namespace defaults to the agent's), and turns any FieldError into a Rejection that
 // names the file, the document, the resource and the field.
 import type {
-  AuthorizationPolicy, Gateway, Rejection, RequestAuthentication, ResourceKind, ResourceMeta, ServiceEntry,
-  VirtualService,
+  AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceKind,
+  ResourceMeta, ServiceEntry, VirtualService,
 } from './types.js';
 import { checkFields, FieldError, isObj, show, str } from './fields.js';
 export { formatRejection } from './format.js';
 import { checkName, checkNamespace } from './names.js';
 import { validateAuthorizationPolicy } from './validate-authorization-policy.js';
+import { validateDestinationRule } from './validate-destination-rule.js';
 import { validateGateway } from './validate-gateway.js';
+import { validatePeerAuthentication } from './validate-peer-authentication.js';
 import { validateRequestAuthentication } from './validate-request-authentication.js';
 import { validateServiceEntry } from './validate-service-entry.js';
 import { validateVirtualService } from './validate-virtual-service.js';
@@ -23,8 +25,10 @@ export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   Gateway: NETWORKING_GROUP,
   VirtualService: NETWORKING_GROUP,
   ServiceEntry: NETWORKING_GROUP,
+  DestinationRule: NETWORKING_GROUP,
   RequestAuthentication: SECURITY_GROUP,
   AuthorizationPolicy: SECURITY_GROUP,
+  PeerAuthentication: SECURITY_GROUP,
 };
 export const RESOURCE_KINDS = Object.keys(KIND_GROUPS) as readonly ResourceKind[];
 
@@ -32,8 +36,10 @@ export type ValidatedResource =
   | { readonly kind: 'Gateway'; readonly resource: Gateway }
   | { readonly kind: 'VirtualService'; readonly resource: VirtualService }
   | { readonly kind: 'ServiceEntry'; readonly resource: ServiceEntry }
+  | { readonly kind: 'DestinationRule'; readonly resource: DestinationRule }
   | { readonly kind: 'RequestAuthentication'; readonly resource: RequestAuthentication }
-  | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy };
+  | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy }
+  | { readonly kind: 'PeerAuthentication'; readonly resource: PeerAuthentication };
 
 export interface ValidateContext {
   readonly file: string;
@@ -72,8 +78,10 @@ function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceM
     case 'Gateway': return { kind: value, resource: validateGateway(spec, meta) };
     case 'VirtualService': return { kind: value, resource: validateVirtualService(spec, meta) };
     case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta) };
+    case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta) };
     case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta) };
+    case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };
   }
 }
 

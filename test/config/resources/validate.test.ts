@@ -8,10 +8,15 @@ const spec = {
   Gateway: 'spec: {selector: {}, servers: [{port: {number: 80, protocol: HTTP}, hosts: ["*"]}]}',
   VirtualService: 'spec: {hosts: [a.example.com], http: [{route: [{destination: {host: a}}]}]}',
   ServiceEntry: 'spec: {hosts: [a.example.com]}',
+  DestinationRule: 'spec: {host: a.example.com}',
   RequestAuthentication: 'spec: {jwtRules: [{issuer: a, jwksUri: "https://a/jwks"}]}',
   AuthorizationPolicy: 'spec: {action: DENY, rules: [{}]}',
+  PeerAuthentication: 'spec: {mtls: {mode: STRICT}}',
 };
-const groups = { Gateway: 'networking', VirtualService: 'networking', ServiceEntry: 'networking', RequestAuthentication: 'security', AuthorizationPolicy: 'security' };
+const groups = {
+  Gateway: 'networking', VirtualService: 'networking', ServiceEntry: 'networking', DestinationRule: 'networking',
+  RequestAuthentication: 'security', AuthorizationPolicy: 'security', PeerAuthentication: 'security',
+};
 
 it('dispatches every kind under v1 and the v1beta1 alias of its group', () => {
   for (const [kind, s] of Object.entries(spec)) {
@@ -29,8 +34,8 @@ it('dispatches every kind under v1 and the v1beta1 alias of its group', () => {
 it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
   const vsSpec = spec.VirtualService;
   assertRejections([
-    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: DestinationRule\nmetadata: {name: x}\nspec: {}\n`,
-      field: 'kind', message: /^unknown kind "DestinationRule"; accepted: Gateway, VirtualService, ServiceEntry \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy \(security.mesh.io\/v1 or v1beta1\)$/ },
+    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: x}\nspec: {}\n`,
+      field: 'kind', message: /^unknown kind "Sidecar"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1\)$/ },
     { name: 'Istio group', yaml: `apiVersion: networking.istio.io/v1beta1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
       field: 'apiVersion', message: /"networking.istio.io\/v1beta1" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1/ },
     { name: 'wrong group for the kind', yaml: `apiVersion: security.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
