@@ -11,6 +11,7 @@ declare -A wanted=(
   [python3]=python3            # the TPROXY test listener (IP_TRANSPARENT from Python's socket module)
   [setpriv]=util-linux         # running the sidecar as uid 1337 in tests
   [dig]=bind9-dnsutils         # a real DNS client in the DNS proxy's truncation test
+  [tcpdump]=tcpdump            # what crosses the wire between two meshed pods (mutual TLS, no plaintext)
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

@@ -31,6 +31,8 @@ export interface AdminHooks {
   readonly extraStats: () => readonly StatValue[];
   /** Called before every endpoint: brings `stats` and the decisions up to date (the workers' included). */
   readonly refresh?: () => Promise<void>;
+  /** The workload's certificates (`/certs`, Envoy's shape); absent: the endpoint says there are none. */
+  readonly certs?: () => Record<string, unknown>;
 }
 
 export interface AdminServer {
@@ -420,6 +422,10 @@ function endpoints(hooks: AdminHooks): Endpoint[] {
     {
       path: '/config_dump', mutates: false, help: 'listeners, routes, clusters, loaded resources and bootstrap settings (JSON)',
       handle: () => ok(`${JSON.stringify(hooks.configDump(), null, 2)}\n`, JSON_TYPE),
+    },
+    {
+      path: '/certs', mutates: false, help: 'the workload certificate, its chain and root: identity, serial, SANs, validity (JSON)',
+      handle: () => ok(`${JSON.stringify(hooks.certs?.() ?? { identity_state: 'none', certificates: [] }, null, 2)}\n`, JSON_TYPE),
     },
     {
       path: '/debug/decisions', mutates: false,

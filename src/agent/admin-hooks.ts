@@ -7,6 +7,7 @@ import type { Agent } from './running-agent.js';
 import { PORTS } from '../config/ports.js';
 import { loadedResources } from './resources.js';
 import { buildInfo } from '../version/build-info.js';
+import { certsDump } from '../admin/certs.js';
 
 /** Istio's node id: `sidecar~<ip>~<pod>.<namespace>~<domain>`. */
 function nodeId(agent: Agent): string {
@@ -59,6 +60,8 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
       configuration_version: agent.plane.resources.snapshot?.version ?? 0,
       rejected_resources: agent.plane.resources.lastRejections,
       jwks: agent.plane.authenticator.keyStatus(),
+      identity: identityDump(agent),
+      mtls: agent.plane.mtlsDump(),
       mesh_config: agent.mesh.raw,
     }),
     listeners: listenerInfo,
@@ -69,10 +72,25 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
     decisions: () => agent.decisions.recent(),
     extraStats: () => extraStats(agent),
     refresh: agent.refresh,
+    certs: () => certsDump(agent.identity.state(), Date.now()),
   };
 }
 
 /** Decision counts (`http.<listener kind>.decisions.<stage>.<outcome>`) for /stats. */
+/** The identity in /config_dump: where it comes from, what is held, until when. */
+function identityDump(agent: Agent): Record<string, unknown> {
+  const s = agent.identity.state();
+  const held = s.state === 'ready' || s.state === 'error' ? s.certificate : undefined;
+  return {
+    state: s.state,
+    ...(s.state === 'pending' || s.state === 'error' ? { message: s.message } : {}),
+    ...(held ? {
+      spiffe_id: held.spiffeId, serial: held.serial, source: held.source,
+      not_before: new Date(held.notBeforeMs).toISOString(), not_after: new Date(held.notAfterMs).toISOString(),
+    } : {}),
+  };
+}
+
 function extraStats(agent: Agent): StatValue[] {
   const out: StatValue[] = [];
   const kind = agent.plane.router ? 'gateway' : 'inbound';

@@ -26,6 +26,7 @@ import type { ProxyOptions } from '../proxy/options.js';
 import { ProxyStats } from '../proxy/stats.js';
 import { startStatusServer } from '../status/server.js';
 import { WorkerPool } from './workers.js';
+import { identitySourceFrom, noIdentitySource } from '../identity/provider.js';
 import type { Agent, AgentState } from './running-agent.js';
 
 const log = scope('default');
@@ -67,7 +68,9 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   const servers: { close(): Promise<void> }[] = [];
   let exiting = false;
 
-  const agentMetrics = createAgentMetrics();
+  // The workload's identity: mounted certificates, Istio's CA, or none (plaintext, as before).
+  const identity = env.DISABLE_PROXY ? noIdentitySource() : identitySourceFrom(env, cwd, scope('security'));
+  const agentMetrics = createAgentMetrics({ certChain: () => identity.current()?.certChainPem });
   // The DNS proxy starts after the resources' first read; it gets the ServiceEntries from then on.
   let dnsProxy: DnsProxy | undefined;
   // One count of downstream connections for the process: this thread is worker 0, the threads 1..N-1.
@@ -109,19 +112,26 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   const proxyRegistry = new RefreshingRegistry(refresh);
   registerProxyMetrics(proxyRegistry, stats);
   registerDecisionMetrics(proxyRegistry, decisions);
+  identity.onChange((certificate) => {
+    plane.setCertificate(certificate);
+    workers.setCertificate(certificate);
+    log.info(`workload certificate in force: ${certificate.spiffeId}, serial ${certificate.serial}, `
+      + `valid until ${new Date(certificate.notAfterMs).toISOString()} (${certificate.source})`);
+  });
 
   // Closing is given EXIT_MARGIN_MS at most: a connection that will not end (an idle TCP one, a
   // client that never reads) must not keep the process past the drain duration it promised.
   const exit = async (code: number): Promise<void> => {
     if (exiting) return;
     exiting = true;
+    identity.close();
     const closed = Promise.allSettled([...servers.map((x) => x.close()), plane.close(), workers.close()]);
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, EXIT_MARGIN_MS).unref())]);
     process.exit(code);
   };
 
   const agent: Agent = {
-    options, env, mesh, plane, concurrency, stats, decisions, startedAt, refresh,
+    options, env, mesh, plane, concurrency, stats, decisions, startedAt, refresh, identity,
     state: () => state,
     readiness: () => {
       if (state === 'DRAINING') return { ready: false, reason: 'draining' };
@@ -130,6 +140,11 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       if (!listenersBound) return { ready: false, reason: `listeners not bound: ${plane.router ? 'gateway ports' : `${PORTS.outbound}, ${PORTS.inbound}`}` };
       const unbound = plane.unbound();
       if (unbound.length > 0) return { ready: false, reason: `gateway ports not bound: ${unbound.join(', ')}` };
+      const needs = plane.identityRequiredBy();
+      if (needs !== undefined && identity.current() === undefined) {
+        const s = identity.state();
+        return { ready: false, reason: `no workload certificate, required by ${needs}${s.state === 'error' || s.state === 'pending' ? `: ${s.message}` : ''}` };
+      }
       return { ready: true };
     },
     drain: (reason) => {
@@ -198,6 +213,11 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   }));
   await plane.loadConfiguration();
   configLoaded = true;
+  // The first attempt is made before the listeners open (a failure is logged by the source, and
+  // readiness says it while a certificate is required); later ones come as they come.
+  await identity.start();
+  if (identity.state().state === 'none') log.info('no workload identity (no mounted certificates, no CA_ADDR): traffic between sidecars stays plaintext');
+  else if (identity.current()) { plane.setCertificate(identity.current()); workers.setCertificate(identity.current()); }
   if (!env.DISABLE_PROXY) {
     // The proxy's own surfaces: its metrics and its admin API.
     servers.push(await startProxyMetricsServer({ port: env.PROXY_METRICS_PORT, registry: proxyRegistry, localhostOnly }));

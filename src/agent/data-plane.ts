@@ -10,7 +10,7 @@ import { localAddresses } from '../net/local-addresses.js';
 import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
 import { readWorkload } from '../config/resources/workload.js';
-import type { ServiceEntry } from '../config/resources/types.js';
+import type { ServiceEntry, Workload } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
 import { GatewayRouter } from '../gateway/router.js';
@@ -31,6 +31,11 @@ import { RequestSecurity } from '../security/request-security.js';
 import type { WorkloadCertificate } from '../identity/workload-certificate.js';
 import { MeshCredentials } from '../proxy/tls/mesh-credentials.js';
 import type { InboundMeshTls, MtlsMode } from '../proxy/tls/inbound-mtls.js';
+import type { ResourceSnapshot } from '../config/resources/types.js';
+import { createDestinationTlsResolver, type ConnectionFacts as DestinationFacts, type OriginationPlan } from '../security/mtls/destination-tls.js';
+import { inboundMtls, inboundMtlsMode, type InboundMtls } from '../security/mtls/peer-authentication.js';
+import { outboundDecider } from '../security/mtls/outbound-decider.js';
+import { parseIp } from '../security/authz/cidr.js';
 
 const log = scope('default');
 
@@ -163,6 +168,44 @@ function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type'], cwd: string):
   return new AccessLog({ path, encoding: mesh.accessLogEncoding, format: mesh.accessLogFormat, cwd, hostname: hostname() });
 }
 
+/** Mutual TLS as one configuration version says it. */
+interface MtlsInForce {
+  readonly snapshot: ResourceSnapshot | undefined;
+  readonly inbound: InboundMtls;
+  readonly plan: (facts: DestinationFacts) => OriginationPlan;
+  /** ServiceEntry hosts that list the address (as an address or an endpoint). */
+  hostsFor(address: string): readonly string[];
+  /** `DestinationRule ns/name` of a rule that asks for ISTIO_MUTUAL, if any. */
+  readonly istioMutualRule: string | undefined;
+}
+
+const NO_HOSTS: readonly string[] = Object.freeze([]);
+
+function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, workload: Workload): MtlsInForce {
+  const empty = { destinationRules: [], serviceEntries: [], peerAuthentications: [] };
+  const snap = snapshot ?? empty;
+  const plan = createDestinationTlsResolver({
+    workload, snapshot: snap, mesh: o.mesh, cwd: o.cwd,
+    trustDomain: o.mesh.trustDomain ?? (o.env.TRUST_DOMAIN || 'cluster.local'), clusterDomain: o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local',
+  });
+  const byAddress = new Map<string, string[]>();
+  const key = (a: string): string => parseIp(a)?.join('.') ?? a;
+  for (const se of snap.serviceEntries) {
+    for (const a of [...se.addresses, ...se.endpoints.map((e) => e.address)]) {
+      const list = byAddress.get(key(a)) ?? [];
+      for (const h of se.hosts) if (!list.includes(h)) list.push(h);
+      byAddress.set(key(a), list);
+    }
+  }
+  const mutual = snap.destinationRules.find((r) => r.tls?.mode === 'ISTIO_MUTUAL' || r.portLevelTls.some((p) => p.tls?.mode === 'ISTIO_MUTUAL'));
+  return {
+    snapshot, plan,
+    inbound: inboundMtls(snap.peerAuthentications, workload),
+    hostsFor: (address) => (byAddress.size === 0 ? NO_HOSTS : byAddress.get(key(address)) ?? NO_HOSTS),
+    istioMutualRule: mutual ? `DestinationRule ${mutual.meta.namespace}/${mutual.meta.name} (ISTIO_MUTUAL)` : undefined,
+  };
+}
+
 export class DataPlane {
   readonly stats = new ProxyStats();
   readonly decisions = new DecisionLog();
@@ -175,6 +218,9 @@ export class DataPlane {
   /** The workload certificate in force in this worker (the primary's identity source sends it). */
   readonly credentials = new MeshCredentials();
   private captures: CaptureListener[] = [];
+  /** What the resources in force say of mutual TLS, made again when they change. */
+  private mtls: MtlsInForce | undefined;
+  private readonly warned = new Set<string>();
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
@@ -217,14 +263,50 @@ export class DataPlane {
       modeFor: (port) => this.inboundMtlsMode(port),
       handshakeTimeoutMs: this.o.env.MESH_TLS_HANDSHAKE_TIMEOUT,
     };
+    const outbound = outboundDecider({
+      plan: (facts) => this.mtlsInForce().plan(facts),
+      hostsFor: (address) => this.mtlsInForce().hostsFor(address),
+      contexts: () => this.credentials.current,
+      cwd: this.o.cwd, stats: this.stats.outbound,
+      warn: (message) => {
+        if (this.warned.has(message)) return;
+        this.warned.add(message);
+        log.warn(message);
+      },
+    });
     this.captures = await listenAll(captureListeners(this.o, {
-      stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), meshTls, accessLog: this.accessLog,
+      stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLog: this.accessLog,
     }));
   }
 
+  /** The mutual TLS the resources in force ask for (made once per configuration version). */
+  private mtlsInForce(): MtlsInForce {
+    const snapshot = this.resources.snapshot;
+    if (this.mtls?.snapshot !== snapshot) this.mtls = mtlsOf(snapshot, this.o, this.resources.workload);
+    return this.mtls;
+  }
+
   /** PeerAuthentication's mode for an inbound connection to `port`. */
-  private inboundMtlsMode(_port: number): MtlsMode {
-    return 'PERMISSIVE';
+  private inboundMtlsMode(port: number): MtlsMode {
+    return inboundMtlsMode(this.mtlsInForce().inbound, port);
+  }
+
+  /** What asks for a workload certificate (readiness waits for one then): a STRICT PeerAuthentication, an ISTIO_MUTUAL DestinationRule. */
+  identityRequiredBy(): string | undefined {
+    if (this.router) return undefined;
+    const m = this.mtlsInForce();
+    if (m.inbound.anyStrict) return `${m.inbound.decidedBy} (STRICT)`;
+    return m.istioMutualRule;
+  }
+
+  /** Mutual TLS for /config_dump: inbound modes, the destination rules' TLS, the certificate's identity. */
+  mtlsDump(): Record<string, unknown> {
+    const m = this.mtlsInForce();
+    return {
+      inbound: m.inbound,
+      identity_required_by: this.identityRequiredBy() ?? null,
+      certificate_in_force: this.credentials.current ? this.credentials.current.certificate.spiffeId : null,
+    };
   }
 
   /** Puts a workload certificate in force for new connections (one OpenSSL refuses: logged, the last one kept). */

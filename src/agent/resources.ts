@@ -67,6 +67,11 @@ export class MeshResources {
     return this.current;
   }
 
+  /** The workload the resources are selected for (namespace, labels). */
+  get workload(): Workload {
+    return this.o.workload;
+  }
+
   get lastRejections(): readonly Rejection[] {
     return this.rejections;
   }

@@ -7,6 +7,7 @@ import type { ProxyOptions } from '../proxy/options.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import type { Readiness } from '../status/server.js';
 import type { DataPlane } from './data-plane.js';
+import type { IdentitySource } from '../identity/workload-certificate.js';
 
 export type AgentState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
 
@@ -23,6 +24,8 @@ export interface Agent {
   readonly stats: ProxyStats;
   readonly decisions: DecisionLog;
   readonly startedAt: number;
+  /** The workload's certificate source (mounted files, Istio's CA, or none). */
+  readonly identity: IdentitySource;
   /** Gathers the workers' counters and decisions into `stats` and `decisions`. */
   refresh(): Promise<void>;
   state(): AgentState;

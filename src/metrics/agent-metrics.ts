@@ -79,6 +79,11 @@ export function scrapeMetrics(registry: Registry): ScrapeMetrics {
 export interface AgentMetricsOptions {
   /** PEM chain whose earliest `notAfter` is `cert_expiry_seconds`; default ./etc/certs/cert-chain.pem. */
   readonly certChainPath?: string;
+  /**
+   * The chain of the workload certificate in force (the identity source's), read instead of the
+   * file: `cert_expiry_seconds` is then the certificate the proxy presents. Undefined: none held.
+   */
+  readonly certChain?: () => string | undefined;
   /** Node's process metrics (prefixed `mesh_agent_`); default true. */
   readonly defaultMetrics?: boolean;
   /** Build labels of `mesh_build`; default from buildInfo(). */
@@ -144,7 +149,8 @@ export function createAgentMetrics(options: AgentMetricsOptions = {}): AgentMetr
   const refreshCertExpiry = async (): Promise<void> => {
     let notAfter: number | undefined;
     try {
-      notAfter = earliestNotAfter(await readFile(certPath, 'utf8'));
+      const held = options.certChain ? options.certChain() : await readFile(certPath, 'utf8');
+      notAfter = held === undefined ? undefined : earliestNotAfter(held);
       lastCertProblem = '';
     } catch (err) {
       const problem = (err as NodeJS.ErrnoException).code === 'ENOENT' ? '' : (err as Error).message;

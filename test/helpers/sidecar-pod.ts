@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createPod, type Pod } from './pod-netns.js';
+import { createPod, type Namespace, type Pod } from './pod-netns.js';
 import { binPath } from './repo.js';
 import { cleanEnv, runCli } from './run-cli.js';
 
@@ -19,7 +19,7 @@ export function untilFirstOutput(child: ChildProcess): Promise<void> {
   });
 }
 
-export interface SidecarPodOptions {
+export interface SidecarPodOptions<P extends Namespace & { close(): void } = Pod> {
   /** Files of the sidecar's working directory: relative path → content (mesh config, labels, resources). */
   readonly files?: Readonly<Record<string, string>>;
   /** The sidecar may write in its working directory (uid 1337 owns it): an access log file there. */
@@ -29,11 +29,17 @@ export interface SidecarPodOptions {
   /** After `proxy`: `--concurrency 2`... */
   readonly args?: readonly string[];
   /** Starts the apps, before the sidecar. */
-  readonly prepare?: (pod: Pod) => Promise<void> | void;
+  readonly prepare?: (pod: P) => Promise<void> | void;
+  /** After the files are written, before the sidecar starts: more files (certificates...) in its directory. */
+  readonly beforeStart?: (dir: string) => Promise<void> | void;
+  /** Makes the pod's namespace (default: a pod and its peer, pod-netns.ts). */
+  readonly namespace?: () => P;
+  /** Let the sidecar take this long to be ready (a CA to ask first...). */
+  readonly readyTimeoutSeconds?: number;
 }
 
-export interface SidecarPod {
-  readonly pod: Pod;
+export interface SidecarPod<P extends Namespace & { close(): void } = Pod> {
+  readonly pod: P;
   /** The sidecar's working directory. */
   readonly dir: string;
   readonly sidecar: ChildProcess;
@@ -43,8 +49,8 @@ export interface SidecarPod {
   close(): void;
 }
 
-export async function startSidecarPod(o: SidecarPodOptions = {}): Promise<SidecarPod> {
-  const pod = createPod();
+export async function startSidecarPod<P extends Namespace & { close(): void } = Pod>(o: SidecarPodOptions<P> = {}): Promise<SidecarPod<P>> {
+  const pod = o.namespace ? o.namespace() : createPod() as unknown as P;
   const dir = mkdtempSync(join(tmpdir(), 'pa-sidecar-'));
   let out = '';
   let err = '';
@@ -63,11 +69,12 @@ export async function startSidecarPod(o: SidecarPodOptions = {}): Promise<Sideca
       { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
     assert.equal(init.code, 0, init.stderr);
     await o.prepare?.(pod);
+    await o.beforeStart?.(dir);
     const sidecar = pod.start('env', ['-C', dir, ...(o.env ?? []), 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',
       process.execPath, binPath, 'proxy', ...(o.args ?? []), '--log_target', 'stderr']);
     sidecar.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
     sidecar.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
-    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10'], { prefix: ['ip', 'netns', 'exec', pod.name] });
+    const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', String(o.readyTimeoutSeconds ?? 10)], { prefix: ['ip', 'netns', 'exec', pod.name] });
     assert.equal(wait.code, 0, `${wait.stderr}\n${err}`);
     return { pod, dir, sidecar, stdout: () => out, stderr: () => err, close };
   } catch (e) {
