@@ -1,13 +1,14 @@
 // Which ports the gateway listens on, and how, from the Gateway servers that select it. Pure: the
 // certificate files are named here and read by the router.
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { credentialFiles } from '../config/resources/credentials.js';
 import { nodeTlsSettings, parametersWarning, type NodeTlsSettings } from '../config/resources/tls-parameters.js';
 import type { Gateway, GatewayServer } from '../config/resources/types.js';
 import { DomainIndex } from './routing/hosts.js';
 import { serverKey } from './routing/table.js';
 
 /** Where `tls.credentialName: NAME` is read from (a mounted Secret, Istio's gateway file-mount layout). */
-export const CREDENTIALS_DIR = './etc/mesh/credentials';
+export { CREDENTIALS_DIR } from '../config/resources/credentials.js';
 
 /** One HTTPS server of a port: what a client whose SNI names one of `hosts` is served with. */
 export interface TlsServerPlan {
@@ -46,8 +47,8 @@ function tlsServerOf(server: GatewayServer, key: string, cwd: string): TlsServer
     return { server: key, hosts, cert: resolve(cwd, tls.serverCertificate), key: resolve(cwd, tls.privateKey), settings };
   }
   if (tls.credentialName) {
-    const dir = resolve(cwd, CREDENTIALS_DIR, tls.credentialName);
-    return { server: key, hosts, cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key'), settings };
+    const files = credentialFiles(cwd, tls.credentialName);
+    return { server: key, hosts, cert: files.cert, key: files.key, settings };
   }
   return undefined;
 }
