@@ -282,7 +282,7 @@ export class DataPlane {
   /** The mutual TLS the resources in force ask for (made once per configuration version). */
   private mtlsInForce(): MtlsInForce {
     const snapshot = this.resources.snapshot;
-    if (this.mtls?.snapshot !== snapshot) this.mtls = mtlsOf(snapshot, this.o, this.resources.workload);
+    if (!this.mtls || this.mtls.snapshot !== snapshot) this.mtls = mtlsOf(snapshot, this.o, this.resources.workload);
     return this.mtls;
   }
 

@@ -1,0 +1,128 @@
+// The sidecar's outbound traffic: to the original destination, as always, but over TLS where the
+// configuration says the destination wants it: mutual TLS with the workload's certificate to a
+// destination in the mesh (a DestinationRule's ISTIO_MUTUAL, or auto mTLS), a DestinationRule's
+// SIMPLE / MUTUAL TLS to a service outside it. What to do is a plan (destination-tls.ts, pure);
+// this turns a plan into the TLS settings the engine applies, once per plan and certificate.
+// Never a silent downgrade: when TLS is asked for and cannot be had, the request is answered 503
+// (a TCP connection reset) with the reason in the access log and /debug/decisions.
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { isAbsolute, join } from 'node:path';
+import { createSecureContext, type SecureContext } from 'node:tls';
+import { NO_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../../proxy/decider.js';
+import type { Endpoint } from '../../proxy/socket-options.js';
+import type { DirectionStats } from '../../proxy/stats.js';
+import { MESH_ALPN_HTTP, MESH_ALPN_TCP } from '../../proxy/tls/mesh-alpn.js';
+import type { MeshContexts } from '../../proxy/tls/mesh-credentials.js';
+import type { UpstreamTls } from '../../proxy/tls/origination.js';
+import type { ConnectionFacts as DestinationFacts, OriginationPlan } from './destination-tls.js';
+
+/** Where the outbound side learns what it needs; every function cheap (asked per request). */
+export interface OutboundTlsSource {
+  /** The plan for a destination (the resources in force). */
+  plan(facts: DestinationFacts): OriginationPlan;
+  /** The names known for an address (ServiceEntry hosts, names the DNS proxy answered with it). */
+  hostsFor(address: string): readonly string[];
+  /** The workload's certificate contexts; undefined: no identity held. */
+  contexts(): MeshContexts | undefined;
+  /** Where relative file paths of a DestinationRule are read from. */
+  readonly cwd: string;
+  readonly stats: DirectionStats;
+  /** A TLS plan that cannot be carried out (no identity, an unreadable file): said once per reason. */
+  warn(message: string): void;
+}
+
+const XFCC = 'x-forwarded-client-cert';
+const STRIP_XFCC: readonly string[] = [XFCC];
+
+/** The request's Host without a port (`[v6]:80` → `v6`), lower-cased. */
+function hostOf(req: IncomingMessage): string | undefined {
+  const h = req.headers.host;
+  if (!h) return undefined;
+  const m = /^\[([^\]]+)\]/.exec(h);
+  if (m) return m[1]!.toLowerCase();
+  const colon = h.lastIndexOf(':');
+  return (colon >= 0 ? h.slice(0, colon) : h).toLowerCase();
+}
+
+function noTls(reason: string): LocalReply {
+  return {
+    kind: 'reply', status: 503, flag: 'UF', details: `upstream_tls_unavailable{${reason.replace(/\s+/g, '_')}}`,
+    body: `upstream connect error or disconnect/reset before headers. reset reason: connection failure, transport failure reason: ${reason}\n`,
+  };
+}
+
+export function outboundDecider(src: OutboundTlsSource): RequestDecider {
+  /** TLS settings per plan key, certificate serial and protocol: the same object while nothing changed (the pool's key). */
+  const made = new Map<string, UpstreamTls | LocalReply>();
+  const fileContexts = new Map<string, SecureContext>();
+  let madeFor: MeshContexts | undefined;
+
+  const readPem = (path: string): Buffer => readFileSync(isAbsolute(path) ? path : join(src.cwd, path));
+
+  const settings = (plan: Exclude<OriginationPlan, { kind: 'plaintext' }>, http: boolean): UpstreamTls | LocalReply => {
+    const contexts = src.contexts();
+    if (contexts !== madeFor) { // a new certificate: new connections use it, pooled ones go on
+      made.clear();
+      madeFor = contexts;
+    }
+    const key = `${plan.key}|${http ? 'h' : 't'}`;
+    const known = made.get(key);
+    if (known) return known;
+    let result: UpstreamTls | LocalReply;
+    if (plan.kind === 'istio-mutual') {
+      if (!contexts) {
+        src.stats.mtlsNoIdentity++;
+        src.warn(`mutual TLS is required by ${plan.rule} but this workload holds no certificate: such requests get 503`);
+        return noTls(`ISTIO_MUTUAL required by ${plan.rule}, no workload certificate`);
+      }
+      result = {
+        kind: 'tls', key: `${key}|${contexts.certificate.serial}`, secureContext: contexts.context, servername: plan.sni,
+        alpn: http ? MESH_ALPN_HTTP : MESH_ALPN_TCP, subjectAltNames: plan.subjectAltNames, insecureSkipVerify: false, mesh: true,
+        describe: `ISTIO_MUTUAL (${plan.rule})`,
+      };
+    } else {
+      let context = fileContexts.get(plan.key);
+      if (!context) {
+        try {
+          context = createSecureContext({
+            minVersion: 'TLSv1.2',
+            ...(plan.caCertificates ? { ca: readPem(plan.caCertificates) } : {}),
+            ...(plan.clientCertificate ? { cert: readPem(plan.clientCertificate) } : {}),
+            ...(plan.privateKey ? { key: readPem(plan.privateKey) } : {}),
+          });
+        } catch (err) {
+          src.warn(`TLS of ${plan.rule} cannot be set up: ${(err as Error).message}: such requests get 503`);
+          return noTls(`${plan.kind.toUpperCase()} TLS of ${plan.rule}: ${(err as Error).message}`);
+        }
+        fileContexts.set(plan.key, context);
+      }
+      result = {
+        kind: 'tls', key, secureContext: context, servername: plan.sni, alpn: http ? ['http/1.1'] : [],
+        subjectAltNames: plan.subjectAltNames, insecureSkipVerify: plan.insecureSkipVerify, mesh: false,
+        describe: `${plan.kind.toUpperCase()} (${plan.rule})`,
+      };
+    }
+    made.set(key, result);
+    return result;
+  };
+
+  const tlsFor = (dst: Endpoint, host: string | undefined, http: boolean): UpstreamTls | LocalReply | undefined => {
+    const known = src.hostsFor(dst.address);
+    const hosts = host !== undefined && !known.includes(host) ? [host, ...known] : known;
+    const plan = src.plan({ address: dst.address, port: dst.port, hosts });
+    return plan.kind === 'plaintext' ? undefined : settings(plan, http);
+  };
+
+  return {
+    decide: (req, dst): Verdict => {
+      if (!dst) return NO_DESTINATION;
+      const tls = tlsFor(dst, hostOf(req), true);
+      if (tls?.kind === 'reply') return tls;
+      // Envoy's default for an outbound connection manager: a client's XFCC is not passed on.
+      const strip = req.headers[XFCC] !== undefined ? { removeHeaders: STRIP_XFCC } : {};
+      return { kind: 'forward', address: dst.address, port: dst.port, ...strip, ...(tls ? { tls } : {}) };
+    },
+    connectionUpstream: (facts: ConnectionFacts) => tlsFor(facts.destination, undefined, false),
+  };
+}
