@@ -11,6 +11,7 @@ import { createPrivateKey, type webcrypto } from 'node:crypto';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
+import { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE } from '../../src/identity/cert-files.js';
 
 export type TestKeyType = 'ecdsa-p256' | 'ecdsa-p384' | 'rsa-2048';
 
@@ -204,9 +205,7 @@ export function joinPem(...texts: readonly string[]): string {
   return texts.map((t) => t.trim()).filter((t) => t !== '').join('\n') + '\n';
 }
 
-export const CERT_CHAIN_FILE = 'cert-chain.pem';
-export const KEY_FILE = 'key.pem';
-export const ROOT_CERT_FILE = 'root-cert.pem';
+export { CERT_CHAIN_FILE, KEY_FILE, ROOT_CERT_FILE };
 
 /**
  * Writes cert-chain.pem, key.pem and root-cert.pem into `dir` (created if missing). Each file is
