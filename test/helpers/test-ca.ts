@@ -65,6 +65,8 @@ export interface RunningTestCa {
   validityMs: number | undefined;
   /** Answer every call with this status (e.g. grpc.status.UNAVAILABLE) until set back to undefined. */
   failWith(code: grpc.status | undefined, message?: string): void;
+  /** Answer every successful call with this cert_chain instead of [leaf, root] (undefined: normal answers). */
+  answerWith(chain: string[] | undefined): void;
   /** Whether the port is being served. */
   readonly running: boolean;
   /** Stops serving (connections are cut); the port is free until restart(). */
@@ -114,6 +116,7 @@ export async function startTestCa(options: TestCaOptions = {}): Promise<RunningT
 
   const requests: RecordedRequest[] = [];
   let failure: { code: grpc.status; message: string } | undefined;
+  let fixedAnswer: string[] | undefined;
   let server: grpc.Server | undefined;
   let port = options.port ?? 0;
 
@@ -141,7 +144,7 @@ export async function startTestCa(options: TestCaOptions = {}): Promise<RunningT
     if (!(validityMs > 0)) return fail(grpc.status.INVALID_ARGUMENT, `validity_duration ${request.validity_duration} is not positive`);
     signCsr(root, request.csr, validityMs).then((leaf) => {
       requests.push({ ...base, serial: leaf.serialNumber.toUpperCase() });
-      callback(null, { cert_chain: [leaf.toString('pem'), root.certPem] });
+      callback(null, { cert_chain: fixedAnswer ?? [leaf.toString('pem'), root.certPem] });
     }, (err: Error) => fail(grpc.status.INVALID_ARGUMENT, `cannot sign the CSR: ${err.message}`));
   };
 
@@ -179,6 +182,7 @@ export async function startTestCa(options: TestCaOptions = {}): Promise<RunningT
     get validityMs() { return state.validityMs; },
     set validityMs(value: number | undefined) { state.validityMs = value; },
     failWith(code, message) { failure = code === undefined ? undefined : { code, message: message ?? `test CA told to fail with ${grpc.status[code]}` }; },
+    answerWith(chain) { fixedAnswer = chain; },
     get running() { return server !== undefined; },
     stop,
     async restart() { if (!server) await serve(); },
