@@ -36,7 +36,8 @@ function details(pem: string, path: string, nowMs: number): CertDetails {
     path, serial_number: c.serialNumber.toLowerCase(), subject_alt_names: sansOf(c),
     days_until_expiration: Math.floor((until - nowMs) / DAY_MS),
     valid_from: new Date(Date.parse(c.validFrom)).toISOString(), expiration_time: new Date(until).toISOString(),
-    subject: c.subject.replace(/\n/g, ', '), issuer: c.issuer.replace(/\n/g, ', '),
+    // Istio's workload certificates have an empty subject (node then says undefined).
+    subject: (c.subject ?? '').replace(/\n/g, ', '), issuer: (c.issuer ?? '').replace(/\n/g, ', '),
   };
 }
 

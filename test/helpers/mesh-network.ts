@@ -1,7 +1,7 @@
 // Several pods on one network, for the tests of traffic between sidecars: a "node" namespace with
 // a bridge (198.18.10.1/24) and one namespace per pod, each joined to the bridge by a veth pair
-// (eth0 in the pod), with an address of its own and a default route via the node. A capture on
-// the bridge (tcpdump) shows exactly what crosses the wire between the pods. Namespaces and
+// (eth0 in the pod), with an address of its own and a default route via the node. A capture on a
+// pod's link (tcpdump, in the node) shows exactly what crosses the wire to and from it. Namespaces and
 // processes end with `close()`, or at process exit (pod-netns.ts keeps track of them).
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -14,20 +14,38 @@ export const NODE_V4 = '198.18.10.1';
 export interface MeshPodNamespace extends Namespace {
   /** Its address on the pod network. */
   readonly address: string;
+  /** The node's end of its veth pair (what a capture of this pod's traffic listens on). */
+  readonly link: string;
   close(): void;
 }
 
+export interface Captured {
+  /** The capture file as tcpdump wrote it (pcap): headers and every packet, payloads whole. */
+  readonly file: Buffer;
+  /** Packets in it. */
+  readonly packets: number;
+}
+
 export interface Capture {
-  /** Stops the capture (tcpdump wrote each packet as it came) and answers the raw capture file. */
-  stop(): Promise<Buffer>;
+  /** Stops the capture (SIGINT: tcpdump writes what it holds and exits) and answers what it saw. */
+  stop(): Promise<Captured>;
+}
+
+/** Packets in a pcap file (classic format, either byte order): its record headers walked. */
+export function pcapPackets(file: Buffer): number {
+  if (file.length < 24) return 0;
+  const le = file.readUInt32LE(0) === 0xa1b2c3d4 || file.readUInt32LE(0) === 0xa1b23c4d;
+  let n = 0;
+  for (let at = 24; at + 16 <= file.length; n++) at += 16 + (le ? file.readUInt32LE(at + 8) : file.readUInt32BE(at + 8));
+  return n;
 }
 
 export interface MeshNetwork {
   readonly node: Namespace;
   /** A pod namespace on the network, address 198.18.10.<n + 1> (n from 1). */
   addPod(): MeshPodNamespace;
-  /** Starts tcpdump on the bridge (TCP only); resolves once it listens. */
-  capture(): Promise<Capture>;
+  /** Starts tcpdump on a pod's link (TCP only): every packet to or from it; resolves once it listens. */
+  capture(pod: MeshPodNamespace): Promise<Capture>;
   close(): void;
 }
 
@@ -62,12 +80,12 @@ export function createMeshNetwork(): MeshNetwork {
       ns.exec('ip', ['route', 'add', 'default', 'via', NODE_V4]);
       node.exec('ip', ['link', 'set', link, 'master', 'br0']);
       node.exec('ip', ['link', 'set', link, 'up']);
-      return { ...ns, address };
+      return { ...ns, address, link };
     },
-    async capture() {
+    async capture(pod) {
       const file = join(dir, `capture-${randomBytes(3).toString('hex')}.pcap`);
-      // -U: each packet written as it comes (the process is killed, not asked to flush).
-      const child = node.start('tcpdump', ['-i', 'br0', '-n', '-U', '-s', '0', '-w', file, 'tcp']);
+      // --immediate-mode and -U: each packet handed over and written as it comes, not in blocks.
+      const child = node.start('tcpdump', ['-i', pod.link, '-n', '--immediate-mode', '-U', '-s', '0', '-w', file, 'tcp']);
       await new Promise<void>((resolve, reject) => {
         let err = '';
         const timer = setTimeout(() => reject(new Error(`tcpdump did not start: ${err}`)), 5_000);
@@ -79,9 +97,12 @@ export function createMeshNetwork(): MeshNetwork {
       });
       return {
         async stop() {
-          await new Promise((resolve) => setTimeout(resolve, 200)); // the last packets reach the file
-          if (child.pid) try { process.kill(child.pid, 'SIGKILL'); } catch { /* gone */ }
-          return readFileSync(file);
+          await new Promise((resolve) => setTimeout(resolve, 200)); // the last packets of the exchange arrive
+          const exited = new Promise((resolve) => child.once('exit', resolve));
+          if (child.pid) try { process.kill(child.pid, 'SIGINT'); } catch { /* gone */ }
+          await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 3_000))]);
+          const captured = readFileSync(file);
+          return { file: captured, packets: pcapPackets(captured) };
         },
       };
     },
