@@ -37,6 +37,7 @@ bench: build
 	scripts/bench.sh
 	node scripts/bench-iptables.mjs
 	scripts/bench-proxy.sh
+	scripts/bench-mtls.sh
 	scripts/bench-gateway.sh
 	node scripts/bench-dns.mjs
 

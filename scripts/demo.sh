@@ -9,6 +9,7 @@
 # sidecar's own counters (`pilot-agent request GET /stats`) show what went through it. Then a client
 # calls the gateway with no token, a bad token and the two sample tokens, with and without a policy
 # that requires one, and `pilot-agent request GET /debug/decisions` shows why each got its answer.
+# Last, scripts/demo-mesh.sh: mutual TLS between meshed pods (identity from a CA, STRICT, principals).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gateway-resources.sh
@@ -126,5 +127,7 @@ call "groups-scope.jwt" "$(cat "$jwt/groups-scope.jwt")"
 step "why: pilot-agent request GET /debug/decisions (last 3)"
 in_gw "$agent" request GET '/debug/decisions?limit=3' | "$node" -e "let t = ''; process.stdin.on('data', (d) => t += d).on('end', () => {
   for (const d of JSON.parse(t).decisions) console.log('  ', d.status, 'jwt=' + d.jwt, '|', d.authz, '|', d.route ?? '-'); })"
+
+scripts/demo-mesh.sh
 
 step "done: the namespaces and processes are removed"

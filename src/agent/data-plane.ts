@@ -34,7 +34,7 @@ import type { InboundMeshTls, MtlsMode } from '../proxy/tls/inbound-mtls.js';
 import type { ResourceSnapshot } from '../config/resources/types.js';
 import { createDestinationTlsResolver, type ConnectionFacts as DestinationFacts, type OriginationPlan } from '../security/mtls/destination-tls.js';
 import { inboundMtls, inboundMtlsMode, type InboundMtls } from '../security/mtls/peer-authentication.js';
-import { outboundDecider } from '../security/mtls/outbound-decider.js';
+import { outboundDecider, upstreamTlsFor, type UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import { parseIp } from '../security/authz/cidr.js';
 
 const log = scope('default');
@@ -221,6 +221,8 @@ export class DataPlane {
   /** What the resources in force say of mutual TLS, made again when they change. */
   private mtls: MtlsInForce | undefined;
   private readonly warned = new Set<string>();
+  /** TLS to upstreams (the sidecar's outbound side, the gateway's routes), as the resources say. */
+  private readonly upstreamTls: UpstreamTlsFor;
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
@@ -233,11 +235,24 @@ export class DataPlane {
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
     this.security = new RequestSecurity(this.authenticator, this.decisions);
+    this.upstreamTls = upstreamTlsFor({
+      plan: (facts) => this.mtlsInForce().plan(facts),
+      generation: () => this.mtlsInForce(),
+      hostsFor: (address) => this.mtlsInForce().hostsFor(address),
+      contexts: () => this.credentials.current,
+      cwd: o.cwd, stats: this.stats.outbound,
+      warn: (message) => {
+        if (this.warned.has(message)) return;
+        this.warned.add(message);
+        log.warn(message);
+      },
+    });
     this.router = options.type === 'router' && !env.DISABLE_PROXY
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
+        upstreamTls: this.upstreamTls,
       })
       : undefined;
     this.resources = new MeshResources({
@@ -263,17 +278,7 @@ export class DataPlane {
       modeFor: (port) => this.inboundMtlsMode(port),
       handshakeTimeoutMs: this.o.env.MESH_TLS_HANDSHAKE_TIMEOUT,
     };
-    const outbound = outboundDecider({
-      plan: (facts) => this.mtlsInForce().plan(facts),
-      hostsFor: (address) => this.mtlsInForce().hostsFor(address),
-      contexts: () => this.credentials.current,
-      cwd: this.o.cwd, stats: this.stats.outbound,
-      warn: (message) => {
-        if (this.warned.has(message)) return;
-        this.warned.add(message);
-        log.warn(message);
-      },
-    });
+    const outbound = outboundDecider(this.upstreamTls);
     this.captures = await listenAll(captureListeners(this.o, {
       stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLog: this.accessLog,
     }));
@@ -293,9 +298,8 @@ export class DataPlane {
 
   /** What asks for a workload certificate (readiness waits for one then): a STRICT PeerAuthentication, an ISTIO_MUTUAL DestinationRule. */
   identityRequiredBy(): string | undefined {
-    if (this.router) return undefined;
     const m = this.mtlsInForce();
-    if (m.inbound.anyStrict) return `${m.inbound.decidedBy} (STRICT)`;
+    if (!this.router && m.inbound.anyStrict) return `${m.inbound.decidedBy} (STRICT)`;
     return m.istioMutualRule;
   }
 

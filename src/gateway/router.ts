@@ -10,6 +10,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { hostPort, type AccessLogSink } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
+import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler } from '../proxy/http1/handler.js';
@@ -43,6 +44,8 @@ export interface GatewayRouterOptions {
   readonly tlsHandshakeTimeoutMs: number;
   /** Every request (and every connection refused over the budget) is logged here; absent: none is. */
   readonly accessLog?: AccessLogSink | undefined;
+  /** TLS to a route's destination (mTLS into the mesh, a DestinationRule's TLS); absent: plaintext. */
+  readonly upstreamTls?: UpstreamTlsFor | undefined;
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
@@ -325,8 +328,14 @@ export class GatewayRouter {
         }
         if (decision.rewrite?.authority) setHeaders.push(['host', decision.rewrite.authority]);
         const path = decision.rewrite?.path ?? tokenlessPath;
+        const tls = this.o.upstreamTls?.({ address: dst.host, port: dst.port }, dst.host, true);
+        if (tls?.kind === 'reply') {
+          draft.flag = tls.flag;
+          draft.details = tls.details;
+          return tls;
+        }
         const target: ForwardTarget = {
-          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders,
+          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),
           ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
         };

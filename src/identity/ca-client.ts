@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { AgentError } from '../errors/agent-error.js';
+import { parseCaAddress } from './ca-address.js';
 import { certificateService, type IstioCertificateRequest, type IstioCertificateResponse } from './ca-proto.js';
 
 export interface CaClientOptions {
@@ -27,20 +28,7 @@ export interface CertificateRequest {
   readonly subjectId?: string;
 }
 
-export interface HostPort {
-  readonly host: string;
-  readonly port: number;
-}
-
-/** Splits `host:port` / `[v6]:port`; the host is what the CA's certificate must name. */
-export function parseCaAddress(address: string): HostPort {
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address.trim());
-  const port = Number(m?.[3]);
-  if (!m || port < 1 || port > 65535) {
-    throw new AgentError('ERR_ENV_VALUE', `CA_ADDR=${JSON.stringify(address)} is not host:port (for example istiod.istio-system.svc:15012 or [fd00::1]:15012)`);
-  }
-  return { host: m[1] ?? m[2]!, port };
-}
+export { parseCaAddress, type HostPort } from './ca-address.js';
 
 async function readToken(file: string): Promise<string> {
   let token: string;

@@ -11,13 +11,13 @@ import { resolve } from 'node:path';
 import type { EnvValues } from '../config/env/registry.js';
 import { AgentError } from '../errors/agent-error.js';
 import type { ScopedLogger } from '../log/logger.js';
-import { parseCaAddress } from './ca-client.js';
-import { createCaSource } from './ca-source.js';
+import { parseCaAddress } from './ca-address.js';
+import type { CaSourceOptions } from './ca-source.js';
 import { MOUNTED_CERTS_DIR } from './cert-files.js';
-import { keyOptionsFromEnv } from './csr.js';
+import { keyOptionsFromEnv } from './key-options.js';
 import { createFileSource } from './file-source.js';
 import { workloadSpiffeId } from './spiffe.js';
-import type { IdentitySource, IdentityState } from './workload-certificate.js';
+import type { IdentitySource, IdentityState, WorkloadCertificate } from './workload-certificate.js';
 
 /** Where the projected token is (JWT_POLICY=third-party-jwt, the default) or the legacy one (first-party-jwt). */
 export const THIRD_PARTY_TOKEN_FILE = 'var/run/secrets/tokens/istio-token';
@@ -75,7 +75,7 @@ export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: Sco
   if (choice.kind === 'files') return createFileSource({ dir: choice.dir, log });
   parseCaAddress(choice.address);
   if (!(env.SECRET_TTL > 0)) throw new AgentError('ERR_ENV_VALUE', `SECRET_TTL=${env.SECRET_TTL / 1000}s is not a positive duration`);
-  return createCaSource({
+  return lazyCaSource({
     client: {
       address: choice.address,
       rootCertFile: resolve(cwd, env.CA_ROOT_CA || DEFAULT_CA_ROOT_FILE),
@@ -92,4 +92,34 @@ export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: Sco
     ...(env.OUTPUT_CERTS !== '' ? { outputDir: resolve(cwd, env.OUTPUT_CERTS) } : {}),
     log,
   });
+}
+
+/**
+ * The CA source, loaded when it starts: gRPC and the X.509 library cost a worker hundreds of
+ * milliseconds to load, and a sidecar with mounted certificates (or none) never needs them.
+ */
+function lazyCaSource(options: CaSourceOptions): IdentitySource {
+  let inner: IdentitySource | undefined;
+  let closed = false;
+  const listeners: ((c: WorkloadCertificate) => void)[] = [];
+  const pending: IdentityState = { state: 'pending', message: `asking the CA at ${options.client.address}` };
+  return {
+    async start() {
+      const { createCaSource } = await import('./ca-source.js');
+      if (closed) return;
+      inner = createCaSource(options);
+      for (const l of listeners) inner.onChange(l);
+      await inner.start();
+    },
+    current: () => inner?.current(),
+    state: () => inner?.state() ?? pending,
+    onChange(listener) {
+      listeners.push(listener);
+      inner?.onChange(listener);
+    },
+    close() {
+      closed = true;
+      inner?.close();
+    },
+  };
 }

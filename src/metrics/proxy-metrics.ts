@@ -137,14 +137,25 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   const n = PROXY_METRIC_NAMES;
   new Counter({
     name: n.requests,
-    help: 'HTTP requests completed by the proxy, by direction and response status code.',
-    labelNames: ['direction', 'response_code'],
+    help: 'HTTP requests completed by the proxy, by direction, response status code, and (Istio\'s labels) whether the '
+      + 'client came over mutual TLS and as whom: connection_security_policy mutual_tls/none inbound (unknown outbound), source_principal.',
+    labelNames: ['direction', 'response_code', 'connection_security_policy', 'source_principal'],
     registers: [registry],
     collect() {
       this.reset();
       for (const direction of DIRECTIONS) {
-        const codes = [...stats.of(direction).rqByCode].sort(([a], [b]) => a - b);
-        for (const [code, count] of codes) this.inc({ direction, response_code: String(code) }, count);
+        const d = stats.of(direction);
+        const plain = new Map(d.rqByCode);
+        for (const [key, count] of d.rqMtlsByCodePeer) {
+          const space = key.indexOf(' ');
+          const code = Number(key.slice(0, space));
+          plain.set(code, (plain.get(code) ?? 0) - count);
+          this.inc({ direction, response_code: String(code), connection_security_policy: 'mutual_tls', source_principal: key.slice(space + 1) }, count);
+        }
+        const policy = direction === 'inbound' ? 'none' : 'unknown';
+        for (const [code, count] of [...plain].sort(([a], [b]) => a - b)) {
+          if (count > 0) this.inc({ direction, response_code: String(code), connection_security_policy: policy, source_principal: 'unknown' }, count);
+        }
       }
     },
   });

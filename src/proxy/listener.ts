@@ -243,6 +243,7 @@ export class CaptureListener {
     acceptMeshTls(downstream, head, {
       contexts, stats, handshakeTimeoutMs: meshTls.handshakeTimeoutMs,
       onSecure: (tls, peer) => {
+        log.debug(`inbound mutual TLS from ${downstream.remoteAddress ?? '?'}: ${peer.spiffeId}`);
         destinations.set(tls, dst);
         this.dispatch(tls, dst, peer);
       },
@@ -331,7 +332,7 @@ export class CaptureListener {
       if (verdict && !verdict.allowed) {
         dropUpstream();
         stats.tcpCxDenied++;
-        log.debug('connection refused by policy', { source: downstream.remoteAddress, destination: `${dst.address}:${dst.port}`, reason: verdict.reason });
+        log.debug('connection refused by policy', { source: downstream.remoteAddress, destination: `${dst.address}:${dst.port}`, peer: peer?.principal, reason: verdict.reason });
         tcpLog?.write(FLAG.RBAC, verdict.details);
         downstream.destroy();
         return;
@@ -366,7 +367,9 @@ export class CaptureListener {
         restartTimer(this.headTimeoutMs);
         return;
       }
-      if (protocol === 'tls' && mode !== 'DISABLE') {
+      // Mesh TLS is looked for only when it can be answered (a certificate is held); without one a
+      // ClientHello is carried (or refused) as TCP at once, as before.
+      if (protocol === 'tls' && mode !== 'DISABLE' && meshTls!.contexts() !== undefined) {
         const hello = readClientHello(head);
         if (hello.kind === 'incomplete') { // the ALPN says whether it is a sidecar's
           restartTimer(this.headTimeoutMs);

@@ -83,6 +83,8 @@ export class DirectionStats {
   rqActive = 0;
   /** Completed requests by response status code. */
   readonly rqByCode = new Map<number, number>();
+  /** Of those, the ones that came over mutual TLS: `<code> <peer principal>` → count (Istio's source_principal label). */
+  readonly rqMtlsByCodePeer = new Map<string, number>();
   /** Malformed requests answered 400 (and the parser's 414, 431, 501, 505). */
   rqProtocolErrors = 0;
   /** Request heads not complete within the head time-out (408, connection closed). */
@@ -104,8 +106,12 @@ export class DirectionStats {
   /** Requests answered 504 because the route's timeout passed before the upstream's response head. */
   upstreamRqTimeouts = 0;
 
-  recordResponse(status: number, durationMs: number): void {
+  recordResponse(status: number, durationMs: number, peer?: string): void {
     this.rqByCode.set(status, (this.rqByCode.get(status) ?? 0) + 1);
+    if (peer !== undefined) {
+      const key = `${status} ${peer}`;
+      this.rqMtlsByCodePeer.set(key, (this.rqMtlsByCodePeer.get(key) ?? 0) + 1);
+    }
     this.rqDurationMs.observe(durationMs);
   }
 
@@ -114,6 +120,7 @@ export class DirectionStats {
       if (typeof this[key] === 'number') (this as unknown as Record<string, number>)[key] = 0;
     }
     this.rqByCode.clear();
+    this.rqMtlsByCodePeer.clear();
     this.rqDurationMs.counts.fill(0);
     this.rqDurationMs.sum = 0;
     this.rqDurationMs.count = 0;
@@ -126,6 +133,7 @@ export class DirectionStats {
       if (typeof value === 'number') (this as unknown as Record<string, number>)[key] = (this[key] as number) + value;
     }
     for (const [code, n] of other.rqByCode) this.rqByCode.set(code, (this.rqByCode.get(code) ?? 0) + n);
+    for (const [key, n] of other.rqMtlsByCodePeer) this.rqMtlsByCodePeer.set(key, (this.rqMtlsByCodePeer.get(key) ?? 0) + n);
     this.rqDurationMs.add(other.rqDurationMs);
   }
 }

@@ -36,6 +36,8 @@ export interface SidecarPodOptions<P extends Namespace & { close(): void } = Pod
   readonly namespace?: () => P;
   /** Let the sidecar take this long to be ready (a CA to ask first...). */
   readonly readyTimeoutSeconds?: number;
+  /** False: return once the sidecar is started, ready or not (a test of readiness itself). */
+  readonly waitReady?: boolean;
 }
 
 export interface SidecarPod<P extends Namespace & { close(): void } = Pod> {
@@ -74,6 +76,7 @@ export async function startSidecarPod<P extends Namespace & { close(): void } = 
       process.execPath, binPath, 'proxy', ...(o.args ?? []), '--log_target', 'stderr']);
     sidecar.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
     sidecar.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+    if (o.waitReady === false) return { pod, dir, sidecar, stdout: () => out, stderr: () => err, close };
     const wait = await runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', String(o.readyTimeoutSeconds ?? 10)], { prefix: ['ip', 'netns', 'exec', pod.name] });
     assert.equal(wait.code, 0, `${wait.stderr}\n${err}`);
     return { pod, dir, sidecar, stdout: () => out, stderr: () => err, close };

@@ -7,7 +7,7 @@
 // to an Upgrade, 2xx to CONNECT): the connection then becomes a tunnel (tunnel.ts); any other
 // answer keeps it HTTP and the next request is parsed and judged like the first.
 import type { Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { clusterName, defaultRouteName, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
@@ -21,7 +21,8 @@ import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstre
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
 import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
-import type { UpstreamTls } from '../tls/origination.js';
+import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
+import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 
 const log = scope('default');
@@ -98,6 +99,8 @@ class Exchange implements ResponseSink {
   /** Envoy's response flags (FLAG bits) and RESPONSE_CODE_DETAILS, set where the request's fate is decided. */
   flags = 0;
   details: string | undefined = undefined;
+  /** Why TLS to the upstream failed, for the log (`TLS_error:...`). */
+  transportFailure: string | undefined = undefined;
   // Measured only for the access log (0 / undefined otherwise): when the request went upstream and
   // its response head came back, the upstream connection's addresses, the response headers asked for.
   sentAt = 0;
@@ -183,6 +186,9 @@ export class Connection {
   private readonly remoteText: string | undefined;
   private readonly localText: string | undefined;
   private readonly serverName: string | undefined;
+  /** The client's identity when it came over mutual TLS (the peer of an inbound mesh connection). */
+  private readonly peer: PeerIdentity | undefined;
+  private readonly localUriSan: string | undefined;
   /** A request cut by a parse error: logged with the refusal that answers it, once that is sent. */
   private refusedCut: { ex: Exchange; note: DecisionNote | undefined } | undefined;
   /** When the parser refused what had no request yet (for the log of the refusal). */
@@ -190,6 +196,8 @@ export class Connection {
 
   constructor(private readonly owner: ConnectionOwner, readonly socket: Socket, private readonly dst: Endpoint | undefined) {
     this.remote = socket.remoteAddress;
+    this.peer = peerOf(socket);
+    this.localUriSan = this.peer && owner.accessLog ? uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0] : undefined;
     if (owner.accessLog) {
       this.remoteText = hostPort(this.remote, socket.remotePort);
       // The sidecar's: where the client was going (Envoy's original destination); the gateway's: its own port.
@@ -616,7 +624,10 @@ export class Connection {
     }
     const s = this.owner.stats;
     s.upstreamRqErrors++;
-    const connectFailed = socketFailed || isConnectFailure(err.code);
+    // A TLS handshake that failed is a connection failure too (Envoy: "transport failure reason").
+    const tlsFailed = (err as TlsHandshakeError).tlsHandshake === true;
+    if (tlsFailed) ex.transportFailure = `TLS_error:${err.code ? `${err.code}:` : ''}${err.message}`;
+    const connectFailed = socketFailed || tlsFailed || isConnectFailure(err.code);
     if (connectFailed) s.upstreamCxConnectFail++;
     log.debug('upstream request failed', { error: err.message, code: err.code });
     // Envoy's flags: never connected (UF), malformed response (UPE), or the connection ended under it (UC).
@@ -629,7 +640,7 @@ export class Connection {
       return;
     }
     ex.closeAfter = true;
-    this.reply(ex, { kind: 'reply', status: 503, body: upstreamFailureBody(err) });
+    this.reply(ex, { kind: 'reply', status: 503, body: upstreamFailureBody(err, ex.transportFailure) });
     this.settle();
   }
 
@@ -692,7 +703,7 @@ export class Connection {
     s.rqActive--;
     const now = performance.now();
     const ms = now - ex.started;
-    if (status !== undefined) s.recordResponse(status, ms);
+    if (status !== undefined) s.recordResponse(status, ms, this.peer?.principal);
     const decider = this.owner.decider;
     let note: DecisionNote | undefined | void;
     if (decider?.completed && !ex.fixed) {
@@ -736,6 +747,8 @@ export class Connection {
       downstreamLocal: this.localText, downstreamRemote: this.remoteText, serverName: this.serverName,
       routeName: note?.routeName ?? defaultRouteName(role, 'http'),
       decision: note,
+      downstreamPeerUriSan: this.peer?.spiffeId, downstreamPeerFingerprint: this.peer?.certHash, downstreamLocalUriSan: this.localUriSan,
+      upstreamTransportFailure: ex.transportFailure,
     });
   }
 

@@ -36,8 +36,9 @@ export function upstreamFailureDetails(failure: UpstreamFailure, code: string | 
   return `upstream_reset_${after ? 'after' : 'before'}_response_started{${failure}${errno}}`;
 }
 
-/** The 503 body naming why the upstream failed. */
-export function upstreamFailureBody(err: NodeJS.ErrnoException): string {
+/** The 503 body naming why the upstream failed (`transport`: why its TLS failed, as Envoy says it). */
+export function upstreamFailureBody(err: NodeJS.ErrnoException, transport?: string): string {
+  if (transport !== undefined) return `${UPSTREAM_FAILURE}connection failure, transport failure reason: ${transport}\n`;
   return `${UPSTREAM_FAILURE}${err.code === 'ECONNREFUSED' ? 'connection failure' : err.code ?? err.message}\n`;
 }
 

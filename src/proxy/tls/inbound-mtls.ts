@@ -21,6 +21,21 @@ export interface MeshHandshakeOptions {
   readonly onFailed: (reason: string) => void;
 }
 
+/**
+ * What OpenSSL's verification of the peer's chain said (undefined: it holds: the chain leads to the
+ * mesh root, every certificate in its dates). A TLS socket made outside a tls.Server asks for the
+ * certificate but never refuses one: tls.Server's own secure handler reads this same verify result
+ * and destroys the socket, so it is read here the same way. Fails closed: should Node ever stop
+ * exposing it, every peer is refused (and the log says why) rather than accepted unchecked.
+ */
+function chainError(tls: TLSSocket): string | undefined {
+  const handle = (tls as unknown as { _handle?: { verifyError?: () => (Error & { code?: string }) | null } })._handle;
+  if (typeof handle?.verifyError !== 'function') return 'this Node cannot report the verification of peer certificates';
+  const err = handle.verifyError();
+  if (!tls.getPeerCertificate()?.raw) return 'no client certificate';
+  return err ? `${err.code ?? 'VERIFY_FAILED'}: ${err.message}` : undefined;
+}
+
 /** Takes `raw` (whose first bytes `head` were read already) through the server side of a mesh handshake. */
 export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions): void {
   raw.unshift(head);
@@ -53,6 +68,12 @@ export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions
     }
     secured = true;
     clearTimeout(deadline);
+    const refused = chainError(tls);
+    if (refused !== undefined) {
+      secured = false;
+      fail(`peer certificate: ${refused}`);
+      return;
+    }
     const peer = peerFromSocket(tls);
     if (typeof peer === 'string') {
       secured = false;
@@ -66,6 +87,9 @@ export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions
     }
     ended = true;
     o.stats.mtlsHandshakes++;
+    // The TLS socket's end is the connection's: destroying it (a policy refusal) must close the TCP
+    // connection under it too, or the peer sidecar waits for a FIN that never comes.
+    tls.once('close', () => raw.destroy());
     setPeer(tls, peer);
     o.onSecure(tls, peer);
   });

@@ -21,6 +21,8 @@ import type { ConnectionFacts as DestinationFacts, OriginationPlan } from './des
 export interface OutboundTlsSource {
   /** The plan for a destination (the resources in force). */
   plan(facts: DestinationFacts): OriginationPlan;
+  /** Changes (as an object) whenever the resources in force change: the plans made before are forgotten. */
+  generation(): object;
   /** The names known for an address (ServiceEntry hosts, names the DNS proxy answered with it). */
   hostsFor(address: string): readonly string[];
   /** The workload's certificate contexts; undefined: no identity held. */
@@ -52,7 +54,14 @@ function noTls(reason: string): LocalReply {
   };
 }
 
-export function outboundDecider(src: OutboundTlsSource): RequestDecider {
+/**
+ * How to reach `dst` (named `host` by the request, if it is HTTP): TLS settings, plaintext
+ * (undefined), or a 503 when TLS is asked for and cannot be had. Shared by the sidecar's outbound
+ * side and the gateway's routes.
+ */
+export type UpstreamTlsFor = (dst: Endpoint, host: string | undefined, http: boolean) => UpstreamTls | LocalReply | undefined;
+
+export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
   /** TLS settings per plan key, certificate serial and protocol: the same object while nothing changed (the pool's key). */
   const made = new Map<string, UpstreamTls | LocalReply>();
   const fileContexts = new Map<string, SecureContext>();
@@ -107,13 +116,32 @@ export function outboundDecider(src: OutboundTlsSource): RequestDecider {
     return result;
   };
 
-  const tlsFor = (dst: Endpoint, host: string | undefined, http: boolean): UpstreamTls | LocalReply | undefined => {
-    const known = src.hostsFor(dst.address);
-    const hosts = host !== undefined && !known.includes(host) ? [host, ...known] : known;
-    const plan = src.plan({ address: dst.address, port: dst.port, hosts });
+  // Plans per destination and Host, while the resources stay the same: working one out scans the
+  // rules, and the hot path asks for every request.
+  const plans = new Map<string, OriginationPlan>();
+  let plansFor: object | undefined;
+  return (dst, host, http) => {
+    const generation = src.generation();
+    if (generation !== plansFor || plans.size >= MAX_CACHED_PLANS) {
+      plans.clear();
+      plansFor = generation;
+    }
+    const cacheKey = `${dst.address}|${dst.port}|${host ?? ''}`;
+    let plan = plans.get(cacheKey);
+    if (!plan) {
+      const known = src.hostsFor(dst.address);
+      const hosts = host !== undefined && !known.includes(host) ? [host, ...known] : known;
+      plan = src.plan({ address: dst.address, port: dst.port, hosts });
+      plans.set(cacheKey, plan);
+    }
     return plan.kind === 'plaintext' ? undefined : settings(plan, http);
   };
+}
 
+/** Destinations (and Hosts) whose plan is kept; past it the cache starts again (a client spraying Hosts cannot grow it). */
+const MAX_CACHED_PLANS = 4096;
+
+export function outboundDecider(tlsFor: UpstreamTlsFor): RequestDecider {
   return {
     decide: (req, dst): Verdict => {
       if (!dst) return NO_DESTINATION;

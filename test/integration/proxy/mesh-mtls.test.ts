@@ -8,11 +8,12 @@
 // runs and the next connection shows the new one. cert_expiry_seconds matches the certificate.
 import assert from 'node:assert/strict';
 import { createHash, X509Certificate } from 'node:crypto';
-import { chownSync, readdirSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createRootCa, issueWorkloadCert, writeCertFiles, type TestCa, type WorkloadCertSet } from '../../helpers/mesh-certs.js';
-import { createMeshNetwork, type MeshNetwork, type MeshPodNamespace } from '../../helpers/mesh-network.js';
+import { createMeshNetwork, NODE_V4, type MeshNetwork, type MeshPodNamespace } from '../../helpers/mesh-network.js';
 import { netnsSkip } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
 import { runCli } from '../../helpers/run-cli.js';
@@ -69,6 +70,27 @@ spec:
     tls: {mode: ISTIO_MUTUAL}
 `;
 
+/** The ingress gateway routes /gw to B's PERMISSIVE port; auto mTLS (the pod network) makes that mutual TLS. */
+const GATEWAY_RESOURCES = `apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: ingressgateway, namespace: mesh-system}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [ingressgateway]
+  http:
+  - match: [{uri: {prefix: /headers}}]
+    route: [{destination: {host: ${B}, port: {number: 9080}}}]
+`;
+
 /** C knows the mesh by address: auto mTLS for the whole pod network. */
 const C_MESH_CONFIG = 'autoMtlsCidrs: [198.18.10.0/24]\n';
 
@@ -84,6 +106,7 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
   let b: SidecarPod<MeshPodNamespace>;
   let c: SidecarPod<MeshPodNamespace>;
   let d: MeshPodNamespace;
+  let g: SidecarPod<MeshPodNamespace>;
   let aCert: WorkloadCertSet;
   let bLog: string[] = [];
 
@@ -117,7 +140,7 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
   const tcp = (from: MeshPodNamespace, port: number, line: string): string => {
     const script = `const s = require('net').connect(${port}, '${B}'); let d = ''; let sent = false;
       s.on('data', (c) => { d += c; if (!sent && d.includes('\\n')) { sent = true; s.write(${JSON.stringify(`${line}\n`)}); } else if (sent && d.includes(${JSON.stringify(line)})) s.end(); });
-      s.on('error', () => {}); s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000);`;
+      s.on('error', () => {}); s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000).unref();`;
     return from.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
   };
 
@@ -134,10 +157,18 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     assert.equal(b.pod.address, B);
     ({ pod: c } = await meshedPod('other', 'app="other"\n', '', { 'etc/mesh/config/mesh': C_MESH_CONFIG }));
     d = net.addPod(); // no sidecar: a plaintext client from elsewhere
+    const gCert = await issueWorkloadCert(ca, { spiffeId: 'spiffe://cluster.local/ns/mesh-system/sa/ingressgateway' });
+    g = await startSidecarPod<MeshPodNamespace>({
+      namespace: () => net.addPod(),
+      files: { 'etc/mesh/pod/labels': 'mesh="ingressgateway"\n', 'etc/mesh/resources/gateway.yaml': GATEWAY_RESOURCES, 'etc/mesh/config/mesh': C_MESH_CONFIG },
+      env: ['POD_NAMESPACE=mesh-system', 'SERVICE_ACCOUNT=ingressgateway', 'FILE_MOUNTED_CERTS=true'],
+      args: ['router'],
+      beforeStart: (dir) => mount(dir, gCert),
+    });
   });
 
   after(() => {
-    for (const p of [a, b, c]) p?.close();
+    for (const p of [a, b, c, g]) p?.close();
     net?.close();
   });
 
@@ -187,11 +218,22 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     assert.equal(call(a.pod, `http://${B}:8080/`).status, 200);
   });
 
+  it('the ingress gateway holds an identity and reaches B over mutual TLS (auto mTLS)', () => {
+    const answer = call(g.pod, 'http://127.0.0.1:8080/headers');
+    assert.equal(answer.status, 200, answer.body);
+    const xfcc = (JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'] ?? '';
+    assert.match(xfcc, /URI=spiffe:\/\/cluster\.local\/ns\/mesh-system\/sa\/ingressgateway$/);
+  });
+
   it('B\'s /stats counts the handshakes and the refused plaintext; /certs and cert_expiry_seconds describe the certificate', async () => {
     const stats = await runCli(['request', 'GET', 'stats'], { prefix: ['ip', 'netns', 'exec', b.pod.name] });
     const value = (name: string): number => Number(new RegExp(`${name.replace(/\./g, '\\.')}: (\\d+)`).exec(stats.stdout)?.[1] ?? -1);
     assert.ok(value('listener.0.0.0.0_15006.mtls.handshake') >= 2, stats.stdout);
     assert.ok(value('listener.0.0.0.0_15006.mtls.plaintext_refused') >= 1, stats.stdout);
+    const proxyMetrics = b.pod.exec('curl', ['-s', 'http://127.0.0.1:15090/stats/prometheus']).stdout;
+    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/sleep"\} [1-9]/m);
+    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="403",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/other"\} [1-9]/m);
+    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",connection_security_policy="none",source_principal="unknown"\} [1-9]/m);
     const certs = await runCli(['request', 'GET', 'certs'], { prefix: ['ip', 'netns', 'exec', a.pod.name] });
     const dump = JSON.parse(certs.stdout) as { identity: string; certificates: { cert_chain: { serial_number: string }[] }[] };
     assert.equal(dump.identity, id('sleep'));
@@ -214,5 +256,174 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
       xfcc = (JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'] ?? '';
     }
     assert.ok(xfcc.includes(`Hash=${hash}`), `B never saw the new certificate: ${xfcc}`);
+  });
+});
+
+describe('mutual TLS: what the inbound side refuses, readiness without a certificate', { skip: netnsSkip }, () => {
+  let net: MeshNetwork;
+  let ca: TestCa;
+  let b: SidecarPod<MeshPodNamespace>;
+  let d: MeshPodNamespace;
+  let files: string;
+
+  /** openssl s_client from D to B:8080 with a client certificate and a mesh ALPN: what came back. */
+  const opensslGet = (cert: WorkloadCertSet, name: string): { stdout: string; stderr: string } => {
+    const dir = join(files, name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'cert.pem'), cert.chainPem);
+    writeFileSync(join(dir, 'key.pem'), cert.keyPem);
+    writeFileSync(join(dir, 'root.pem'), cert.rootPem);
+    // -ign_eof: after the request, read on until the server closes (Connection: close); `timeout` bounds it.
+    const r = d.exec('timeout', ['10', 'openssl', 's_client', '-connect', `${b.pod.address}:8080`, '-alpn', 'istio-http/1.1', '-quiet', '-ign_eof',
+      '-cert', join(dir, 'cert.pem'), '-key', join(dir, 'key.pem'), '-CAfile', join(dir, 'root.pem')],
+    { input: 'GET /openssl HTTP/1.1\r\nHost: httpbin\r\nConnection: close\r\n\r\n', allowFailure: true });
+    return r;
+  };
+
+  before(async () => {
+    net = createMeshNetwork();
+    ca = await createRootCa();
+    files = mkdtempSync(join(tmpdir(), 'pa-mtls-clients-'));
+    const cert = await issueWorkloadCert(ca, { spiffeId: id('httpbin') });
+    b = await startSidecarPod<MeshPodNamespace>({
+      namespace: () => net.addPod(),
+      files: { 'etc/mesh/pod/labels': 'app="httpbin"\n', 'etc/mesh/resources/mesh.yaml': B_RESOURCES.split('---')[0]! },
+      env: ['POD_NAMESPACE=default', 'SERVICE_ACCOUNT=httpbin', 'FILE_MOUNTED_CERTS=true'],
+      prepare: (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])),
+      beforeStart: async (dir) => {
+        await writeCertFiles(join(dir, 'etc', 'certs'), cert);
+        for (const f of readdirSync(join(dir, 'etc', 'certs'))) chownSync(join(dir, 'etc', 'certs', f), 1337, 1337);
+      },
+    });
+    d = net.addPod();
+  });
+
+  after(() => {
+    b?.close();
+    net?.close();
+    if (files) rmSync(files, { recursive: true, force: true });
+  });
+
+  it('a client nobody here wrote (openssl s_client) with a mesh certificate is served', async () => {
+    const out = opensslGet(await issueWorkloadCert(ca, { spiffeId: id('sleep') }), 'good');
+    assert.match(out.stdout, /HTTP\/1\.1 200/, out.stderr);
+    assert.match(out.stdout, /httpbin saw .* GET \/openssl/);
+  });
+
+  it('a client certificate of another trust domain, an expired one, one of another root, or none: refused', async () => {
+    const hour = 3_600_000;
+    const foreign = await createRootCa();
+    const cases: [string, WorkloadCertSet][] = [
+      ['other-domain', await issueWorkloadCert(ca, { spiffeId: 'spiffe://other.example/ns/default/sa/sleep' })],
+      ['expired', await issueWorkloadCert(ca, { spiffeId: id('sleep'), notBefore: new Date(Date.now() - 3 * hour), notAfter: new Date(Date.now() - hour) })],
+      ['other-root', await issueWorkloadCert(foreign, { spiffeId: id('sleep') })],
+    ];
+    for (const [name, cert] of cases) {
+      const r = opensslGet(cert, name);
+      assert.doesNotMatch(r.stdout, /HTTP\/1\.1/, name);
+      // Refused by the handshake (an alert, or the connection closed under it), not unreachable.
+      assert.doesNotMatch(r.stderr, /Connection refused|connect:errno/, `${name}: ${r.stderr}`);
+    }
+    const none = d.exec('timeout', ['10', 'openssl', 's_client', '-connect', `${b.pod.address}:8080`, '-alpn', 'istio-http/1.1', '-quiet', '-ign_eof'],
+      { input: 'GET / HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n', allowFailure: true });
+    assert.doesNotMatch(none.stdout, /HTTP\/1\.1/, 'no client certificate');
+    assert.doesNotMatch(none.stderr, /Connection refused|connect:errno/, none.stderr);
+  });
+
+  it('STRICT without a certificate: not ready, saying why, until the mounted files appear', async () => {
+    const late = await startSidecarPod<MeshPodNamespace>({
+      namespace: () => net.addPod(),
+      files: { 'etc/mesh/pod/labels': 'app="httpbin"\n', 'etc/mesh/resources/mesh.yaml': B_RESOURCES.split('---')[0]! },
+      env: ['POD_NAMESPACE=default', 'SERVICE_ACCOUNT=late', 'FILE_MOUNTED_CERTS=true'],
+      waitReady: false,
+    });
+    try {
+      const waitFor = (seconds: number) => runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', String(seconds)], { prefix: ['ip', 'netns', 'exec', late.pod.name] });
+      assert.notEqual((await waitFor(3)).code, 0, 'ready without the certificate STRICT needs');
+      const ready = late.pod.exec('curl', ['-s', 'http://127.0.0.1:15021/healthz/ready'], { allowFailure: true }).stdout;
+      assert.match(ready, /no workload certificate, required by PeerAuthentication default\/httpbin \(STRICT\)/);
+      const cert = await issueWorkloadCert(ca, { spiffeId: id('late') });
+      await writeCertFiles(join(late.dir, 'etc', 'certs'), cert);
+      for (const f of readdirSync(join(late.dir, 'etc', 'certs'))) chownSync(join(late.dir, 'etc', 'certs', f), 1337, 1337);
+      const wait = await waitFor(10);
+      assert.equal(wait.code, 0, `${wait.stderr}\n${late.stderr()}`);
+    } finally {
+      late.close();
+    }
+  });
+});
+
+describe('identity from Istio\'s CA API, renewed while traffic flows', { skip: netnsSkip }, () => {
+  let net: MeshNetwork;
+  let a: SidecarPod<MeshPodNamespace>;
+  let b: SidecarPod<MeshPodNamespace>;
+  let caLog: string[] = [];
+  let rootPem = '';
+  const TTL_SECONDS = 6;
+
+  const certsOf = async (pod: SidecarPod<MeshPodNamespace>): Promise<{ identity: string; serial: string }> => {
+    const r = await runCli(['request', 'GET', 'certs'], { prefix: ['ip', 'netns', 'exec', pod.pod.name] });
+    const dump = JSON.parse(r.stdout) as { identity: string; certificates: { cert_chain: { serial_number: string }[] }[] };
+    return { identity: dump.identity, serial: dump.certificates[0]!.cert_chain[0]!.serial_number };
+  };
+
+  const caPod = (sa: string, labels: string, resources: string, prepare?: (p: MeshPodNamespace) => Promise<void>) => startSidecarPod<MeshPodNamespace>({
+    namespace: () => net.addPod(),
+    files: {
+      'etc/mesh/pod/labels': labels, 'etc/mesh/resources/mesh.yaml': resources,
+      'var/run/secrets/tokens/istio-token': 'mesh-test-token\n', 'var/run/secrets/istio/root-cert.pem': rootPem,
+    },
+    env: ['POD_NAMESPACE=default', `SERVICE_ACCOUNT=${sa}`, `CA_ADDR=${NODE_V4}:15012`, `SECRET_TTL=${TTL_SECONDS}s`, 'ECC_SIGNATURE_ALGORITHM=ECDSA'],
+    ...(prepare ? { prepare } : {}),
+  });
+
+  before(async () => {
+    net = createMeshNetwork();
+    const rootDir = mkdtempSync(join(tmpdir(), 'pa-ca-root-'));
+    try {
+      const ca = net.node.start(process.execPath, [join(FIXTURES, 'test-ca.mjs'), '--listen', `${NODE_V4}:15012`,
+        '--root-out', join(rootDir, 'root-cert.pem'), '--token', 'mesh-test-token', '--log']);
+      ca.stdout!.setEncoding('utf8').on('data', (s: string) => { caLog.push(...s.split('\n').filter((l) => l !== '')); });
+      await untilFirstOutput(ca);
+      rootPem = readFileSync(join(rootDir, 'root-cert.pem'), 'utf8');
+    } finally {
+      rmSync(rootDir, { recursive: true, force: true });
+    }
+    a = await caPod('sleep', 'app="sleep"\n', A_RESOURCES);
+    b = await caPod('httpbin', 'app="httpbin"\n', B_RESOURCES.split('---')[0]!,
+      (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])));
+    assert.equal(b.pod.address, B);
+  });
+
+  after(() => {
+    a?.close();
+    b?.close();
+    net?.close();
+    caLog = [];
+  });
+
+  it('each sidecar asks the CA for its SPIFFE id, and A reaches STRICT B over mutual TLS', async () => {
+    assert.equal((await certsOf(a)).identity, id('sleep'));
+    assert.equal((await certsOf(b)).identity, id('httpbin'));
+    const answer = (() => {
+      const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/headers` }])]);
+      return (JSON.parse(r.stdout) as HttpAnswer[])[0]!;
+    })();
+    assert.equal(answer.status, 200, answer.body);
+    assert.match(answer.body, /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep/);
+    const calls = caLog.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.ok(calls.length >= 2, caLog.join('\n'));
+  });
+
+  it(`with SECRET_TTL=${TTL_SECONDS}s the certificate is renewed (a new serial), and new connections use it`, async () => {
+    const first = await certsOf(a);
+    let now = first;
+    for (let i = 0; i < 60 && now.serial === first.serial; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      now = await certsOf(a);
+    }
+    assert.notEqual(now.serial, first.serial, 'no renewal within 15 s');
+    const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/` }])]);
+    assert.equal((JSON.parse(r.stdout) as HttpAnswer[])[0]!.status, 200);
   });
 });

@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# `make bench`, the cost of mutual TLS: the same keep-alive HTTP load (wrk) from a client pod to a
+# server pod, both with the capture rules (`pilot-agent mesh-iptables`) and a sidecar
+# (`pilot-agent proxy`, uid 1337, FILE_MOUNTED_CERTS=true), two ways through the same two sidecars:
+#   mtls      : port 8080, which the client's DestinationRule sets to ISTIO_MUTUAL: the client
+#               sidecar originates mutual TLS with its certificate, the server sidecar (PeerAuthentication
+#               PERMISSIVE, the default) terminates it and checks the client's identity;
+#   plaintext : port 8090, which the same DestinationRule sets to DISABLE: plaintext between the sidecars.
+# The server app is nginx (one worker) serving a 1 KiB static file on both ports, so the difference
+# is the sidecars' TLS. wrk keeps its connections alive and the client sidecar pools its upstream
+# connections, so a handshake is paid once per upstream connection, not per request: this measures
+# the record layer (encryption both ways) more than the handshakes. Before measuring, the server
+# sidecar's `listener.0.0.0.0_15006.mtls.handshake` must grow with a request to 8080 and stay put with
+# one to 8090, or the bench fails. The setups run interleaved, in rounds; each figure is the median
+# of the rounds, the ratio the median of per-round ratios. With 2+ CPUs the two sidecars share CPU 1
+# and the load side (wrk, nginx) gets CPU 0.
+#
+# The certificates are made here (openssl): an EC P-256 root and, per pod, a leaf whose only name is
+# the URI SAN spiffe://cluster.local/ns/default/sa/<client|server>, in <pod dir>/etc/certs.
+#
+# Topology (made here, removed on exit, failure or Ctrl-C; processes ended by their own PIDs):
+#   client pod 198.19.6.2 --veth-- 198.19.6.3 server pod
+#
+#   scripts/bench-mtls.sh           (needs root; without it, says so and exits 0)
+# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
+# BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
+# BENCH_PIN (1; 0 = no CPU pinning), BENCH_CONCURRENCY (each sidecar's --concurrency, 1),
+# BENCH_SIDECAR_NODE_ARGS (node flags for both sidecars, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof":
+# a directory uid 1337 can write; relative paths are the pod dirs, removed on exit).
+# Target, reported and never fatal: throughput mTLS/plaintext >= 0.85 (mTLS costs at most 15%).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
+agent=$(realpath "${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}") # absolute: the sidecars run in their pod dirs
+agent_root=$(cd "$(dirname "$agent")/.." && pwd)
+rounds=${BENCH_ROUNDS:-3}
+duration=${BENCH_DURATION:-5}
+warmup=${BENCH_WARMUP:-1}
+conns=${BENCH_CONNECTIONS:-32}
+threads=${BENCH_THREADS:-1}
+target=0.85
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bench-mtls: skipped (needs root: it makes network namespaces and applies capture rules in them)"
+  exit 0
+fi
+if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
+  echo "bench-mtls: no build next to $agent (run make build)" >&2
+  exit 1
+fi
+
+ensure_bench_tools
+if ! command -v openssl > /dev/null 2>&1; then
+  echo "bench: installing openssl"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends openssl > /dev/null
+fi
+node=$(command -v node)
+hz=$(getconf CLK_TCK)
+pin_load=() pin_proxy=()
+if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
+  pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
+fi
+
+id=$$
+client="pa-bench-mtls-client-$id"
+server="pa-bench-mtls-server-$id"
+work=$(mktemp -d /tmp/pa-bench-mtls.XXXXXX)
+chmod 755 "$work" # nginx workers run as nobody, the sidecars as 1337
+pids=()
+
+cleanup() {
+  trap - EXIT INT TERM
+  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
+  for ns in "$client" "$server"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "bench-mtls: interrupted" >&2; exit 130' INT TERM
+
+# ---- namespaces: one veth pair, one /24; each pod's default route is the other end
+for ns in "$client" "$server"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+ip -n "$client" link add eth0 type veth peer name eth0 netns "$server"
+ip -n "$client" addr add 198.19.6.2/24 dev eth0
+ip -n "$server" addr add 198.19.6.3/24 dev eth0
+ip -n "$client" link set eth0 up
+ip -n "$server" link set eth0 up
+ip -n "$client" route add default via 198.19.6.3
+ip -n "$server" route add default via 198.19.6.2
+
+# ---- certificates: a root, and a leaf per pod with only its SPIFFE URI SAN
+mkdir -p "$work/ca" "$work/www" "$work/nginx" "$work/client/etc/certs" "$work/server/etc/certs" "$work/client/etc/mesh/resources"
+ca=$work/ca
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$ca/root.key" 2> /dev/null
+openssl req -x509 -new -key "$ca/root.key" -sha256 -days 2 -subj "/O=pilot-agent bench/CN=bench root CA" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+  -out "$ca/root.pem" 2> /dev/null
+for sa in client server; do
+  certs=$work/$sa/etc/certs
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$certs/key.pem" 2> /dev/null
+  openssl req -new -key "$certs/key.pem" -subj "/O=cluster.local" -out "$ca/$sa.csr" 2> /dev/null
+  cat > "$ca/$sa.ext" <<EOF
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth, clientAuth
+subjectAltName = critical, URI:spiffe://cluster.local/ns/default/sa/$sa
+EOF
+  openssl x509 -req -in "$ca/$sa.csr" -CA "$ca/root.pem" -CAkey "$ca/root.key" -CAcreateserial -sha256 -days 1 \
+    -extfile "$ca/$sa.ext" -out "$certs/cert-chain.pem" 2> /dev/null
+  cp "$ca/root.pem" "$certs/root-cert.pem"
+  openssl verify -CAfile "$certs/root-cert.pem" "$certs/cert-chain.pem" > /dev/null
+done
+
+# ---- configuration files
+head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
+nginx_static_conf "$work/nginx" 8080
+sed -i 's/listen 8080;/listen 8080; listen 8090;/' "$work/nginx/nginx.conf"
+grep -q 'listen 8090;' "$work/nginx/nginx.conf" || { echo "bench-mtls: could not add port 8090 to the nginx conf" >&2; exit 1; }
+cat > "$work/client/etc/mesh/resources/mesh.yaml" <<'EOF'
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: server, namespace: default}
+spec:
+  host: 198.19.6.3
+  trafficPolicy:
+    portLevelSettings:
+    - port: {number: 8080}
+      tls: {mode: ISTIO_MUTUAL}
+    - port: {number: 8090}
+      tls: {mode: DISABLE}
+EOF
+chown -R 1337:1337 "$work/client" "$work/server"
+cat > "$work/get.cjs" <<'EOF'
+// One GET of URL on a fresh connection; exits 0 on a 200 with BYTES bytes of body, else says why.
+const [url, bytes] = process.argv.slice(2);
+const req = require('http').get(url, { agent: false, timeout: 10000 }, (res) => {
+  let n = 0;
+  res.on('data', (d) => { n += d.length; });
+  res.on('end', () => {
+    if (res.statusCode === 200 && n === Number(bytes)) process.exit(0);
+    console.error(`${url}: status ${res.statusCode}, ${n} bytes`);
+    process.exit(1);
+  });
+});
+req.on('timeout', () => req.destroy(new Error('timeout')));
+req.on('error', (e) => { console.error(`${url}: ${e.message}`); process.exit(1); });
+EOF
+
+# ---- processes
+start_nginx "$server" "$work/nginx" ${pin_load[@]+"${pin_load[@]}"}
+wait_port "$server" 127.0.0.1 8080
+wait_port "$server" 127.0.0.1 8090
+
+declare -A sidecar_of
+for sa in client server; do
+  ns=$client
+  [ "$sa" = server ] && ns=$server
+  ip netns exec "$ns" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$work/iptables-$sa.log" 2>&1
+  # shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
+  ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
+    env -C "$work/$sa" POD_NAMESPACE=default SERVICE_ACCOUNT="$sa" FILE_MOUNTED_CERTS=true \
+    "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/sidecar-$sa.log" 2>&1 &
+  sidecar_of[$sa]=$!
+  pids+=("$!")
+done
+for sa in client server; do
+  ns=$client
+  [ "$sa" = server ] && ns=$server
+  if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
+    echo "bench-mtls: the $sa sidecar did not become ready:" >&2
+    cat "$work/sidecar-$sa.log" >&2
+    exit 1
+  fi
+done
+if grep -q 'configuration rejected' "$work/sidecar-client.log"; then
+  echo "bench-mtls: the client sidecar rejected its resources:" >&2
+  cat "$work/sidecar-client.log" >&2
+  exit 1
+fi
+
+# ---- proof: 8080 is mutual TLS between the sidecars, 8090 is not
+handshakes() { # the server sidecar's count of inbound mTLS handshakes
+  ip netns exec "$server" "$agent" request GET stats 2>/dev/null \
+    | awk -F': ' '$1 == "listener.0.0.0.0_15006.mtls.handshake" { print $2; found = 1 } END { if (!found) print "?" }'
+}
+show_logs() {
+  for sa in client server; do echo "--- the $sa sidecar's log:" >&2; cat "$work/sidecar-$sa.log" >&2; done
+}
+get() { # port
+  ip netns exec "$client" "$node" "$work/get.cjs" "http://198.19.6.3:$1/1k.html" 1024 || {
+    echo "bench-mtls: a request to 198.19.6.3:$1 from the client pod failed" >&2; show_logs; exit 1; }
+}
+h0=$(handshakes)
+get 8080
+h1=$(handshakes)
+get 8090
+h2=$(handshakes)
+if ! [[ "$h0" =~ ^[0-9]+$ && "$h1" =~ ^[0-9]+$ && "$h2" =~ ^[0-9]+$ ]]; then
+  echo "bench-mtls: no listener.0.0.0.0_15006.mtls.handshake in the server sidecar's stats" >&2
+  exit 1
+fi
+if [ "$h1" -le "$h0" ]; then
+  echo "bench-mtls: a request to 8080 was not mutual TLS (server handshakes $h0 -> $h1): the client sidecar did not originate it" >&2
+  show_logs
+  exit 1
+fi
+if [ "$h2" -ne "$h1" ]; then
+  echo "bench-mtls: a request to 8090 made an mTLS handshake (server handshakes $h1 -> $h2): it is not plaintext" >&2
+  show_logs
+  exit 1
+fi
+
+# ---- measurements
+declare -A url_of=([mtls]=http://198.19.6.3:8080/1k.html [plaintext]=http://198.19.6.3:8090/1k.html)
+declare -A rps p50 p99 errs cpu_client cpu_server cpu_ns sent
+setups=(plaintext mtls)
+run_wrk() { # setup
+  local s=$1 out t0 t1 cc0 cc1 cs0 cs1
+  local wrk=(ip netns exec "$client" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
+  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
+  cc0=$(ticks "${sidecar_of[client]}") cs0=$(ticks "${sidecar_of[server]}")
+  t0=$(now_ns)
+  out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
+  t1=$(now_ns)
+  cc1=$(ticks "${sidecar_of[client]}") cs1=$(ticks "${sidecar_of[server]}")
+  cpu_client[$s]=$(( ${cpu_client[$s]:-0} + cc1 - cc0 ))
+  cpu_server[$s]=$(( ${cpu_server[$s]:-0} + cs1 - cs0 ))
+  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+  rps[$s]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$out") "
+  p50[$s]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$out")") "
+  p99[$s]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$out")") "
+  sent[$s]=$(( ${sent[$s]:-0} + $(awk '/requests in/ { print $1 }' <<< "$out") ))
+  errs[$s]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$out")
+}
+
+echo "== bench-mtls: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the server pod"
+echo "   client pod -> client sidecar -> server sidecar -> nginx; mtls: :8080 (ISTIO_MUTUAL), plaintext: :8090 (DISABLE)"
+echo "   sidecars: $agent, --concurrency ${BENCH_CONCURRENCY:-1}; CPU pinning: ${pin_proxy[*]:-none} for both sidecars, ${pin_load[*]:-none} for the load side"
+echo "   proof: server mTLS handshakes $h0 -> $h1 after a request to :8080, -> $h2 after one to :8090"
+round_ratio=''
+hs_before=$(handshakes)
+for ((r = 1; r <= rounds; r++)); do
+  for s in "${setups[@]}"; do run_wrk "$s"; done
+  rr=$(ratio "$(last "${rps[mtls]}")" "$(last "${rps[plaintext]}")")
+  round_ratio+="$rr "
+  printf '   round %d: %s mtls/plaintext %sx\n' "$r" "$(for s in "${setups[@]}"; do
+    printf '%s %s req/s (p99 %s ms)  ' "$s" "$(last "${rps[$s]}")" "$(last "${p99[$s]}")"; done)" "$rr"
+done
+hs_after=$(handshakes)
+# Stop the sidecars the quick way, so that --cpu-prof profiles are written now.
+ip netns exec "$client" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
+ip netns exec "$server" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
+stop_pids "${sidecar_of[client]}" "${sidecar_of[server]}"
+forget "${sidecar_of[client]}" "${sidecar_of[server]}"
+
+# ---- the table
+declare -A m_rps m_p50 m_p99
+# shellcheck disable=SC2086 # the per-round lists split on spaces
+for s in "${setups[@]}"; do
+  m_rps[$s]=$(printf '%.0f' "$(median ${rps[$s]})")
+  m_p50[$s]=$(printf '%.2f' "$(median ${p50[$s]})") m_p99[$s]=$(printf '%.2f' "$(median ${p99[$s]})")
+done
+cpu_pct() { awk -v c="$1" -v hz="$hz" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
+verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
+# shellcheck disable=SC2086
+r_mtls=$(median $round_ratio)
+echo
+echo "== results: medians of $rounds rounds; sidecar CPU = % of one core while measuring"
+row() { printf '%-30s %9s %8s %8s %11s %11s\n' "$@"; }
+row setup req/s "p50 ms" "p99 ms" "client CPU" "server CPU"
+row "plaintext (:8090, DISABLE)" "${m_rps[plaintext]}" "${m_p50[plaintext]}" "${m_p99[plaintext]}" \
+  "$(cpu_pct "${cpu_client[plaintext]}" "${cpu_ns[plaintext]}")" "$(cpu_pct "${cpu_server[plaintext]}" "${cpu_ns[plaintext]}")"
+row "mTLS (:8080, ISTIO_MUTUAL)" "${m_rps[mtls]}" "${m_p50[mtls]}" "${m_p99[mtls]}" \
+  "$(cpu_pct "${cpu_client[mtls]}" "${cpu_ns[mtls]}")" "$(cpu_pct "${cpu_server[mtls]}" "${cpu_ns[mtls]}")"
+echo
+printf 'throughput mTLS/plaintext  %6sx    (median of per-round ratios)  target >= %s (at most 15%% cost): %s\n' "$r_mtls" "$target" \
+  "$(verdict "$(awk -v r="$r_mtls" -v t="$target" 'BEGIN { print (r >= t) }')")"
+per_rq() { # setup: CPU µs of both sidecars per request wrk completed, over the measured runs
+  awk -v c=$(( ${cpu_client[$1]} + ${cpu_server[$1]} )) -v hz="$hz" -v n="${sent[$1]}" 'BEGIN { if (n > 0) printf "%.0f", 1e6 * c / hz / n; else print "?" }'
+}
+printf 'sidecar CPU per request    plaintext %s us, mTLS %s us (client + server; less sensitive to a busy host than req/s)\n' \
+  "$(per_rq plaintext)" "$(per_rq mtls)"
+printf 'server sidecar mTLS handshakes while measuring: %s (wrk: %s connections x %s runs incl. warm-ups; pooled upstream connections are reused)\n' \
+  "$( [[ "$hs_before$hs_after" =~ ^[0-9]+$ ]] && echo $((hs_after - hs_before)) || echo '?')" "$conns" "$((2 * rounds))"
+printf 'wrk sent %s requests over mTLS, %s in plaintext (+ warm-ups)\n' "${sent[mtls]}" "${sent[plaintext]}"
+for s in "${setups[@]}"; do
+  if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
+done
+exit 0
