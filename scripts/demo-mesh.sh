@@ -121,7 +121,7 @@ done
 get() { "$node" -e "fetch(process.argv[1]).then(async (r) => console.log(r.status, (await r.text()).trim()), (e) => console.log('failed:', e.cause?.code ?? e.message))" "$1"; }
 
 step "sleep -> httpbin over mutual TLS, while tcpdump watches httpbin's link"
-start ip netns exec "$nodens" tcpdump -i v3 -n --immediate-mode -U -s 0 -w "$work/wire.pcap" tcp
+start ip netns exec "$nodens" tcpdump -i v3 -n --immediate-mode -U -s 0 -w "$work/wire.pcap" tcp 2>/dev/null
 sleep 1
 in_ns sleep "$node" -e "fetch('http://198.20.0.3:8080/headers').then(async (r) => { const h = (await r.json()).headers; console.log('   ', r.status, 'x-forwarded-client-cert:', h['x-forwarded-client-cert']); })"
 sleep 0.5
