@@ -30,10 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 ensure_bench_tools
 node=$(command -v node)
-pin_load=() pin_proxy=()
-if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
-  pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
-fi
+set_pinning
 
 ns="pa-bench-gw-$$"
 work=$(mktemp -d /tmp/pa-bench-gateway.XXXXXX)

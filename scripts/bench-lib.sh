@@ -103,11 +103,21 @@ to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v
 last() { eval "set -- \$1"; [ $# -gt 0 ] && echo "${!#}"; } # the last word of a list
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
-# Tools: wrk (load), nginx (the peer service and the reference proxy), iproute2, iptables, setpriv, taskset.
+# With BENCH_PIN (default 1) and 2+ CPUs: the proxy under test on CPU 1, the load side (wrk, the
+# peer) on CPU 0; sets the arrays pin_load and pin_proxy (empty: no pinning).
+set_pinning() {
+  pin_load=() pin_proxy=()
+  if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
+    pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
+  fi
+}
+
+# Tools: wrk (load), nginx (the peer service and the reference proxy), iproute2, iptables, setpriv,
+# taskset, openssl (the mTLS bench's certificates).
 ensure_bench_tools() {
   export PATH="$PATH:/usr/sbin:/sbin"
   local cmd missing=()
-  declare -A wanted=([wrk]=wrk [nginx]=nginx [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux)
+  declare -A wanted=([wrk]=wrk [nginx]=nginx [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux [openssl]=openssl)
   for cmd in "${!wanted[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
   done

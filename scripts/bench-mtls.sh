@@ -50,18 +50,9 @@ if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
 fi
 
 ensure_bench_tools
-if ! command -v openssl > /dev/null 2>&1; then
-  echo "bench: installing openssl"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends openssl > /dev/null
-fi
 node=$(command -v node)
 hz=$(getconf CLK_TCK)
-pin_load=() pin_proxy=()
-if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
-  pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
-fi
+set_pinning
 
 id=$$
 client="pa-bench-mtls-client-$id"

@@ -48,10 +48,7 @@ fi
 ensure_bench_tools
 node=$(command -v node)
 hz=$(getconf CLK_TCK)
-pin_load=() pin_proxy=()
-if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ]; then
-  pin_load=(taskset -c 0) pin_proxy=(taskset -c 1)
-fi
+set_pinning
 
 id=$$
 pod="pa-bench-pod-$id"     # captured: rules + sidecar

@@ -112,11 +112,10 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   const proxyRegistry = new RefreshingRegistry(refresh);
   registerProxyMetrics(proxyRegistry, stats);
   registerDecisionMetrics(proxyRegistry, decisions);
+  // Each new certificate (the source logs it) goes to every worker for the connections made from now on.
   identity.onChange((certificate) => {
     plane.setCertificate(certificate);
     workers.setCertificate(certificate);
-    log.info(`workload certificate in force: ${certificate.spiffeId}, serial ${certificate.serial}, `
-      + `valid until ${new Date(certificate.notAfterMs).toISOString()} (${certificate.source})`);
   });
 
   // Closing is given EXIT_MARGIN_MS at most: a connection that will not end (an idle TCP one, a
@@ -217,7 +216,6 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   // readiness says it while a certificate is required); later ones come as they come.
   await identity.start();
   if (identity.state().state === 'none') log.info('no workload identity (no mounted certificates, no CA_ADDR): traffic between sidecars stays plaintext');
-  else if (identity.current()) { plane.setCertificate(identity.current()); workers.setCertificate(identity.current()); }
   if (!env.DISABLE_PROXY) {
     // The proxy's own surfaces: its metrics and its admin API.
     servers.push(await startProxyMetricsServer({ port: env.PROXY_METRICS_PORT, registry: proxyRegistry, localhostOnly }));

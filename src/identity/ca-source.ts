@@ -9,7 +9,8 @@ import { checkCertificateSet, isIssuedBy, parsePemCertificates } from './check.j
 import { generateKeyAndCsr, type KeyOptions } from './csr.js';
 import { writeOutputCerts } from './output-certs.js';
 import { DEFAULT_BACKOFF, backoffDelayMs, renewalDelayMs, type BackoffPolicy, type RotationPolicy } from './rotation.js';
-import type { IdentitySource, IdentityState, WorkloadCertificate } from './workload-certificate.js';
+import { CertificateHolder } from './certificate-holder.js';
+import type { IdentitySource, WorkloadCertificate } from './workload-certificate.js';
 
 export interface CaSourceOptions {
   readonly client: CaClientOptions;
@@ -32,22 +33,18 @@ export interface CaSourceOptions {
 /** setTimeout's longest delay (about 24.8 days); longer waits are taken in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-class CaIdentitySource implements IdentitySource {
+class CaIdentitySource extends CertificateHolder {
   readonly #o: CaSourceOptions;
   readonly #now: () => number;
   readonly #random: () => number;
-  readonly #listeners: ((certificate: WorkloadCertificate) => void)[] = [];
-  #current: WorkloadCertificate | undefined;
-  #state: IdentityState;
   #failures = 0;
   #timer: NodeJS.Timeout | undefined;
-  #closed = false;
 
   constructor(options: CaSourceOptions) {
+    super(`requesting a certificate for ${options.spiffeId} from CA ${options.client.address}`);
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#random = options.random ?? Math.random;
-    this.#state = { state: 'pending', message: `requesting a certificate for ${options.spiffeId} from CA ${options.client.address}` };
   }
 
   get #source(): string {
@@ -58,26 +55,13 @@ class CaIdentitySource implements IdentitySource {
     await this.#attempt();
   }
 
-  current(): WorkloadCertificate | undefined {
-    return this.#current;
-  }
-
-  state(): IdentityState {
-    return this.#state;
-  }
-
-  onChange(listener: (certificate: WorkloadCertificate) => void): void {
-    this.#listeners.push(listener);
-  }
-
-  close(): void {
-    this.#closed = true;
+  protected stop(): void {
     clearTimeout(this.#timer);
   }
 
   /** Waits `delayMs` (in steps past setTimeout's limit), then asks the CA again. */
   #schedule(delayMs: number): void {
-    if (this.#closed) return;
+    if (this.closed) return;
     const due = this.#now() + delayMs;
     const step = (): void => {
       const left = due - this.#now();
@@ -94,28 +78,26 @@ class CaIdentitySource implements IdentitySource {
   async #attempt(): Promise<void> {
     try {
       const certificate = await this.#fetch();
-      if (this.#closed) return;
+      if (this.closed) return;
       this.#failures = 0;
-      this.#current = certificate;
-      this.#state = { state: 'ready', certificate };
+      this.putInForce(certificate);
       const delay = renewalDelayMs(certificate, this.#now(), this.#o.rotation, this.#random);
       this.#o.log.info('workload certificate in force', {
         source: certificate.source, spiffeId: certificate.spiffeId, serial: certificate.serial,
         notAfter: new Date(certificate.notAfterMs).toISOString(), renewAt: new Date(this.#now() + delay).toISOString(),
       });
       await this.#writeOutput(certificate);
-      for (const listener of this.#listeners) listener(certificate);
       this.#schedule(delay);
     } catch (err) {
-      if (this.#closed) return;
+      if (this.closed) return;
       this.#failures += 1;
       const delay = backoffDelayMs(this.#failures, this.#o.backoff ?? DEFAULT_BACKOFF, this.#random);
-      const kept = this.#current ? `; keeping the certificate in force (serial ${this.#current.serial}, valid until ${new Date(this.#current.notAfterMs).toISOString()})` : '';
+      const kept = this.held ? `; keeping the certificate in force (serial ${this.held.serial}, valid until ${new Date(this.held.notAfterMs).toISOString()})` : '';
       const message = `${(err as Error).message}${kept}`;
       this.#o.log.error(`certificate request failed: ${message}; retry ${this.#failures} in ${(delay / 1000).toFixed(1)} s`, {
         code: (err as AgentError).code,
       });
-      this.#state = this.#current ? { state: 'error', message, certificate: this.#current } : { state: 'error', message };
+      this.markFailed(message);
       this.#schedule(delay);
     }
   }

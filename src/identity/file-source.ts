@@ -10,7 +10,8 @@ import { AgentError } from '../errors/agent-error.js';
 import type { ScopedLogger } from '../log/logger.js';
 import { certFilePaths, type CertFilePaths } from './cert-files.js';
 import { checkCertificateSet, type CertificateSetText } from './check.js';
-import type { IdentitySource, IdentityState, WorkloadCertificate } from './workload-certificate.js';
+import { CertificateHolder } from './certificate-holder.js';
+import type { IdentitySource, WorkloadCertificate } from './workload-certificate.js';
 
 export interface FileSourceOptions {
   /** The directory holding the three files. */
@@ -43,16 +44,13 @@ const sameSet = (a: WorkloadCertificate | undefined, text: CertificateSetText, c
   a !== undefined && a.serial === checked.serial && a.keyPem === text.keyPem && a.rootPem === checked.rootPem
   && a.certChainPem === checked.certChainPem;
 
-class FileIdentitySource implements IdentitySource {
+class FileIdentitySource extends CertificateHolder {
   readonly #dir: string;
   readonly #paths: CertFilePaths;
   readonly #log: ScopedLogger;
   readonly #debounceMs: number;
   readonly #pollMs: number;
   readonly #now: () => number;
-  readonly #listeners: ((certificate: WorkloadCertificate) => void)[] = [];
-  #current: WorkloadCertificate | undefined;
-  #state: IdentityState;
   /** What the last read saw (texts or the read error), so one change is logged once. */
   #lastSeen: string | undefined;
   #watcher: FSWatcher | undefined;
@@ -60,40 +58,26 @@ class FileIdentitySource implements IdentitySource {
   #poll: NodeJS.Timeout | undefined;
   #reading: Promise<void> | undefined;
   #readAgain = false;
-  #closed = false;
 
   constructor(options: FileSourceOptions) {
+    super(`reading certificates in ${options.dir}`);
     this.#dir = options.dir;
     this.#paths = certFilePaths(options.dir);
     this.#log = options.log;
     this.#debounceMs = options.debounceMs ?? 200;
     this.#pollMs = options.pollMs ?? 10_000;
     this.#now = options.now ?? Date.now;
-    this.#state = { state: 'pending', message: `reading certificates in ${options.dir}` };
   }
 
   async start(): Promise<void> {
     this.#watch();
     await this.#reload();
-    if (this.#closed) return;
+    if (this.closed) return;
     this.#poll = setInterval(() => this.#onPoll(), this.#pollMs);
     this.#poll.unref();
   }
 
-  current(): WorkloadCertificate | undefined {
-    return this.#current;
-  }
-
-  state(): IdentityState {
-    return this.#state;
-  }
-
-  onChange(listener: (certificate: WorkloadCertificate) => void): void {
-    this.#listeners.push(listener);
-  }
-
-  close(): void {
-    this.#closed = true;
+  protected stop(): void {
     this.#watcher?.close();
     this.#watcher = undefined;
     clearTimeout(this.#debounce);
@@ -102,7 +86,7 @@ class FileIdentitySource implements IdentitySource {
 
   /** Watches the directory; when it is missing or the watch fails, the poll tries again. */
   #watch(): void {
-    if (this.#watcher || this.#closed) return;
+    if (this.#watcher || this.closed) return;
     try {
       const watcher = watch(this.#dir, { persistent: false }, () => this.#changed());
       watcher.on('error', () => {
@@ -117,7 +101,7 @@ class FileIdentitySource implements IdentitySource {
   }
 
   #changed(): void {
-    if (this.#closed) return;
+    if (this.closed) return;
     clearTimeout(this.#debounce);
     this.#debounce = setTimeout(() => void this.#reload(), this.#debounceMs);
     this.#debounce.unref();
@@ -132,11 +116,11 @@ class FileIdentitySource implements IdentitySource {
 
   /** A set that expires while in force is reported (a peer would refuse it) but stays: there is no other. */
   #checkExpiry(): void {
-    const cert = this.#current;
-    if (!cert || this.#state.state !== 'ready' || this.#now() <= cert.notAfterMs) return;
+    const cert = this.held;
+    if (!cert || this.state().state !== 'ready' || this.#now() <= cert.notAfterMs) return;
     const message = `${this.#paths.chain}: the certificate in force (serial ${cert.serial}) expired at ${new Date(cert.notAfterMs).toISOString()}; waiting for new files`;
     this.#log.error(message);
-    this.#state = { state: 'error', message, certificate: cert };
+    this.markFailed(message);
   }
 
   /** One read at a time; a change during a read triggers one more. */
@@ -149,7 +133,7 @@ class FileIdentitySource implements IdentitySource {
       do {
         this.#readAgain = false;
         await this.#readOnce();
-      } while (this.#readAgain && !this.#closed);
+      } while (this.#readAgain && !this.closed);
     })();
     try {
       await this.#reading;
@@ -166,7 +150,7 @@ class FileIdentitySource implements IdentitySource {
       this.#reject(err as Error, `unreadable:${(err as Error).message}`);
       return;
     }
-    if (this.#closed) return;
+    if (this.closed) return;
     const seen = JSON.stringify(text);
     let checked: WorkloadCertificate;
     try {
@@ -176,25 +160,23 @@ class FileIdentitySource implements IdentitySource {
       return;
     }
     this.#lastSeen = seen;
-    if (sameSet(this.#current, text, checked)) {
-      if (this.#state.state !== 'ready') this.#state = { state: 'ready', certificate: this.#current! };
+    if (sameSet(this.held, text, checked)) {
+      this.markReady();
       return;
     }
-    this.#current = checked;
-    this.#state = { state: 'ready', certificate: checked };
     this.#log.info('workload certificate in force', {
       source: checked.source, spiffeId: checked.spiffeId, serial: checked.serial, notAfter: new Date(checked.notAfterMs).toISOString(),
     });
-    for (const listener of this.#listeners) listener(checked);
+    this.putInForce(checked);
   }
 
   #reject(err: Error, seen: string): void {
-    if (this.#closed || seen === this.#lastSeen) return;
+    if (this.closed || seen === this.#lastSeen) return;
     this.#lastSeen = seen;
-    const kept = this.#current ? `; keeping the certificate in force (serial ${this.#current.serial})` : '';
+    const kept = this.held ? `; keeping the certificate in force (serial ${this.held.serial})` : '';
     const message = `${err.message}${kept}`;
     this.#log.error(`mounted certificates rejected: ${message}`, { code: (err as AgentError).code });
-    this.#state = this.#current ? { state: 'error', message, certificate: this.#current } : { state: 'error', message };
+    this.markFailed(message);
   }
 }
 
