@@ -8,7 +8,7 @@ import { scope as logScope, scopeLevels, setScopeLevel } from '../log/logger.js'
 import { ALL_SCOPES, LEVELS, SCOPE_NAMES, isLevel, isScope, type Level, type ScopeName } from '../log/levels.js';
 import { filterExposition, parseExposition, renderExposition } from '../metrics/exposition.js';
 import { PROMETHEUS_CONTENT_TYPE, closeServer, listenOnce, robustServer } from '../metrics/servers.js';
-import { DIRECTIONS, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
+import { DIRECTIONS, MTLS_FAILURE_REASONS, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
 
 const log = logScope('default');
 
@@ -120,6 +120,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${listener}.ssl.renegotiation_refused`, d.tlsRenegotiations);
     add(`${listener}.mtls.handshake`, d.mtlsHandshakes);
     add(`${listener}.mtls.handshake_error`, d.mtlsHandshakeFailures);
+    for (const reason of MTLS_FAILURE_REASONS) add(`${listener}.mtls.handshake_error_${reason}`, d.mtlsFailuresByReason.get(reason) ?? 0);
     add(`${listener}.mtls.plaintext_refused`, d.mtlsPlaintextRefused);
     add(`${listener}.mtls.no_identity`, d.mtlsNoIdentity);
 

@@ -212,9 +212,10 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   }));
   await plane.loadConfiguration();
   configLoaded = true;
-  // The first attempt is made before the listeners open (a failure is logged by the source, and
-  // readiness says it while a certificate is required); later ones come as they come.
-  await identity.start();
+  // Not awaited: a CA that is slow or down must not keep the listeners closed (the app's traffic is
+  // captured already). Readiness waits for the certificate where one is required; until it comes,
+  // mTLS that is asked for fails (503, reset) rather than falling back to plaintext.
+  identity.start().catch((err: Error) => log.error(`workload identity: ${err.message}`));
   if (identity.state().state === 'none') log.info('no workload identity (no mounted certificates, no CA_ADDR): traffic between sidecars stays plaintext');
   if (!env.DISABLE_PROXY) {
     // The proxy's own surfaces: its metrics and its admin API.

@@ -5,7 +5,7 @@
 // plays the part of Istio's `reporter` (docs/METRICS.md lists every series and its source).
 import { Counter, Gauge, Histogram, type MetricType, type Registry } from 'prom-client';
 import type { DecisionLog } from '../gateway/decisions.js';
-import { DIRECTIONS, DURATION_BUCKETS_MS, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
+import { DIRECTIONS, DURATION_BUCKETS_MS, MTLS_FAILURE_REASONS, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
 
 /** Every series this module registers, by name: one home for the names (docs and tests use it). */
 export const PROXY_METRIC_NAMES = {
@@ -185,8 +185,18 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   directionCounter(registry, stats, n.tlsNoServerMatch, 'TLS connections refused: their server name (or its absence) matched no server of the port.', (d) => d.tlsNoServerMatch);
 
   directionCounter(registry, stats, n.mtlsHandshakes, 'Mutual TLS handshakes between sidecars completed (inbound: terminated here; outbound: originated).', (d) => d.mtlsHandshakes);
-  directionCounter(registry, stats, n.mtlsHandshakeFailures,
-    'Mutual TLS handshakes that failed (peer certificate refused, TLS error, time-out): the connection closed or the request answered 503.', (d) => d.mtlsHandshakeFailures);
+  new Counter({
+    name: n.mtlsHandshakeFailures,
+    help: 'Mutual TLS handshakes that failed, by reason: peer_certificate (chain, dates, SPIFFE id, trust domain, none), handshake (a TLS error), timeout.',
+    labelNames: ['direction', 'reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const direction of DIRECTIONS) {
+        for (const reason of MTLS_FAILURE_REASONS) this.inc({ direction, reason }, stats.of(direction).mtlsFailuresByReason.get(reason) ?? 0);
+      }
+    },
+  });
   directionCounter(registry, stats, n.mtlsPlaintextRefused, 'Inbound connections reset because PeerAuthentication is STRICT and they were not mutual TLS.', (d) => d.mtlsPlaintextRefused);
   directionCounter(registry, stats, n.mtlsNoIdentity, 'Connections that needed mutual TLS while no workload certificate was held.', (d) => d.mtlsNoIdentity);
 

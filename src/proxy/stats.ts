@@ -36,6 +36,9 @@ export class Histogram {
   }
 }
 
+export const MTLS_FAILURE_REASONS = ['peer_certificate', 'handshake', 'timeout'] as const;
+export type MtlsFailureReason = (typeof MTLS_FAILURE_REASONS)[number];
+
 /** Counters of one direction of traffic (one listener and the upstreams it reaches). */
 export class DirectionStats {
   // Downstream connections (accepted by the listener).
@@ -73,6 +76,13 @@ export class DirectionStats {
   mtlsHandshakes = 0;
   /** Mesh handshakes that failed (a peer certificate refused, a TLS error, a time-out): the connection closed. */
   mtlsHandshakeFailures = 0;
+  /** The same by reason: `peer_certificate` (chain, dates, SPIFFE id, trust domain, none), `handshake` (a TLS error), `timeout`. */
+  readonly mtlsFailuresByReason = new Map<MtlsFailureReason, number>();
+
+  countMtlsFailure(reason: MtlsFailureReason): void {
+    this.mtlsHandshakeFailures++;
+    this.mtlsFailuresByReason.set(reason, (this.mtlsFailuresByReason.get(reason) ?? 0) + 1);
+  }
   /** Inbound: connections refused because PeerAuthentication says STRICT and they were not mesh TLS (reset). */
   mtlsPlaintextRefused = 0;
   /** Inbound: mesh TLS arrived but no identity is held to answer it (reset). Outbound: mTLS configured, none held (503). */
@@ -121,6 +131,7 @@ export class DirectionStats {
     }
     this.rqByCode.clear();
     this.rqMtlsByCodePeer.clear();
+    this.mtlsFailuresByReason.clear();
     this.rqDurationMs.counts.fill(0);
     this.rqDurationMs.sum = 0;
     this.rqDurationMs.count = 0;
@@ -134,6 +145,7 @@ export class DirectionStats {
     }
     for (const [code, n] of other.rqByCode) this.rqByCode.set(code, (this.rqByCode.get(code) ?? 0) + n);
     for (const [key, n] of other.rqMtlsByCodePeer) this.rqMtlsByCodePeer.set(key, (this.rqMtlsByCodePeer.get(key) ?? 0) + n);
+    for (const [reason, n] of other.mtlsFailuresByReason) this.mtlsFailuresByReason.set(reason, (this.mtlsFailuresByReason.get(reason) ?? 0) + n);
     this.rqDurationMs.add(other.rqDurationMs);
   }
 }

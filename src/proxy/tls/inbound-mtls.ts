@@ -5,7 +5,7 @@
 // would have without mTLS, and the peer's identity stays beside the socket for policy.
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import type { DirectionStats } from '../stats.js';
+import type { DirectionStats, MtlsFailureReason } from '../stats.js';
 import { MESH_ALPN_SERVER } from './mesh-alpn.js';
 import type { MeshContexts } from './mesh-credentials.js';
 import { peerFromSocket, setPeer, type PeerIdentity } from './peer-identity.js';
@@ -19,6 +19,11 @@ export interface MeshHandshakeOptions {
   readonly onSecure: (tls: TLSSocket, peer: PeerIdentity) => void;
   /** It did not: why (the connection is closed already). */
   readonly onFailed: (reason: string) => void;
+}
+
+/** OpenSSL's and Node's codes for a certificate that does not verify (as opposed to a TLS failure). */
+export function isCertificateError(code: string | undefined): boolean {
+  return code !== undefined && /CERT|UNABLE_TO|DEPTH_ZERO|SELF_SIGNED|ALTNAME|PEER_DID_NOT_RETURN/.test(code);
 }
 
 /**
@@ -44,19 +49,19 @@ export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions
   });
   let secured = false;
   let ended = false;
-  const fail = (reason: string): void => {
+  const fail = (reason: string, kind: MtlsFailureReason): void => {
     if (ended) return;
     ended = true;
     clearTimeout(deadline);
-    o.stats.mtlsHandshakeFailures++;
+    o.stats.countMtlsFailure(kind);
     tls.destroy();
     raw.destroy();
     o.onFailed(reason);
   };
   const deadline = o.handshakeTimeoutMs > 0
-    ? setTimeout(() => fail(`handshake not complete within ${o.handshakeTimeoutMs}ms`), o.handshakeTimeoutMs).unref() : undefined;
+    ? setTimeout(() => fail(`handshake not complete within ${o.handshakeTimeoutMs}ms`, 'timeout'), o.handshakeTimeoutMs).unref() : undefined;
   tls.on('error', (err: NodeJS.ErrnoException) => {
-    if (!secured) fail(`TLS handshake: ${err.message}`);
+    if (!secured) fail(`TLS handshake: ${err.message}`, isCertificateError(err.code) ? 'peer_certificate' : 'handshake');
   });
   tls.once('close', () => clearTimeout(deadline));
   tls.on('secure', () => {
@@ -71,18 +76,18 @@ export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions
     const refused = chainError(tls);
     if (refused !== undefined) {
       secured = false;
-      fail(`peer certificate: ${refused}`);
+      fail(`peer certificate: ${refused}`, 'peer_certificate');
       return;
     }
     const peer = peerFromSocket(tls);
     if (typeof peer === 'string') {
       secured = false;
-      fail(`peer certificate: ${peer}`);
+      fail(`peer certificate: ${peer}`, 'peer_certificate');
       return;
     }
     if (peer.trustDomain !== o.contexts.trustDomain) {
       secured = false;
-      fail(`peer ${peer.spiffeId} is not in the trust domain ${o.contexts.trustDomain}`);
+      fail(`peer ${peer.spiffeId} is not in the trust domain ${o.contexts.trustDomain}`, 'peer_certificate');
       return;
     }
     ended = true;

@@ -7,6 +7,7 @@ import { connect, checkServerIdentity, type PeerCertificate, type SecureContext,
 import type { OnReadOpts } from 'node:net';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
+import { isCertificateError } from './inbound-mtls.js';
 import { uriSans } from './peer-identity.js';
 
 /** How to speak TLS to one upstream (made by the outbound decider from a plan; the engine only applies it). */
@@ -70,7 +71,7 @@ export function connectTls(dst: Endpoint, t: UpstreamTls, stats: DirectionStats,
   socket.on('error', (err: TlsHandshakeError) => {
     if (!connected || secured) return;
     err.tlsHandshake = true;
-    if (t.mesh) stats.mtlsHandshakeFailures++;
+    if (t.mesh) stats.countMtlsFailure(isCertificateError(err.code) ? 'peer_certificate' : 'handshake');
   });
   return socket;
 }

@@ -84,10 +84,12 @@ describe('acceptMeshTls', () => {
   for (const [name, make, reason] of refusals) {
     it(`refuses ${name}`, async () => {
       const failures = stats.mtlsHandshakeFailures;
+      const byCertificate = stats.mtlsFailuresByReason.get('peer_certificate') ?? 0;
       const o = await handshake(await make());
       assert.ok('refused' in o, `${name} was accepted`);
       assert.match(o.refused, reason);
       assert.equal(stats.mtlsHandshakeFailures, failures + 1);
+      assert.equal(stats.mtlsFailuresByReason.get('peer_certificate'), byCertificate + 1, 'counted as a peer certificate refused');
     });
   }
 
