@@ -123,6 +123,12 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
   return (dst, host, http) => {
     const generation = src.generation();
     if (generation !== plansFor || plans.size >= MAX_CACHED_PLANS) {
+      // New resources: plans, and the TLS settings made from files, are made again (a DestinationRule's
+      // files are read when the configuration that names them comes into force).
+      if (generation !== plansFor) {
+        made.clear();
+        fileContexts.clear();
+      }
       plans.clear();
       plansFor = generation;
     }

@@ -225,6 +225,58 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     assert.match(xfcc, /URI=spiffe:\/\/cluster\.local\/ns\/mesh-system\/sa\/ingressgateway$/);
   });
 
+  it('a DestinationRule SIMPLE: A\'s plaintext call to an external service leaves its sidecar as TLS, verified', async () => {
+    // The external service: HTTPS on D (no sidecar), a certificate for ext.example.com of a root of its own.
+    const extRoot = await createRootCa();
+    const ext = await issueWorkloadCert(extRoot, { spiffeId: null, dnsNames: ['ext.example.com'], subject: 'CN=ext.example.com' });
+    const dir = mkdtempSync(join(tmpdir(), 'pa-ext-'));
+    try {
+      writeFileSync(join(dir, 'cert.pem'), ext.chainPem);
+      writeFileSync(join(dir, 'key.pem'), ext.keyPem);
+      const server = d.start(process.execPath, ['-e', `require('https').createServer({ cert: require('fs').readFileSync('${dir}/cert.pem'), key: require('fs').readFileSync('${dir}/key.pem') },
+        (q, r) => r.end('ext over TLS, SNI ' + q.socket.servername + '\\n')).listen(8443, () => console.log('listening'))`]);
+      await untilFirstOutput(server);
+      writeFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), `apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: ext, namespace: default}
+spec:
+  hosts: [ext.example.com]
+  addresses: [${d.address}]
+  ports: [{number: 8443, name: https, protocol: TLS}]
+  location: MESH_EXTERNAL
+  resolution: STATIC
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: ext, namespace: default}
+spec:
+  host: ext.example.com
+  trafficPolicy:
+    tls: {mode: SIMPLE, caCertificates: ${join(a.dir, 'ext-root.pem')}}
+`);
+      writeFileSync(join(a.dir, 'ext-root.pem'), ext.rootPem);
+      let answer: HttpAnswer = { status: 0, body: '' };
+      for (let i = 0; i < 30 && answer.status !== 200; i++) { // the resources are re-read after a short debounce
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        answer = call(a.pod, `http://${d.address}:8443/`);
+      }
+      assert.equal(answer.status, 200, answer.body);
+      assert.match(answer.body, /ext over TLS, SNI ext\.example\.com/);
+      // The same call to a server whose certificate the rule's root did not sign: 503, never plaintext.
+      writeFileSync(join(a.dir, 'ext-root.pem'), (await createRootCa()).rootPem);
+      writeFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), readFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), 'utf8').replace('name: ext,', 'name: ext-2,').replace('name: ext, namespace: default}\nspec:\n  host', 'name: ext-2, namespace: default}\nspec:\n  host'));
+      let refused: HttpAnswer = answer;
+      for (let i = 0; i < 30 && refused.status === 200; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        refused = call(a.pod, `http://${d.address}:8443/`);
+      }
+      assert.equal(refused.status, 503, refused.body);
+      assert.match(refused.body, /transport failure reason: TLS_error/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('B\'s /stats counts the handshakes and the refused plaintext; /certs and cert_expiry_seconds describe the certificate', async () => {
     const stats = await runCli(['request', 'GET', 'stats'], { prefix: ['ip', 'netns', 'exec', b.pod.name] });
     const value = (name: string): number => Number(new RegExp(`${name.replace(/\./g, '\\.')}: (\\d+)`).exec(stats.stdout)?.[1] ?? -1);
