@@ -128,3 +128,20 @@ ensure_bench_tools() {
     apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
   fi
 }
+
+# bench_preamble NAME: what every data-plane bench does first. Not root: says so and exits 0 (the
+# benches make network namespaces); no build beside $agent (agent_root): exits 1. Then the tools,
+# `node`, and the CPU pinning.
+bench_preamble() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "$1: skipped (needs root: it makes network namespaces and applies capture rules in them)"
+    exit 0
+  fi
+  if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
+    echo "$1: no build next to $agent (run make build)" >&2
+    exit 1
+  fi
+  ensure_bench_tools
+  node=$(command -v node)
+  set_pinning
+}

@@ -40,19 +40,8 @@ conns=${BENCH_CONNECTIONS:-32}
 threads=${BENCH_THREADS:-1}
 target=0.85
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "bench-mtls: skipped (needs root: it makes network namespaces and applies capture rules in them)"
-  exit 0
-fi
-if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
-  echo "bench-mtls: no build next to $agent (run make build)" >&2
-  exit 1
-fi
-
-ensure_bench_tools
-node=$(command -v node)
+bench_preamble bench-mtls
 hz=$(getconf CLK_TCK)
-set_pinning
 
 id=$$
 client="pa-bench-mtls-client-$id"

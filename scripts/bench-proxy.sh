@@ -36,19 +36,8 @@ threads=${BENCH_THREADS:-1}
 tcp_mib=${BENCH_TCP_MIB:-1024}
 tcp_runs=${BENCH_TCP_RUNS:-3}
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "bench-proxy: skipped (needs root: it makes network namespaces and applies capture rules in them)"
-  exit 0
-fi
-if [ ! -e "$agent_root/dist/src/cli/main.js" ]; then
-  echo "bench-proxy: no build next to $agent (run make build)" >&2
-  exit 1
-fi
-
-ensure_bench_tools
-node=$(command -v node)
+bench_preamble bench-proxy
 hz=$(getconf CLK_TCK)
-set_pinning
 
 id=$$
 pod="pa-bench-pod-$id"     # captured: rules + sidecar
