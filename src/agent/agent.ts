@@ -238,6 +238,10 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       address: env.DNS_PROXY_ADDR, domain: options.domain, parallel: env.DNS_FORWARD_PARALLEL,
       resolver: parseResolvConf(readOptional('/etc/resolv.conf') ?? ''),
       metrics: registerDnsMetrics([agentMetrics.registry, proxyRegistry]),
+      // What the pod resolved: the names a DestinationRule host can meet a connection by.
+      onAnswered: (name, addresses) => {
+        if (plane.addDnsNames(name, addresses)) workers.addDnsNames(name, addresses);
+      },
     });
     servers.push(dns);
     dns.setServiceEntries(plane.resources.snapshot?.serviceEntries ?? []);

@@ -180,6 +180,14 @@ interface MtlsInForce {
 }
 
 const NO_HOSTS: readonly string[] = Object.freeze([]);
+/** Addresses whose DNS names are kept, and names per address: a pod resolving without end cannot grow them. */
+const MAX_ANSWERED_ADDRESSES = 4096;
+const MAX_NAMES_PER_ADDRESS = 8;
+
+/** One spelling per address (`::ffff:10.0.0.1` and `10.0.0.1` alike, IPv6 in full). */
+function addressKey(address: string): string {
+  return parseIp(address)?.join('.') ?? address;
+}
 
 function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, workload: Workload): MtlsInForce {
   const empty = { destinationRules: [], serviceEntries: [], peerAuthentications: [] };
@@ -189,7 +197,7 @@ function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, wor
     trustDomain: o.mesh.trustDomain ?? (o.env.TRUST_DOMAIN || 'cluster.local'), clusterDomain: o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local',
   });
   const byAddress = new Map<string, string[]>();
-  const key = (a: string): string => parseIp(a)?.join('.') ?? a;
+  const key = addressKey;
   for (const se of snap.serviceEntries) {
     for (const a of [...se.addresses, ...se.endpoints.map((e) => e.address)]) {
       const list = byAddress.get(key(a)) ?? [];
@@ -223,6 +231,10 @@ export class DataPlane {
   private readonly warned = new Set<string>();
   /** TLS to upstreams (the sidecar's outbound side, the gateway's routes), as the resources say. */
   private readonly upstreamTls: UpstreamTlsFor;
+  /** Names the DNS proxy answered for each address (forwarded A/AAAA answers), most recent last. */
+  private readonly dnsNames = new Map<string, string[]>();
+  /** Replaced whenever what decides an upstream's TLS changes (resources, DNS names): plans made before are forgotten. */
+  private tlsGeneration: object = {};
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
@@ -237,8 +249,15 @@ export class DataPlane {
     this.security = new RequestSecurity(this.authenticator, this.decisions);
     this.upstreamTls = upstreamTlsFor({
       plan: (facts) => this.mtlsInForce().plan(facts),
-      generation: () => this.mtlsInForce(),
-      hostsFor: (address) => this.mtlsInForce().hostsFor(address),
+      generation: () => {
+        this.mtlsInForce();
+        return this.tlsGeneration;
+      },
+      hostsFor: (address) => {
+        const declared = this.mtlsInForce().hostsFor(address);
+        const answered = this.dnsNames.get(addressKey(address));
+        return answered ? [...declared, ...answered.filter((n) => !declared.includes(n))] : declared;
+      },
       contexts: () => this.credentials.current,
       cwd: o.cwd, stats: this.stats.outbound,
       warn: (message) => {
@@ -287,7 +306,10 @@ export class DataPlane {
   /** The mutual TLS the resources in force ask for (made once per configuration version). */
   private mtlsInForce(): MtlsInForce {
     const snapshot = this.resources.snapshot;
-    if (!this.mtls || this.mtls.snapshot !== snapshot) this.mtls = mtlsOf(snapshot, this.o, this.resources.workload);
+    if (!this.mtls || this.mtls.snapshot !== snapshot) {
+      this.mtls = mtlsOf(snapshot, this.o, this.resources.workload);
+      this.tlsGeneration = {};
+    }
     return this.mtls;
   }
 
@@ -311,6 +333,28 @@ export class DataPlane {
       identity_required_by: this.identityRequiredBy() ?? null,
       certificate_in_force: this.credentials.current ? this.credentials.current.certificate.spiffeId : null,
     };
+  }
+
+  /**
+   * A forwarded DNS answer (the primary's DNS proxy): `name` resolved to `addresses`. Those names then
+   * meet DestinationRule hosts for connections to the addresses. False: nothing new.
+   */
+  addDnsNames(name: string, addresses: readonly string[]): boolean {
+    const host = name.toLowerCase().replace(/\.$/, '');
+    let added = false;
+    for (const address of addresses) {
+      const key = addressKey(address);
+      const names = this.dnsNames.get(key) ?? [];
+      if (names.includes(host)) continue;
+      names.push(host);
+      if (names.length > MAX_NAMES_PER_ADDRESS) names.shift();
+      this.dnsNames.delete(key); // most recent last: the first key is the one to forget
+      this.dnsNames.set(key, names);
+      if (this.dnsNames.size > MAX_ANSWERED_ADDRESSES) this.dnsNames.delete(this.dnsNames.keys().next().value!);
+      added = true;
+    }
+    if (added) this.tlsGeneration = {};
+    return added;
   }
 
   /** Puts a workload certificate in force for new connections (one OpenSSL refuses: logged, the last one kept). */

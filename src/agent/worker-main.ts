@@ -41,6 +41,9 @@ port.on('message', (m: ToWorker) => {
     case 'certificate':
       plane.setCertificate(m.certificate);
       break;
+    case 'dnsNames':
+      plane.addDnsNames(m.name, m.addresses);
+      break;
     case 'close':
       void plane.close().then(() => process.exit(0));
       break;

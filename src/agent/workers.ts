@@ -33,7 +33,9 @@ export type ToWorker =
   | { readonly type: 'snapshot'; readonly id: number }
   | { readonly type: 'drainInbound' | 'drainAll' | 'closeIdle' | 'close' }
   /** The workload certificate now in force (the primary holds the identity source). */
-  | { readonly type: 'certificate'; readonly certificate: WorkloadCertificate | undefined };
+  | { readonly type: 'certificate'; readonly certificate: WorkloadCertificate | undefined }
+  /** A name the DNS proxy (the primary's) answered with these addresses. */
+  | { readonly type: 'dnsNames'; readonly name: string; readonly addresses: readonly string[] };
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'failed'; readonly message: string }
@@ -73,6 +75,11 @@ export class WorkerPool {
 
   tell(type: 'drainInbound' | 'drainAll' | 'closeIdle'): void {
     for (const w of this.workers) w?.postMessage({ type } satisfies ToWorker);
+  }
+
+  /** Tells every worker of a name the DNS proxy answered (a worker started later learns the next ones). */
+  addDnsNames(name: string, addresses: readonly string[]): void {
+    for (const w of this.workers) w?.postMessage({ type: 'dnsNames', name, addresses } satisfies ToWorker);
   }
 
   /** Puts a workload certificate in force in every worker, now and in any started later. */

@@ -25,7 +25,8 @@ import type { DnsMetrics } from './metrics.js';
 import { NameTable } from './name-table.js';
 import { DNS_CAPTURE_PORT, listenHosts, parseProxyAddress } from './proxy-address.js';
 import type { ResolverConfig } from './resolv-conf.js';
-import { errorResponse, QCLASS_IN, RCODE, readQuery } from './wire.js';
+import { errorResponse, QCLASS_IN, QTYPE, RCODE, rcodeOf, readQuery } from './wire.js';
+import { answeredAddresses } from './answered-addresses.js';
 
 const log = scope('dns');
 
@@ -51,6 +52,8 @@ export interface DnsProxyOptions {
   readonly tcpIdleMs?: number;
   /** This pod's addresses, for an empty or wildcard host; default from the interfaces. */
   readonly localAddresses?: () => readonly string[];
+  /** Told of each forwarded answer with A/AAAA records: the name asked and the addresses given. */
+  readonly onAnswered?: (name: string, addresses: readonly string[]) => void;
 }
 
 export interface DnsEndpoint {
@@ -308,6 +311,11 @@ export class DnsProxy {
     this.#forwarder.forward(msg, q, transport).then((result) => {
       this.#inFlight--;
       reply(result.answer);
+      const told = this.#o.onAnswered;
+      if (told && result.answer && (q.qtype === QTYPE.A || q.qtype === QTYPE.AAAA) && rcodeOf(result.answer) === RCODE.NOERROR) {
+        const addresses = answeredAddresses(result.answer);
+        if (addresses.length > 0) told(q.name, addresses);
+      }
     }, (err: Error) => {
       this.#inFlight--;
       log.warn(`DNS: forwarding failed: ${err.message}`);

@@ -24,6 +24,8 @@ export interface SidecarPodOptions<P extends Namespace & { close(): void } = Pod
   readonly files?: Readonly<Record<string, string>>;
   /** The sidecar may write in its working directory (uid 1337 owns it): an access log file there. */
   readonly writable?: boolean;
+  /** More `mesh-iptables` flags (`--redirect-dns`...). */
+  readonly iptablesArgs?: readonly string[];
   /** `NAME=value` for the sidecar's environment. */
   readonly env?: readonly string[];
   /** After `proxy`: `--concurrency 2`... */
@@ -67,7 +69,7 @@ export async function startSidecarPod<P extends Namespace & { close(): void } = 
       writeFileSync(join(dir, file), text);
     }
     if (o.writable) chownSync(dir, 1337, 1337);
-    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337'],
+    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337', ...(o.iptablesArgs ?? [])],
       { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
     assert.equal(init.code, 0, init.stderr);
     await o.prepare?.(pod);

@@ -277,6 +277,52 @@ spec:
     }
   });
 
+  it('a DestinationRule host meets a connection by the name the DNS proxy answered for its address', async () => {
+    // A name server on the node answers *.peer.test with B's address; pod E resolves through its
+    // sidecar's DNS proxy (captured), and its DestinationRule for *.peer.test asks for ISTIO_MUTUAL.
+    const resolver = net.node.start('env', [`RESOLVER_A=${B}`, 'RESOLVER_AAAA=', process.execPath,
+      join(repoRoot, 'test', 'integration', 'dns', 'fixtures', 'resolver.mjs'), NODE_V4]);
+    await untilFirstOutput(resolver);
+    const cert = await issueWorkloadCert(ca, { spiffeId: id('dns-client') });
+    let etcDir = '';
+    const e = await startSidecarPod<MeshPodNamespace>({
+      namespace: () => {
+        const ns = net.addPod();
+        etcDir = join('/etc/netns', ns.name); // `ip netns exec` shows this as the pod's /etc/resolv.conf
+        mkdirSync(etcDir, { recursive: true });
+        writeFileSync(join(etcDir, 'resolv.conf'), `nameserver ${NODE_V4}\noptions timeout:2\n`);
+        return ns;
+      },
+      files: { 'etc/mesh/pod/labels': 'app="dns-client"\n', 'etc/mesh/resources/mesh.yaml': `apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: peer-test, namespace: default}
+spec:
+  host: "*.peer.test"
+  trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}
+` },
+      env: ['POD_NAMESPACE=default', 'SERVICE_ACCOUNT=dns-client', 'FILE_MOUNTED_CERTS=true', 'MESH_META_DNS_CAPTURE=true'],
+      iptablesArgs: ['--redirect-dns'],
+      beforeStart: (dir) => mount(dir, cert),
+    });
+    try {
+      const xfccOf = (url: string): string | undefined => {
+        const answer = call(e.pod, url);
+        assert.equal(answer.status, 200, answer.body);
+        return (JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'];
+      };
+      // By address, before the pod resolved anything: nothing names the destination, so plaintext.
+      assert.equal(xfccOf(`http://${B}:9080/headers`), undefined, 'plaintext while no name is known');
+      // By name: resolved through the DNS proxy, which remembers the name for the address.
+      assert.match(xfccOf('http://httpbin.peer.test:9080/headers') ?? '', /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/dns-client$/);
+      // And the next connection to the bare address is known by that name too (TCP, no Host to go by).
+      const answer = call(e.pod, `http://${B}:9080/headers`);
+      assert.match((JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'] ?? '', /sa\/dns-client$/);
+    } finally {
+      e.close();
+      if (etcDir) rmSync(etcDir, { recursive: true, force: true });
+    }
+  });
+
   it('B\'s /stats counts the handshakes and the refused plaintext; /certs and cert_expiry_seconds describe the certificate', async () => {
     const stats = await runCli(['request', 'GET', 'stats'], { prefix: ['ip', 'netns', 'exec', b.pod.name] });
     const value = (name: string): number => Number(new RegExp(`${name.replace(/\./g, '\\.')}: (\\d+)`).exec(stats.stdout)?.[1] ?? -1);
