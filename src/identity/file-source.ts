@@ -34,9 +34,11 @@ async function readText(path: string): Promise<string> {
   }
 }
 
+/** The three files, read together; a failure names the first of them (chain, key, root) that failed, whichever finished first. */
 async function readSet(paths: CertFilePaths): Promise<CertificateSetText> {
-  const [chainPem, keyPem, rootPem] = await Promise.all([readText(paths.chain), readText(paths.key), readText(paths.root)]);
-  return { chainPem, keyPem, rootPem };
+  const [chain, key, root] = await Promise.allSettled([readText(paths.chain), readText(paths.key), readText(paths.root)]);
+  for (const r of [chain, key, root]) if (r.status === 'rejected') throw r.reason;
+  return { chainPem: (chain as PromiseFulfilledResult<string>).value, keyPem: (key as PromiseFulfilledResult<string>).value, rootPem: (root as PromiseFulfilledResult<string>).value };
 }
 
 /** Same texts as what is in force: a rewrite with identical content is no change. */
