@@ -15,8 +15,8 @@ interface Named {
   readonly label: string;
   readonly text: (id: string) => string;
   readonly switching?: boolean;
-  /** Pause after these byte offsets. */
-  readonly splits?: readonly number[];
+  /** Pause after these byte offsets (of the text made for the case). */
+  readonly splits?: readonly number[] | ((text: string) => number[]);
 }
 
 const post = (id: string, n: number, lines: string, body: string): string =>
@@ -93,6 +93,9 @@ const NAMED: readonly Named[] = [
     text: (id) => `POST /u/${id}/0 HTTP/1.1\r\n${H}Connection: upgrade\r\nUpgrade: websocket\r\nContent-Length: ${smuggled(id).length}\r\n\r\n${smuggled(id)}`, switching: true },
   { id: 'upgrade_with_empty_chunked_body', label: 'an Upgrade request with an empty chunked body: passed on as a plain request, no last chunk in a tunnel',
     text: (id) => `GET /u/${id}/0 HTTP/1.1\r\n${H}Connection: upgrade\r\nUpgrade: websocket\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, switching: true },
+  { id: 'upgrade_body_then_malformed_split', label: 'an Upgrade request with a body, then a malformed request, the body in a later piece (the proxy answers the first before refusing the second)',
+    text: (id) => `POST /u/${id}/0 HTTP/1.1\r\n${H}Upgrade: websocket\r\nConnection: upgrade\r\nContent-Length: 2\r\n\r\no9PATCH /u/${id}/1 HTTP/1.1\r\nContent-Length: \r\n${H}\r\n`,
+    splits: (text) => [text.indexOf('\r\n\r\n') + 4], switching: true },
   { id: 'incomplete_body_kept_open', label: 'a body shorter than its Content-Length, the connection left open',
     text: (id) => post(id, 0, 'Content-Length: 100\r\n', 'short') },
 ];
@@ -103,7 +106,8 @@ const NAMED: readonly Named[] = [
  */
 export function smugglingCases(): CorpusCase[] {
   return NAMED.map((n) => {
-    const bytes = Buffer.from(n.text(n.id), 'latin1');
-    return { id: n.id, label: n.label, bytes, splits: n.splits ?? [], halfClose: false, switching: n.switching ?? false };
+    const text = n.text(n.id);
+    const splits = typeof n.splits === 'function' ? n.splits(text) : n.splits ?? [];
+    return { id: n.id, label: n.label, bytes: Buffer.from(text, 'latin1'), splits, halfClose: false, switching: n.switching ?? false };
   });
 }
