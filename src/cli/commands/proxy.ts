@@ -1,6 +1,5 @@
 // `pilot-agent proxy [sidecar|router]` (spec 4.5): the agent and its data plane.
 import { Argument, Option, type Command } from 'commander';
-import { runProxy } from '../../agent/agent.js';
 import { AgentError } from '../../errors/agent-error.js';
 import { scope } from '../../log/logger.js';
 import {
@@ -88,6 +87,9 @@ Namespace: POD_NAMESPACE (default "default"); mesh-system is the root namespace.
       templateFile: flags.templateFile ?? '',
       tokenManagerPlugin: flags.tokenManagerPlugin ?? '',
     });
+    // Loaded here, not with the program: every other command (request, wait, version) starts
+    // without the data plane, TLS and the mesh resources behind it.
+    const { runProxy } = await import('../../agent/agent.js');
     await runProxy(options, env.values);
   });
 }

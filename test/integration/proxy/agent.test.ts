@@ -44,7 +44,8 @@ describe('pilot-agent proxy (process)', () => {
 
   it('becomes ready (wait with no flags), answers on 15021, drains on SIGTERM and exits 0', async () => {
     const ns = netns();
-    const proxy = startProxy(ns, [], { PROXY_CONFIG: 'terminationDrainDuration: 1s' }, dir);
+    // 2 s: the readiness check after SIGTERM is a CLI run (a node start-up), which a loaded host can make slow.
+    const proxy = startProxy(ns, [], { PROXY_CONFIG: 'terminationDrainDuration: 2s' }, dir);
     children.push(proxy.child);
     const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10']);
     assert.equal(wait.code, 0, `${wait.stderr}\n${proxy.output()}`);
@@ -68,7 +69,7 @@ describe('pilot-agent proxy (process)', () => {
     await new Promise((r) => setTimeout(r, 200));
     const draining = await ns.runCli(['request', 'GET', '/healthz/ready', '--debug-port', '15021']);
     assert.equal(draining.code, 1);
-    assert.match(draining.stderr, /status code 503/);
+    assert.match(draining.stderr, /status code 503/, proxy.output());
     const started = Date.now();
     assert.equal(await proxy.exited, 0, proxy.output());
     assert.ok(Date.now() - started < 3000, 'exits at the drain duration');
