@@ -1,7 +1,7 @@
-// The workload's certificate as the TLS layer uses it: one server context (inbound mTLS) and one
-// client context (outbound mTLS) per certificate, made once when a certificate comes into force
-// and replaced when the next one does. Connections made before keep the context they were made
-// with: a rotation never cuts a connection.
+// The workload's certificate as the TLS layer uses it: one secure context per certificate (the same
+// serves inbound and outbound mTLS: it presents the certificate and trusts the mesh root), made
+// once when a certificate comes into force and replaced when the next one does. Connections made
+// before keep the context they were made with: a rotation never cuts a connection.
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { WorkloadCertificate } from '../../identity/workload-certificate.js';
 
