@@ -5,10 +5,13 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import type { WorkloadCertificate } from '../../identity/workload-certificate.js';
 
-/** Mesh TLS: 1.2 at least (Istio's default minimum), forward-secret suites only for 1.2. */
+/**
+ * Mesh TLS: 1.2 at least (Istio's default minimum); TLS 1.3 suites in the order Envoy's BoringSSL
+ * prefers them (AES-128-GCM first); forward-secret suites only for 1.2.
+ */
 const MESH_TLS = {
   minVersion: 'TLSv1.2',
-  ciphers: 'ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:'
+  ciphers: 'TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:'
     + 'ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305',
 } as const;
 
