@@ -85,7 +85,7 @@ fi
 # ---- measurements
 declare -A url_of=([nginx]=http://127.0.0.1:8001/1k.html [gateway]=http://127.0.0.1:8000/1k.html)
 declare -A proxy_of=([nginx]=$nginx_worker [gateway]=$gateway)
-declare -A rps p50 p99 errs cpu_ticks cpu_ns
+declare -A rps p50 p99 errs sent cpu_ticks cpu_ns
 setups=(nginx gateway)
 hz=$(getconf CLK_TCK)
 run_wrk() { # setup
@@ -97,10 +97,7 @@ run_wrk() { # setup
   c1=$(ticks "$proxy") t1=$(now_ns)
   cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
   cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
-  rps[$s]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$out") "
-  p50[$s]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$out")") "
-  p99[$s]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$out")") "
-  errs[$s]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$out")
+  record_wrk "$s" "$out"
 }
 echo "== bench-gateway: wrk -t$threads -c$conns with a JWT on every request, ${rounds} rounds of ${warmup}s + ${duration}s per setup"
 round_ratio=''

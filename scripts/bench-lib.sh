@@ -100,6 +100,28 @@ start_nginx() { # ns dir pin... ; sets $started (master), adds master and worker
 
 to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'; }
 
+# record_wrk SETUP OUTPUT: a `wrk --latency` run's req/s, p50 and p99 (ms), requests sent and errors,
+# appended to the caller's associative arrays rps, p50, p99, sent and errs (by setup).
+record_wrk() {
+  rps[$1]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$2") "
+  p50[$1]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$2")") "
+  p99[$1]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$2")") "
+  sent[$1]=$(( ${sent[$1]:-0} + $(awk '/requests in/ { print $1 }' <<< "$2") ))
+  errs[$1]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$2")
+}
+
+# setup_medians SETUP...: the medians over the rounds, into the caller's m_rps, m_p50 and m_p99.
+setup_medians() {
+  local s
+  # shellcheck disable=SC2086 # the per-round lists split on spaces
+  for s in "$@"; do
+    m_rps[$s]=$(printf '%.0f' "$(median ${rps[$s]})")
+    m_p50[$s]=$(printf '%.2f' "$(median ${p50[$s]})") m_p99[$s]=$(printf '%.2f' "$(median ${p99[$s]})")
+  done
+}
+
+verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
+
 last() { eval "set -- \$1"; [ $# -gt 0 ] && echo "${!#}"; } # the last word of a list
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 

@@ -207,11 +207,7 @@ run_wrk() { # setup
   cpu_client[$s]=$(( ${cpu_client[$s]:-0} + cc1 - cc0 ))
   cpu_server[$s]=$(( ${cpu_server[$s]:-0} + cs1 - cs0 ))
   cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
-  rps[$s]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$out") "
-  p50[$s]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$out")") "
-  p99[$s]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$out")") "
-  sent[$s]=$(( ${sent[$s]:-0} + $(awk '/requests in/ { print $1 }' <<< "$out") ))
-  errs[$s]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$out")
+  record_wrk "$s" "$out"
 }
 
 echo "== bench-mtls: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the server pod"
@@ -236,13 +232,8 @@ forget "${sidecar_of[client]}" "${sidecar_of[server]}"
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
-# shellcheck disable=SC2086 # the per-round lists split on spaces
-for s in "${setups[@]}"; do
-  m_rps[$s]=$(printf '%.0f' "$(median ${rps[$s]})")
-  m_p50[$s]=$(printf '%.2f' "$(median ${p50[$s]})") m_p99[$s]=$(printf '%.2f' "$(median ${p99[$s]})")
-done
+setup_medians "${setups[@]}"
 cpu_pct() { awk -v c="$1" -v hz="$hz" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
-verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
 # shellcheck disable=SC2086
 r_mtls=$(median $round_ratio)
 echo

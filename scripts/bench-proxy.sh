@@ -144,11 +144,7 @@ run_wrk() { # setup
   [ -z "$proxy" ] || c1=$(ticks "$proxy")
   cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
   cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
-  rps[$s]+="$(awk '/^Requests\/sec/ { printf "%.0f", $2 }' <<< "$out") "
-  p50[$s]+="$(to_ms "$(awk '$1 == "50%" { print $2 }' <<< "$out")") "
-  p99[$s]+="$(to_ms "$(awk '$1 == "99%" { print $2 }' <<< "$out")") "
-  sent[$s]=$(( ${sent[$s]:-0} + $(awk '/requests in/ { print $1 }' <<< "$out") ))
-  errs[$s]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$out")
+  record_wrk "$s" "$out"
 }
 run_tcp() { # setup
   local ns=$plain host=198.19.3.1
@@ -182,13 +178,8 @@ forget "$sidecar"
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
-# shellcheck disable=SC2086 # the per-round lists split on spaces
-for s in "${setups[@]}"; do
-  m_rps[$s]=$(printf '%.0f' "$(median ${rps[$s]})")
-  m_p50[$s]=$(printf '%.2f' "$(median ${p50[$s]})") m_p99[$s]=$(printf '%.2f' "$(median ${p99[$s]})")
-done
+setup_medians "${setups[@]}"
 cpu_pct() { awk -v c="${cpu_ticks[$1]}" -v hz="$hz" -v ns="${cpu_ns[$1]}" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
-verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
 # shellcheck disable=SC2086
 { r_nginx=$(median $round_ratio); dp99=$(printf '%+.2f' "$(median $round_dp99)"); }
 rss_ok=$(awk -v a="$sidecar_rss" -v b="$sidecar_rss_tcp" 'BEGIN { print (a * 1.048576 < 60 && b * 1.048576 < 60) }')
