@@ -97,6 +97,12 @@ const C_MESH_CONFIG = 'autoMtlsCidrs: [198.18.10.0/24]\n';
 /** A TLS 1.2/1.3 application data record header: encrypted bytes crossed. */
 const TLS_APPLICATION_DATA = Buffer.from([0x17, 0x03, 0x03]);
 
+/** Writes a certificate set as a sidecar's mounted files (./etc/certs in its directory), readable by its uid. */
+async function mount(dir: string, set: WorkloadCertSet): Promise<void> {
+  await writeCertFiles(join(dir, 'etc', 'certs'), set);
+  for (const f of readdirSync(join(dir, 'etc', 'certs'))) chownSync(join(dir, 'etc', 'certs', f), 1337, 1337);
+}
+
 interface HttpAnswer { readonly status: number; readonly body: string }
 
 describe('mutual TLS between two sidecars, in network namespaces', { skip: netnsSkip }, () => {
@@ -109,12 +115,6 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
   let g: SidecarPod<MeshPodNamespace>;
   let aCert: WorkloadCertSet;
   let bLog: string[] = [];
-
-  /** Writes a certificate set as the sidecar's mounted files, readable by its uid. */
-  const mount = async (dir: string, set: WorkloadCertSet): Promise<void> => {
-    await writeCertFiles(join(dir, 'etc', 'certs'), set);
-    for (const f of readdirSync(join(dir, 'etc', 'certs'))) chownSync(join(dir, 'etc', 'certs', f), 1337, 1337);
-  };
 
   const meshedPod = async (sa: string, labels: string, resources: string, extra: Record<string, string> = {},
     prepare?: (ns: MeshPodNamespace) => Promise<void>): Promise<{ pod: SidecarPod<MeshPodNamespace>; cert: WorkloadCertSet }> => {
@@ -264,7 +264,7 @@ spec:
       assert.match(answer.body, /ext over TLS, SNI ext\.example\.com/);
       // The same call to a server whose certificate the rule's root did not sign: 503, never plaintext.
       writeFileSync(join(a.dir, 'ext-root.pem'), (await createRootCa()).rootPem);
-      writeFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), readFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), 'utf8').replace('name: ext,', 'name: ext-2,').replace('name: ext, namespace: default}\nspec:\n  host', 'name: ext-2, namespace: default}\nspec:\n  host'));
+      writeFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), readFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), 'utf8').replace('name: ext,', 'name: ext-2,')); // a change, so the resources are read again
       let refused: HttpAnswer = answer;
       for (let i = 0; i < 30 && refused.status === 200; i++) {
         await new Promise((resolve) => setTimeout(resolve, 200));
@@ -388,10 +388,7 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
       files: { 'etc/mesh/pod/labels': 'app="httpbin"\n', 'etc/mesh/resources/mesh.yaml': B_RESOURCES.split('---')[0]! },
       env: ['POD_NAMESPACE=default', 'SERVICE_ACCOUNT=httpbin', 'FILE_MOUNTED_CERTS=true'],
       prepare: (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])),
-      beforeStart: async (dir) => {
-        await writeCertFiles(join(dir, 'etc', 'certs'), cert);
-        for (const f of readdirSync(join(dir, 'etc', 'certs'))) chownSync(join(dir, 'etc', 'certs', f), 1337, 1337);
-      },
+      beforeStart: (dir) => mount(dir, cert),
     });
     d = net.addPod();
   });
@@ -441,8 +438,7 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
       const ready = late.pod.exec('curl', ['-s', 'http://127.0.0.1:15021/healthz/ready'], { allowFailure: true }).stdout;
       assert.match(ready, /no workload certificate, required by PeerAuthentication default\/httpbin \(STRICT\)/);
       const cert = await issueWorkloadCert(ca, { spiffeId: id('late') });
-      await writeCertFiles(join(late.dir, 'etc', 'certs'), cert);
-      for (const f of readdirSync(join(late.dir, 'etc', 'certs'))) chownSync(join(late.dir, 'etc', 'certs', f), 1337, 1337);
+      await mount(late.dir, cert);
       const wait = await waitFor(10);
       assert.equal(wait.code, 0, `${wait.stderr}\n${late.stderr()}`);
     } finally {
