@@ -197,19 +197,19 @@ function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, wor
     trustDomain: o.mesh.trustDomain ?? (o.env.TRUST_DOMAIN || 'cluster.local'), clusterDomain: o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local',
   });
   const byAddress = new Map<string, string[]>();
-  const key = addressKey;
   for (const se of snap.serviceEntries) {
     for (const a of [...se.addresses, ...se.endpoints.map((e) => e.address)]) {
-      const list = byAddress.get(key(a)) ?? [];
+      const key = addressKey(a);
+      const list = byAddress.get(key) ?? [];
       for (const h of se.hosts) if (!list.includes(h)) list.push(h);
-      byAddress.set(key(a), list);
+      byAddress.set(key, list);
     }
   }
   const mutual = snap.destinationRules.find((r) => r.tls?.mode === 'ISTIO_MUTUAL' || r.portLevelTls.some((p) => p.tls?.mode === 'ISTIO_MUTUAL'));
   return {
     snapshot, plan,
     inbound: inboundMtls(snap.peerAuthentications, workload),
-    hostsFor: (address) => (byAddress.size === 0 ? NO_HOSTS : byAddress.get(key(address)) ?? NO_HOSTS),
+    hostsFor: (address) => (byAddress.size === 0 ? NO_HOSTS : byAddress.get(addressKey(address)) ?? NO_HOSTS),
     istioMutualRule: mutual ? `DestinationRule ${mutual.meta.namespace}/${mutual.meta.name} (ISTIO_MUTUAL)` : undefined,
   };
 }

@@ -28,8 +28,6 @@ export interface CertificateRequest {
   readonly subjectId?: string;
 }
 
-export { parseCaAddress, type HostPort } from './ca-address.js';
-
 async function readToken(file: string): Promise<string> {
   let token: string;
   try {

@@ -6,9 +6,6 @@ import { createPrivateKey, type webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import type { KeyAlgorithm, KeyOptions } from './key-options.js';
 
-export type { KeyAlgorithm, KeyEnv, KeyOptions } from './key-options.js';
-export { DEFAULT_KEY_OPTIONS, keyOptionsFromEnv } from './key-options.js';
-
 interface WebCryptoParams {
   readonly generate: webcrypto.RsaHashedKeyGenParams | webcrypto.EcKeyGenParams;
   readonly sign: webcrypto.Algorithm | webcrypto.EcdsaParams;

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import * as x509 from '@peculiar/x509';
 import { AgentError } from '../../src/errors/agent-error.js';
-import { generateKeyAndCsr, keyOptionsFromEnv, type KeyEnv, type KeyOptions } from '../../src/identity/csr.js';
+import { generateKeyAndCsr } from '../../src/identity/csr.js';
+import { keyOptionsFromEnv, type KeyEnv, type KeyOptions } from '../../src/identity/key-options.js';
 
 const ID = 'spiffe://cluster.local/ns/shop/sa/cart';
 const defaults: KeyEnv = { ECC_SIGNATURE_ALGORITHM: '', ECC_CURVE: 'P256', WORKLOAD_RSA_KEY_SIZE: 2048, PKCS8_KEY: false };
