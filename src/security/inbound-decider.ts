@@ -6,7 +6,7 @@
 // force the checks are skipped entirely: the sidecar's hot path stays as it was.
 import type { IncomingMessage } from 'node:http';
 import type { DecisionLog } from '../gateway/decisions.js';
-import { ORIGINAL_DESTINATION, type ConnectionFacts, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../proxy/decider.js';
+import { ORIGINAL_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../proxy/decider.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import { peerOf, type PeerIdentity } from '../proxy/tls/peer-identity.js';
 import { rbacDeniedDetails, type RequestContext, type RequestSecurity, type SecurityOutcome } from './request-security.js';
@@ -36,11 +36,6 @@ export function xfccValue(peer: PeerIdentity, self: string | undefined): string 
 export type SelfIdentity = () => string | undefined;
 
 export function inboundDecider(security: RequestSecurity, decisions: DecisionLog, self: SelfIdentity = () => undefined): RequestDecider {
-  /** The XFCC edit of a request: set for an mTLS peer, the client's removed otherwise. */
-  const xfcc = (req: IncomingMessage, peer: PeerIdentity | undefined): Pick<ForwardTarget, 'setHeaders' | 'removeHeaders'> => {
-    if (peer) return { setHeaders: [[XFCC, xfccValue(peer, self())]] };
-    return req.headers[XFCC] !== undefined ? { removeHeaders: STRIP_XFCC } : {};
-  };
   const forward = (req: IncomingMessage, outcome: SecurityOutcome, dst: Endpoint, peer: PeerIdentity | undefined): Verdict => {
     if (outcome.reply) return outcome.reply;
     if (req.method === 'CONNECT' && security.hasPolicies) {
@@ -60,8 +55,9 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
     decide: (req, dst) => {
       const peer = peerOf(req.socket);
       if ((security.idle && !peer) || !dst) {
+        // No policy and no mTLS peer (the hot path): only a plaintext client's own XFCC to drop.
         const plain = ORIGINAL_DESTINATION.decide(req, dst) as Verdict;
-        return plain.kind === 'forward' ? { ...plain, ...xfcc(req, undefined) } : plain;
+        return plain.kind === 'forward' && req.headers[XFCC] !== undefined ? { ...plain, removeHeaders: STRIP_XFCC } : plain;
       }
       const draft = decisions.begin(req, 'inbound');
       draft.upstream = `${dst.address}:${dst.port}`;
