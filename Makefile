@@ -38,6 +38,7 @@ bench: build
 	node scripts/bench-iptables.mjs
 	scripts/bench-proxy.sh
 	scripts/bench-mtls.sh
+	scripts/bench-h2.sh
 	scripts/bench-gateway.sh
 	node scripts/bench-dns.mjs
 

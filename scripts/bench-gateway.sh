@@ -33,19 +33,7 @@ node=$(command -v node)
 set_pinning
 
 ns="pa-bench-gw-$$"
-work=$(mktemp -d /tmp/pa-bench-gateway.XXXXXX)
-chmod 755 "$work" # nginx workers run as nobody
-pids=()
-cleanup() {
-  trap - EXIT INT TERM
-  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
-  ip netns del "$ns" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'echo "bench-gateway: interrupted" >&2; exit 130' INT TERM
-ip netns add "$ns"
-ip -n "$ns" link set lo up
+bench_setup bench-gateway "$ns"
 
 # ---- the upstream (nginx, 1 KiB on :8080) and the reference proxy (nginx on :8001)
 mkdir -p "$work/www" "$work/upstream" "$work/proxy" "$work/gw/etc/mesh/resources" "$work/gw/etc/mesh/pod" "$work/gw/etc/mesh/config"
@@ -87,16 +75,11 @@ declare -A url_of=([nginx]=http://127.0.0.1:8001/1k.html [gateway]=http://127.0.
 declare -A proxy_of=([nginx]=$nginx_worker [gateway]=$gateway)
 declare -A rps p50 p99 errs sent cpu_ticks cpu_ns
 setups=(nginx gateway)
-hz=$(getconf CLK_TCK)
 run_wrk() { # setup
-  local s=$1 out t0 t1 c0 c1 proxy=${proxy_of[$1]}
+  local s=$1
   local wrk=(ip netns exec "$ns" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" -H "Authorization: Bearer $token")
   "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  c0=$(ticks "$proxy") t0=$(now_ns)
-  out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
-  c1=$(ticks "$proxy") t1=$(now_ns)
-  cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
-  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+  measure "$s" "${proxy_of[$s]}" "${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}"
   record_wrk "$s" "$out"
 }
 echo "== bench-gateway: wrk -t$threads -c$conns with a JWT on every request, ${rounds} rounds of ${warmup}s + ${duration}s per setup"
@@ -105,8 +88,7 @@ for ((r = 1; r <= rounds; r++)); do
   for s in "${setups[@]}"; do run_wrk "$s"; done
   rr=$(ratio "$(last "${rps[gateway]}")" "$(last "${rps[nginx]}")")
   round_ratio+="$rr "
-  printf '   round %d: nginx %s req/s (p99 %s ms)  gateway %s req/s (p99 %s ms)  gateway/nginx %sx\n' "$r" \
-    "$(last "${rps[nginx]}")" "$(last "${p99[nginx]}")" "$(last "${rps[gateway]}")" "$(last "${p99[gateway]}")" "$rr"
+  printf '   round %d: %s gateway/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr"
 done
 gw_rss=$(rss_mib "$gateway")
 counters=$(ip netns exec "$ns" "$agent" request GET stats 2>/dev/null | grep -E '^http\.gateway\.decisions\.(jwt\.valid|route\.routed):' | tr '\n' ' ' || true)
@@ -114,7 +96,6 @@ counters=$(ip netns exec "$ns" "$agent" request GET stats 2>/dev/null | grep -E 
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring"
 row() { printf '%-34s %9s %8s %8s %10s\n' "$@"; }
-cpu_pct() { awk -v c="${cpu_ticks[$1]}" -v hz="$hz" -v ns="${cpu_ns[$1]}" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
 row setup req/s "p50 ms" "p99 ms" "proxy CPU"
 declare -A label=([nginx]='nginx, 1 worker (no JWT check)' [gateway]='gateway (JWT + claim route)')
 # shellcheck disable=SC2086 # the per-round lists split on spaces
@@ -127,7 +108,5 @@ r_nginx=$(median $round_ratio)
 printf 'throughput gateway/nginx  %6sx  (median of per-round ratios)  target >= 1.00: %s\n' "$r_nginx" \
   "$(awk -v r="$r_nginx" 'BEGIN { print (r >= 1) ? "met" : "MISSED" }')"
 printf 'gateway RSS %s MiB; its counters: %s\n' "$gw_rss" "${counters:-?}"
-for s in "${setups[@]}"; do
-  if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
-done
+error_notes "${setups[@]}"
 exit 0

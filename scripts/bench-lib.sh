@@ -1,5 +1,5 @@
 # Shell functions shared by the benches (sourced). They expect `pids` (an array of the PIDs to end
-# on exit) and, for start_nginx, `work` (a scratch directory).
+# on exit) and, for start_nginx, `work` (a scratch directory); bench_setup makes both.
 alive() { # exists and is not a zombie
   local state
   state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
@@ -58,13 +58,14 @@ http {
 EOF
 }
 
-# nginx_static_conf DIR LISTEN: one worker serving $work/www (the 1 KiB file) on LISTEN.
+# nginx_static_conf DIR LISTEN [DIRECTIVES]: one worker serving $work/www (the 1 KiB file) on LISTEN
+# (e.g. "8080", or "8080 http2" for h2c), DIRECTIVES added to its server block.
 nginx_static_conf() {
   { nginx_common "$1"; cat <<EOF
   sendfile on;
   open_file_cache max=16;
   default_type text/html;
-  server { listen $2; root $work/www; }
+  server { listen $2; root $work/www; ${3:-} }
 }
 EOF
   } > "$1/nginx.conf"
@@ -110,6 +111,22 @@ record_wrk() {
   errs[$1]+=$(awk '/Socket errors|Non-2xx/ { sub(/^ +/, ""); printf "%s; ", $0 }' <<< "$2")
 }
 
+# record_h2load SETUP OUTPUT LOG: an `h2load -D` run's req/s (over the measured duration, warm-up
+# excluded), p50 and p99 (ms) and the requests that succeeded, appended to the caller's rps, p50, p99
+# and sent (by setup); failures into errs. h2load itself prints only min/max/mean/sd of "time for
+# request", so the percentiles come from its --log-file (one line per request of the measured
+# duration: start, status, µs to the end of the response; h2load appends, so LOG is removed here).
+record_h2load() {
+  local pct
+  rps[$1]+="$(awk '/^finished in/ { printf "%.0f", $4 }' <<< "$2") "
+  pct=$(cut -f3 "$3" | sort -n | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print "0 0"; else printf "%.2f %.2f", v[int((NR - 1) * 0.50) + 1] / 1000, v[int((NR - 1) * 0.99) + 1] / 1000 }')
+  rm -f "$3"
+  p50[$1]+="${pct% *} " p99[$1]+="${pct#* } "
+  sent[$1]=$(( ${sent[$1]:-0} + $(awk '/^requests:/ { print $8 }' <<< "$2") ))
+  errs[$1]+=$(awk '/^requests:/ { bad = ($8 == 0 || $10 > 0) } /^(requests|status codes):/ && bad { printf "%s; ", $0 }' <<< "$2")
+}
+
 # setup_medians SETUP...: the medians over the rounds, into the caller's m_rps, m_p50 and m_p99.
 setup_medians() {
   local s
@@ -119,6 +136,35 @@ setup_medians() {
     m_p50[$s]=$(printf '%.2f' "$(median ${p50[$s]})") m_p99[$s]=$(printf '%.2f' "$(median ${p99[$s]})")
   done
 }
+
+# round_summary SETUP...: each setup's req/s and p99 in the last round, for a "round N:" line.
+round_summary() {
+  local s
+  for s in "$@"; do printf '%s %s req/s (p99 %s ms)  ' "$s" "$(last "${rps[$s]}")" "$(last "${p99[$s]}")"; done
+}
+# error_notes SETUP...: a note per setup whose runs had errors.
+error_notes() {
+  local s
+  for s in "$@"; do
+    if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
+  done
+}
+
+# measure SETUP PID CMD...: runs CMD, its stdout into $out; adds PID's CPU time (none if PID is empty)
+# and the wall time to the caller's cpu_ticks[SETUP] and cpu_ns[SETUP].
+measure() {
+  local s=$1 pid=$2 c0=0 c1=0 t0 t1
+  shift 2
+  [ -z "$pid" ] || c0=$(ticks "$pid")
+  t0=$(now_ns)
+  out=$("$@")
+  t1=$(now_ns)
+  [ -z "$pid" ] || c1=$(ticks "$pid")
+  cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
+  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+}
+core_pct() { awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; } # TICKS NS
+cpu_pct() { core_pct "${cpu_ticks[$1]}" "${cpu_ns[$1]}"; } # SETUP: what measure counted, as % of one core
 
 verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
 
@@ -134,12 +180,13 @@ set_pinning() {
   fi
 }
 
-# Tools: wrk (load), nginx (the peer service and the reference proxy), iproute2, iptables, setpriv,
-# taskset, openssl (the mTLS bench's certificates).
+# Tools: wrk and h2load (load: HTTP/1.1, HTTP/2), nginx (the peer service and the reference proxy),
+# haproxy (the HTTP/2 reference proxy), iproute2, iptables, setpriv, taskset, openssl (the mTLS bench's
+# certificates).
 ensure_bench_tools() {
   export PATH="$PATH:/usr/sbin:/sbin"
   local cmd missing=()
-  declare -A wanted=([wrk]=wrk [nginx]=nginx [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux [openssl]=openssl)
+  declare -A wanted=([wrk]=wrk [h2load]=nghttp2-client [nginx]=nginx [haproxy]=haproxy [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux [openssl]=openssl)
   for cmd in "${!wanted[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
   done
@@ -166,4 +213,69 @@ bench_preamble() {
   ensure_bench_tools
   node=$(command -v node)
   set_pinning
+}
+
+# bench_setup NAME NS...: the scratch directory $work (mode 755: nginx workers run as nobody, the
+# sidecars as 1337), an empty `pids`, traps that end those PIDs and remove the namespaces and $work on
+# exit, failure or Ctrl-C; then the namespaces NS, loopback up.
+bench_setup() {
+  bench_name=$1
+  shift
+  bench_namespaces=("$@")
+  work=$(mktemp -d "/tmp/pa-$bench_name.XXXXXX")
+  chmod 755 "$work"
+  pids=()
+  trap bench_cleanup EXIT
+  trap 'echo "$bench_name: interrupted" >&2; exit 130' INT TERM
+  local ns
+  for ns in "$@"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
+}
+bench_cleanup() {
+  trap - EXIT INT TERM
+  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
+  local ns
+  for ns in "${bench_namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
+# veth_link NS IF ADDR PEER_NS PEER_IF PEER_ADDR: a veth pair between two namespaces on one /24;
+# NS's default route goes to PEER_ADDR.
+veth_link() {
+  ip -n "$1" link add "$2" type veth peer name "$5" netns "$4"
+  ip -n "$1" addr add "$3/24" dev "$2"
+  ip -n "$4" addr add "$6/24" dev "$5"
+  ip -n "$1" link set "$2" up
+  ip -n "$4" link set "$5" up
+  ip -n "$1" route add default via "$6"
+}
+
+# start_sidecar NS LOG [ENV ARG...]: the capture rules (`pilot-agent mesh-iptables`) in NS, then
+# `pilot-agent proxy` as uid 1337 on the proxy's CPU, through `env ENV ARG...` (e.g. -C DIR VAR=value),
+# both logging to LOG; waits until it is ready (else shows LOG and exits 1). Sets $started (the node
+# process: ip netns exec, taskset, setpriv and env exec in turn) and adds it to pids. Node flags from
+# BENCH_SIDECAR_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), --concurrency from BENCH_CONCURRENCY (1).
+start_sidecar() {
+  local ns=$1 log=$2
+  shift 2
+  if ! ip netns exec "$ns" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$log" 2>&1; then
+    echo "$bench_name: the capture rules failed in $ns:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  # shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
+  ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
+    env "$@" "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr >> "$log" 2>&1 &
+  started=$!
+  pids+=("$started")
+  if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
+    echo "$bench_name: the sidecar in $ns did not become ready:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+}
+# stop_sidecar NS PID: the quick way (POST quitquitquit), so that a --cpu-prof profile is written now.
+stop_sidecar() {
+  ip netns exec "$1" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
+  stop_pids "$2"
+  forget "$2"
 }

@@ -43,30 +43,11 @@ target=0.85
 bench_preamble bench-mtls
 hz=$(getconf CLK_TCK)
 
-id=$$
-client="pa-bench-mtls-client-$id"
-server="pa-bench-mtls-server-$id"
-work=$(mktemp -d /tmp/pa-bench-mtls.XXXXXX)
-chmod 755 "$work" # nginx workers run as nobody, the sidecars as 1337
-pids=()
-
-cleanup() {
-  trap - EXIT INT TERM
-  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
-  for ns in "$client" "$server"; do ip netns del "$ns" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'echo "bench-mtls: interrupted" >&2; exit 130' INT TERM
-
 # ---- namespaces: one veth pair, one /24; each pod's default route is the other end
-for ns in "$client" "$server"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
-ip -n "$client" link add eth0 type veth peer name eth0 netns "$server"
-ip -n "$client" addr add 198.19.6.2/24 dev eth0
-ip -n "$server" addr add 198.19.6.3/24 dev eth0
-ip -n "$client" link set eth0 up
-ip -n "$server" link set eth0 up
-ip -n "$client" route add default via 198.19.6.3
+client="pa-bench-mtls-client-$$"
+server="pa-bench-mtls-server-$$"
+bench_setup bench-mtls "$client" "$server"
+veth_link "$client" eth0 198.19.6.2 "$server" eth0 198.19.6.3
 ip -n "$server" route add default via 198.19.6.2
 
 # ---- certificates: a root, and a leaf per pod with only its SPIFFE URI SAN
@@ -132,26 +113,10 @@ start_nginx "$server" "$work/nginx" ${pin_load[@]+"${pin_load[@]}"}
 wait_port "$server" 127.0.0.1 8080
 wait_port "$server" 127.0.0.1 8090
 
-declare -A sidecar_of
+declare -A sidecar_of ns_of=([client]=$client [server]=$server)
 for sa in client server; do
-  ns=$client
-  [ "$sa" = server ] && ns=$server
-  ip netns exec "$ns" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$work/iptables-$sa.log" 2>&1
-  # shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
-  ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
-    env -C "$work/$sa" POD_NAMESPACE=default SERVICE_ACCOUNT="$sa" FILE_MOUNTED_CERTS=true \
-    "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/sidecar-$sa.log" 2>&1 &
-  sidecar_of[$sa]=$!
-  pids+=("$!")
-done
-for sa in client server; do
-  ns=$client
-  [ "$sa" = server ] && ns=$server
-  if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
-    echo "bench-mtls: the $sa sidecar did not become ready:" >&2
-    cat "$work/sidecar-$sa.log" >&2
-    exit 1
-  fi
+  start_sidecar "${ns_of[$sa]}" "$work/sidecar-$sa.log" -C "$work/$sa" POD_NAMESPACE=default SERVICE_ACCOUNT="$sa" FILE_MOUNTED_CERTS=true
+  sidecar_of[$sa]=$started
 done
 if grep -q 'configuration rejected' "$work/sidecar-client.log"; then
   echo "bench-mtls: the client sidecar rejected its resources:" >&2
@@ -220,20 +185,14 @@ for ((r = 1; r <= rounds; r++)); do
   for s in "${setups[@]}"; do run_wrk "$s"; done
   rr=$(ratio "$(last "${rps[mtls]}")" "$(last "${rps[plaintext]}")")
   round_ratio+="$rr "
-  printf '   round %d: %s mtls/plaintext %sx\n' "$r" "$(for s in "${setups[@]}"; do
-    printf '%s %s req/s (p99 %s ms)  ' "$s" "$(last "${rps[$s]}")" "$(last "${p99[$s]}")"; done)" "$rr"
+  printf '   round %d: %s mtls/plaintext %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr"
 done
 hs_after=$(handshakes)
-# Stop the sidecars the quick way, so that --cpu-prof profiles are written now.
-ip netns exec "$client" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
-ip netns exec "$server" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
-stop_pids "${sidecar_of[client]}" "${sidecar_of[server]}"
-forget "${sidecar_of[client]}" "${sidecar_of[server]}"
+for sa in client server; do stop_sidecar "${ns_of[$sa]}" "${sidecar_of[$sa]}"; done
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
-cpu_pct() { awk -v c="$1" -v hz="$hz" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
 # shellcheck disable=SC2086
 r_mtls=$(median $round_ratio)
 echo
@@ -241,9 +200,9 @@ echo "== results: medians of $rounds rounds; sidecar CPU = % of one core while m
 row() { printf '%-30s %9s %8s %8s %11s %11s\n' "$@"; }
 row setup req/s "p50 ms" "p99 ms" "client CPU" "server CPU"
 row "plaintext (:8090, DISABLE)" "${m_rps[plaintext]}" "${m_p50[plaintext]}" "${m_p99[plaintext]}" \
-  "$(cpu_pct "${cpu_client[plaintext]}" "${cpu_ns[plaintext]}")" "$(cpu_pct "${cpu_server[plaintext]}" "${cpu_ns[plaintext]}")"
+  "$(core_pct "${cpu_client[plaintext]}" "${cpu_ns[plaintext]}")" "$(core_pct "${cpu_server[plaintext]}" "${cpu_ns[plaintext]}")"
 row "mTLS (:8080, ISTIO_MUTUAL)" "${m_rps[mtls]}" "${m_p50[mtls]}" "${m_p99[mtls]}" \
-  "$(cpu_pct "${cpu_client[mtls]}" "${cpu_ns[mtls]}")" "$(cpu_pct "${cpu_server[mtls]}" "${cpu_ns[mtls]}")"
+  "$(core_pct "${cpu_client[mtls]}" "${cpu_ns[mtls]}")" "$(core_pct "${cpu_server[mtls]}" "${cpu_ns[mtls]}")"
 echo
 printf 'throughput mTLS/plaintext  %6sx    (median of per-round ratios)  target >= %s (at most 15%% cost): %s\n' "$r_mtls" "$target" \
   "$(verdict "$(awk -v r="$r_mtls" -v t="$target" 'BEGIN { print (r >= t) }')")"
@@ -255,7 +214,5 @@ printf 'sidecar CPU per request    plaintext %s us, mTLS %s us (client + server;
 printf 'server sidecar mTLS handshakes while measuring: %s (wrk: %s connections x %s runs incl. warm-ups; pooled upstream connections are reused)\n' \
   "$( [[ "$hs_before$hs_after" =~ ^[0-9]+$ ]] && echo $((hs_after - hs_before)) || echo '?')" "$conns" "$((2 * rounds))"
 printf 'wrk sent %s requests over mTLS, %s in plaintext (+ warm-ups)\n' "${sent[mtls]}" "${sent[plaintext]}"
-for s in "${setups[@]}"; do
-  if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
-done
+error_notes "${setups[@]}"
 exit 0

@@ -37,38 +37,14 @@ tcp_mib=${BENCH_TCP_MIB:-1024}
 tcp_runs=${BENCH_TCP_RUNS:-3}
 
 bench_preamble bench-proxy
-hz=$(getconf CLK_TCK)
-
-id=$$
-pod="pa-bench-pod-$id"     # captured: rules + sidecar
-plain="pa-bench-plain-$id" # no rules: direct and nginx
-peer="pa-bench-peer-$id"
-work=$(mktemp -d /tmp/pa-bench-proxy.XXXXXX)
-chmod 755 "$work" # nginx workers run as nobody
-pids=()
-
-cleanup() {
-  trap - EXIT INT TERM
-  [ ${#pids[@]} -gt 0 ] && stop_pids "${pids[@]}"
-  for ns in "$pod" "$plain" "$peer"; do ip netns del "$ns" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'echo "bench-proxy: interrupted" >&2; exit 130' INT TERM
-
 
 # ---- namespaces
-for ns in "$pod" "$plain" "$peer"; do ip netns add "$ns"; ip -n "$ns" link set lo up; done
-link() { # ns ifname addr peer-ifname peer-addr
-  ip -n "$1" link add "$2" type veth peer name "$4" netns "$peer"
-  ip -n "$1" addr add "$3/24" dev "$2"
-  ip -n "$peer" addr add "$5/24" dev "$4"
-  ip -n "$1" link set "$2" up
-  ip -n "$peer" link set "$4" up
-  ip -n "$1" route add default via "$5"
-}
-link "$pod" pod0 198.19.2.2 peer0 198.19.2.1
-link "$plain" plain0 198.19.3.2 peer1 198.19.3.1
+pod="pa-bench-pod-$$"     # captured: rules + sidecar
+plain="pa-bench-plain-$$" # no rules: direct and nginx
+peer="pa-bench-peer-$$"
+bench_setup bench-proxy "$pod" "$plain" "$peer"
+veth_link "$pod" pod0 198.19.2.2 "$peer" peer0 198.19.2.1
+veth_link "$plain" plain0 198.19.3.2 "$peer" peer1 198.19.3.1
 
 # ---- configuration files
 mkdir -p "$work/www" "$work/peer" "$work/proxy"
@@ -115,17 +91,8 @@ wait_port "$peer" 198.19.2.1 8080
 wait_port "$peer" 198.19.2.1 8081
 wait_port "$plain" 127.0.0.1 8000
 
-ip netns exec "$pod" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$work/iptables.log" 2>&1
-# shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
-ip netns exec "$pod" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
-  "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/sidecar.log" 2>&1 &
-sidecar=$!
-pids+=("$sidecar")
-if ! ip netns exec "$pod" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
-  echo "bench-proxy: the sidecar did not become ready:" >&2
-  cat "$work/sidecar.log" >&2
-  exit 1
-fi
+start_sidecar "$pod" "$work/sidecar.log"
+sidecar=$started
 
 # ---- measurements
 declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod)
@@ -134,16 +101,10 @@ declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar)
 declare -A rps p50 p99 errs cpu_ticks cpu_ns tcp sent
 setups=(direct nginx sidecar)
 run_wrk() { # setup
-  local s=$1 out t0 t1 c0=0 c1=0 proxy=${proxy_of[$1]:-}
+  local s=$1
   local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
   "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  [ -z "$proxy" ] || c0=$(ticks "$proxy")
-  t0=$(now_ns)
-  out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
-  t1=$(now_ns)
-  [ -z "$proxy" ] || c1=$(ticks "$proxy")
-  cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
-  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+  measure "$s" "${proxy_of[$s]:-}" "${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}"
   record_wrk "$s" "$out"
 }
 run_tcp() { # setup
@@ -161,8 +122,7 @@ for ((r = 1; r <= rounds; r++)); do
   rr=$(ratio "$(last "${rps[sidecar]}")" "$(last "${rps[nginx]}")")
   round_ratio+="$rr "
   round_dp99+="$(awk -v a="$(last "${p99[sidecar]}")" -v b="$(last "${p99[nginx]}")" 'BEGIN { print a - b }') "
-  printf '   round %d: %s sidecar/nginx %sx\n' "$r" "$(for s in "${setups[@]}"; do
-    printf '%s %s req/s (p99 %s ms)  ' "$s" "$(last "${rps[$s]}")" "$(last "${p99[$s]}")"; done)" "$rr"
+  printf '   round %d: %s sidecar/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr"
 done
 sidecar_rss=$(rss_mib "$sidecar")
 for ((r = 1; r <= tcp_runs; r++)); do run_tcp direct; run_tcp sidecar; done
@@ -171,15 +131,11 @@ sidecar_anon=$(rss_mib "$sidecar" RssAnon) sidecar_file=$(rss_mib "$sidecar" Rss
 nginx_rss=$(rss_mib "$nginx_worker")
 stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counted=$(awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' <<< "$stats")
-# Stop the sidecar the quick way, so that a --cpu-prof profile is written now.
-ip netns exec "$pod" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
-stop_pids "$sidecar"
-forget "$sidecar"
+stop_sidecar "$pod" "$sidecar"
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
-cpu_pct() { awk -v c="${cpu_ticks[$1]}" -v hz="$hz" -v ns="${cpu_ns[$1]}" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; }
 # shellcheck disable=SC2086
 { r_nginx=$(median $round_ratio); dp99=$(printf '%+.2f' "$(median $round_dp99)"); }
 rss_ok=$(awk -v a="$sidecar_rss" -v b="$sidecar_rss_tcp" 'BEGIN { print (a * 1.048576 < 60 && b * 1.048576 < 60) }')
@@ -201,7 +157,5 @@ printf '                           (after TCP: %s MiB private/anon + %s MiB file
 printf 'raw TCP, %s MiB one way   direct %s MiB/s, sidecar %s MiB/s (%sx)  (median of %s)\n' "$tcp_mib" "$tcp_direct" "$tcp_sidecar" \
   "$(ratio "$tcp_sidecar" "$tcp_direct")" "$tcp_runs"
 printf 'the sidecar counted %s outbound HTTP requests; wrk sent %s (+ warm-ups)\n' "${counted:-?}" "${sent[sidecar]}"
-for s in "${setups[@]}"; do
-  if [ -n "${errs[$s]:-}" ]; then echo "note: $s: ${errs[$s]}"; fi
-done
+error_notes "${setups[@]}"
 exit 0

@@ -12,6 +12,7 @@ declare -A wanted=(
   [setpriv]=util-linux         # running the sidecar as uid 1337 in tests
   [dig]=bind9-dnsutils         # a real DNS client in the DNS proxy's truncation test
   [tcpdump]=tcpdump            # what crosses the wire between two meshed pods (mutual TLS, no plaintext)
+  [h2load]=nghttp2-client      # a real HTTP/2 client (h2c prior knowledge) through the sidecar and the gateway
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

@@ -8,7 +8,7 @@ import { scope as logScope, scopeLevels, setScopeLevel } from '../log/logger.js'
 import { ALL_SCOPES, LEVELS, SCOPE_NAMES, isLevel, isScope, type Level, type ScopeName } from '../log/levels.js';
 import { filterExposition, parseExposition, renderExposition } from '../metrics/exposition.js';
 import { PROMETHEUS_CONTENT_TYPE, closeServer, listenOnce, robustServer } from '../metrics/servers.js';
-import { DIRECTIONS, MTLS_FAILURE_REASONS, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
+import { DIRECTIONS, MTLS_FAILURE_REASONS, requestLabels, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
 
 const log = logScope('default');
 
@@ -140,6 +140,20 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${http}.downstream_rq_header_timeout`, d.rqHeadTimeouts);
     add(`${http}.downstream_rq_upgrades_total`, d.rqTunnels);
     add(`${http}.downstream_rq_body_bytes_total`, d.rqBodyBytes);
+    add(`${http}.downstream_cx_http2_total`, d.cxHttp2);
+    add(`${http}.downstream_rq_http2_total`, d.rqHttp2);
+    add(`${http}.downstream_cx_http2_protocol_error`, d.cxHttp2ProtocolErrors);
+    const grpc = new Map<string, number>();
+    let grpcTotal = 0;
+    for (const [key, count] of d.rqLabelled) {
+      const l = requestLabels(key);
+      if (l.protocol !== 'grpc') continue;
+      grpcTotal += count;
+      const name = l.grpcStatus === '' ? 'none' : l.grpcStatus;
+      grpc.set(name, (grpc.get(name) ?? 0) + count);
+    }
+    add(`${http}.grpc.total`, grpcTotal);
+    for (const [status, count] of grpc) add(`${http}.grpc.status_${status}`, count);
     add(`${http}.downstream_rs_body_bytes_total`, d.rsBodyBytes);
     histograms.push({ name: `${http}.downstream_rq_time`, histogram: d.rqDurationMs });
 

@@ -3,8 +3,9 @@
 // applied to each AccessRecord. TEXT: a format string (default: Istio's, plus this agent's decision
 // fields when a decision was taken); JSON: a JSON object whose string values hold operators
 // (default: Istio's keys). An operator Envoy does not have is refused when the config is read; one
-// Envoy has but whose value this proxy never knows (TLS peers, gRPC status...) prints `-` (null in
+// Envoy has but whose value this proxy never knows (upstream TLS peers...) prints `-` (null in
 // JSON). Which is which: docs/ACCESS-LOG.md. Pure.
+import { grpcStatusText } from '../proxy/http2/grpc.js';
 import { flagsText, type AccessRecord, type ForwardedHeaders } from './access-record.js';
 
 export type AccessLogEncoding = 'TEXT' | 'JSON';
@@ -29,6 +30,7 @@ export const DEFAULT_JSON_FORMAT: Readonly<Record<string, string>> = Object.free
   downstream_peer_uri_san: '%DOWNSTREAM_PEER_URI_SAN%',
   downstream_remote_address: '%DOWNSTREAM_REMOTE_ADDRESS%',
   duration: '%DURATION%',
+  grpc_status: '%GRPC_STATUS%',
   jwt: '%MESH_DECISION(JWT)%',
   method: '%REQ(:METHOD)%',
   path: '%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%',
@@ -342,8 +344,17 @@ const OPERATORS: Readonly<Record<string, OperatorSpec>> = {
   UPSTREAM_CONNECTION_ID: NEVER,
   STREAM_ID: NEVER,
   TRACE_ID: NEVER,
-  GRPC_STATUS: NEVER,
-  GRPC_STATUS_NUMBER: NEVER,
+  GRPC_STATUS: {
+    arg: 'optional',
+    read: (arg, at) => {
+      const form = arg === undefined || arg === '' ? 'CAMEL_STRING' : arg;
+      if (form !== 'CAMEL_STRING' && form !== 'SNAKE_STRING' && form !== 'NUMBER') {
+        throw new AccessLogFormatError(`%GRPC_STATUS(${arg})% at character ${at}: expected CAMEL_STRING, SNAKE_STRING or NUMBER`);
+      }
+      return (r) => (r.grpcStatus === undefined ? undefined : grpcStatusText(r.grpcStatus, form));
+    },
+  },
+  GRPC_STATUS_NUMBER: field((r) => r.grpcStatus),
   VIRTUAL_CLUSTER_NAME: NEVER,
   DOWNSTREAM_TLS_VERSION: NEVER,
   DOWNSTREAM_TLS_CIPHER: NEVER,
@@ -457,7 +468,8 @@ function joined(pieces: readonly (string | Render)[]): (r: AccessRecord) => stri
 /** The default TEXT line ends with the decision fields when a decision was taken (README "Seeing why"). */
 const decisionSuffix: Render = (r) => {
   const t = decisionText(r);
-  return t === undefined ? '' : ` ${t}`;
+  const grpc = r.grpcStatus === undefined ? '' : ` grpc_status=${grpcStatusText(r.grpcStatus)}`;
+  return t === undefined ? grpc : `${grpc} ${t}`;
 };
 
 function compileText(format: string, o: CompileOptions, withDecision: boolean): AccessLogFormat {

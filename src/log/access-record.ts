@@ -124,6 +124,8 @@ export interface AccessRecord {
   readonly downstreamPeerFingerprint?: string | undefined;
   /** This workload's SPIFFE id, on a connection it terminated mutual TLS for. */
   readonly downstreamLocalUriSan?: string | undefined;
+  /** A gRPC call's `grpc-status` (from the trailers, a trailers-only response, or the proxy's own answer). */
+  readonly grpcStatus?: number | undefined;
   /** Why TLS to the upstream failed (Envoy's UPSTREAM_TRANSPORT_FAILURE_REASON). */
   readonly upstreamTransportFailure?: string | undefined;
 }

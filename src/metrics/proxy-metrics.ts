@@ -5,7 +5,7 @@
 // plays the part of Istio's `reporter` (docs/METRICS.md lists every series and its source).
 import { Counter, Gauge, Histogram, type MetricType, type Registry } from 'prom-client';
 import type { DecisionLog } from '../gateway/decisions.js';
-import { DIRECTIONS, DURATION_BUCKETS_MS, MTLS_FAILURE_REASONS, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
+import { DIRECTIONS, DURATION_BUCKETS_MS, MTLS_FAILURE_REASONS, requestLabels, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
 
 /** Every series this module registers, by name: one home for the names (docs and tests use it). */
 export const PROXY_METRIC_NAMES = {
@@ -137,24 +137,32 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   const n = PROXY_METRIC_NAMES;
   new Counter({
     name: n.requests,
-    help: 'HTTP requests completed by the proxy, by direction, response status code, and (Istio\'s labels) whether the '
-      + 'client came over mutual TLS and as whom: connection_security_policy mutual_tls/none inbound (unknown outbound), source_principal.',
-    labelNames: ['direction', 'response_code', 'connection_security_policy', 'source_principal'],
+    help: 'HTTP requests completed by the proxy, by direction, response status code, and Istio\'s labels: request_protocol '
+      + '(http, grpc), grpc_response_status (a gRPC call\'s grpc-status), whether the client came over mutual TLS and as whom '
+      + '(connection_security_policy mutual_tls/none inbound, unknown outbound; source_principal).',
+    labelNames: ['direction', 'response_code', 'request_protocol', 'grpc_response_status', 'connection_security_policy', 'source_principal'],
     registers: [registry],
     collect() {
       this.reset();
       for (const direction of DIRECTIONS) {
         const d = stats.of(direction);
         const plain = new Map(d.rqByCode);
-        for (const [key, count] of d.rqMtlsByCodePeer) {
-          const space = key.indexOf(' ');
-          const code = Number(key.slice(0, space));
-          plain.set(code, (plain.get(code) ?? 0) - count);
-          this.inc({ direction, response_code: String(code), connection_security_policy: 'mutual_tls', source_principal: key.slice(space + 1) }, count);
-        }
         const policy = direction === 'inbound' ? 'none' : 'unknown';
+        for (const [key, count] of d.rqLabelled) {
+          const l = requestLabels(key);
+          plain.set(l.code, (plain.get(l.code) ?? 0) - count);
+          this.inc({
+            direction, response_code: String(l.code), request_protocol: l.protocol, grpc_response_status: l.grpcStatus,
+            connection_security_policy: l.peer === undefined ? policy : 'mutual_tls', source_principal: l.peer ?? 'unknown',
+          }, count);
+        }
         for (const [code, count] of [...plain].sort(([a], [b]) => a - b)) {
-          if (count > 0) this.inc({ direction, response_code: String(code), connection_security_policy: policy, source_principal: 'unknown' }, count);
+          if (count > 0) {
+            this.inc({
+              direction, response_code: String(code), request_protocol: 'http', grpc_response_status: '',
+              connection_security_policy: policy, source_principal: 'unknown',
+            }, count);
+          }
         }
       }
     },

@@ -1,6 +1,7 @@
 // A capture listener (15001 outbound, 15006 inbound): finds where each accepted connection was
-// going, refuses loops, and decides from the first bytes whether it is HTTP/1.x (L7, every request
-// judged) or anything else (opaque bytes, judged once as a TCP connection: Istio's TCP semantics).
+// going, refuses loops, and decides from the first bytes whether it is HTTP/1.x or HTTP/2 (the
+// client preface: L7, every request or stream judged) or anything else (opaque bytes, judged once as
+// a TCP connection: Istio's TCP semantics).
 // A server that speaks first (SMTP, MySQL) must not wait for the client, so an upstream connection
 // is opened at accept time, but only for a connection policy would let through as TCP, and only
 // while the client says nothing: the moment its bytes may be an HTTP request, that connection is
@@ -15,6 +16,7 @@ import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
 import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS } from './http1/handler.js';
+import { Http2Handler } from './http2/handler.js';
 import type { Http1Settings } from './http1/connection.js';
 import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
@@ -109,6 +111,7 @@ export function logOverflow(log: AccessLogSink, role: ListenerRole, downstream: 
 export class CaptureListener {
   private readonly server: Server;
   private readonly http: Http1Handler;
+  private readonly h2: Http2Handler;
   private readonly open = new Set<Socket>();
   /** Connections whose client has sent nothing yet (an idle one is closed first when draining). */
   private readonly silent = new Set<Socket>();
@@ -124,6 +127,10 @@ export class CaptureListener {
       ...(o.decider ? { decider: o.decider } : {}),
       ...(o.http ? { settings: o.http } : {}),
       accessLog: o.accessLog, role: o.direction,
+    });
+    this.h2 = new Http2Handler({
+      stats: o.stats.of(o.direction), upstream: o.upstream, destinationOf: (socket) => destinations.get(socket),
+      decider: o.decider, settings: o.http, accessLog: o.accessLog, role: o.direction,
     });
     const accessLog = o.accessLog;
     this.overflow = accessLog ? (downstream) => {
@@ -177,9 +184,10 @@ export class CaptureListener {
     return this.open.size;
   }
 
-  /** Closes idle HTTP keep-alive connections; busy ones close after their response (drain). */
+  /** Closes idle HTTP keep-alive connections; busy ones close after their response (drain); HTTP/2 ones are told GOAWAY. */
   drainHttp(): void {
     this.http.drain();
+    this.h2.drain();
   }
 
   /**
@@ -188,6 +196,7 @@ export class CaptureListener {
    */
   closeIdle(): void {
     this.http.drain();
+    this.h2.closeIdle();
     for (const socket of this.silent) socket.destroy();
   }
 
@@ -357,6 +366,11 @@ export class CaptureListener {
       dropUpstream();
       this.http.accept(downstream, head); // it reads the socket from here
     };
+    const asHttp2 = (): void => {
+      decided = true;
+      dropUpstream();
+      this.h2.accept(downstream, head);
+    };
     const onData = (chunk: Buffer): void => {
       this.silent.delete(downstream);
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
@@ -387,6 +401,7 @@ export class CaptureListener {
         dropUpstream();
         this.refusePlaintext(downstream, dst, protocol === 'tls' ? 'TLS without a mesh ALPN' : `${protocol} connection`);
       } else if (protocol === 'http1') asHttp();
+      else if (protocol === 'h2') asHttp2();
       else asTcp(protocol);
     };
     const onEarlyEnd = (): void => {

@@ -39,6 +39,17 @@ export class Histogram {
 export const MTLS_FAILURE_REASONS = ['peer_certificate', 'handshake', 'timeout'] as const;
 export type MtlsFailureReason = (typeof MTLS_FAILURE_REASONS)[number];
 
+/** The key of DirectionStats.rqLabelled. */
+export function requestKey(status: number, grpc: number | null | undefined, peer: string | undefined): string {
+  return `${status} ${grpc === undefined ? 'http' : 'grpc'} ${grpc ?? '-'} ${peer ?? '-'}`;
+}
+
+/** Istio's labels of one rqLabelled key. */
+export function requestLabels(key: string): { code: number; protocol: 'http' | 'grpc'; grpcStatus: string; peer: string | undefined } {
+  const [code, protocol, grpc, peer] = key.split(' ') as [string, 'http' | 'grpc', string, string];
+  return { code: Number(code), protocol, grpcStatus: grpc === '-' ? '' : grpc, peer: peer === '-' ? undefined : peer };
+}
+
 /** Counters of one direction of traffic (one listener and the upstreams it reaches). */
 export class DirectionStats {
   // Downstream connections (accepted by the listener).
@@ -93,8 +104,16 @@ export class DirectionStats {
   rqActive = 0;
   /** Completed requests by response status code. */
   readonly rqByCode = new Map<number, number>();
-  /** Of those, the ones that came over mutual TLS: `<code> <peer principal>` → count (Istio's source_principal label). */
-  readonly rqMtlsByCodePeer = new Map<string, number>();
+  /**
+   * Of those, the ones that were gRPC or came over mutual TLS, by Istio's labels:
+   * `<code> <http|grpc> <grpc status|-> <peer principal|->` → count (requestKey() makes the key).
+   */
+  readonly rqLabelled = new Map<string, number>();
+  /** HTTP/2 connections (h2c prior knowledge, or ALPN h2 / istio-h2) and the requests (streams) they carried. */
+  cxHttp2 = 0;
+  rqHttp2 = 0;
+  /** HTTP/2 connections closed for a protocol violation or a flood (nghttp2's limits, a GOAWAY with an error). */
+  cxHttp2ProtocolErrors = 0;
   /** Malformed requests answered 400 (and the parser's 414, 431, 501, 505). */
   rqProtocolErrors = 0;
   /** Request heads not complete within the head time-out (408, connection closed). */
@@ -116,11 +135,15 @@ export class DirectionStats {
   /** Requests answered 504 because the route's timeout passed before the upstream's response head. */
   upstreamRqTimeouts = 0;
 
-  recordResponse(status: number, durationMs: number, peer?: string): void {
+  /**
+   * One completed request: its status, how long it took, the peer's principal (mutual TLS), and for
+   * a gRPC call its `grpc-status` (null: a gRPC call that ended without one).
+   */
+  recordResponse(status: number, durationMs: number, peer?: string, grpc?: number | null): void {
     this.rqByCode.set(status, (this.rqByCode.get(status) ?? 0) + 1);
-    if (peer !== undefined) {
-      const key = `${status} ${peer}`;
-      this.rqMtlsByCodePeer.set(key, (this.rqMtlsByCodePeer.get(key) ?? 0) + 1);
+    if (peer !== undefined || grpc !== undefined) {
+      const key = requestKey(status, grpc, peer);
+      this.rqLabelled.set(key, (this.rqLabelled.get(key) ?? 0) + 1);
     }
     this.rqDurationMs.observe(durationMs);
   }
@@ -130,7 +153,7 @@ export class DirectionStats {
       if (typeof this[key] === 'number') (this as unknown as Record<string, number>)[key] = 0;
     }
     this.rqByCode.clear();
-    this.rqMtlsByCodePeer.clear();
+    this.rqLabelled.clear();
     this.mtlsFailuresByReason.clear();
     this.rqDurationMs.counts.fill(0);
     this.rqDurationMs.sum = 0;
@@ -144,7 +167,7 @@ export class DirectionStats {
       if (typeof value === 'number') (this as unknown as Record<string, number>)[key] = (this[key] as number) + value;
     }
     for (const [code, n] of other.rqByCode) this.rqByCode.set(code, (this.rqByCode.get(code) ?? 0) + n);
-    for (const [key, n] of other.rqMtlsByCodePeer) this.rqMtlsByCodePeer.set(key, (this.rqMtlsByCodePeer.get(key) ?? 0) + n);
+    for (const [key, n] of other.rqLabelled) this.rqLabelled.set(key, (this.rqLabelled.get(key) ?? 0) + n);
     for (const [reason, n] of other.mtlsFailuresByReason) this.mtlsFailuresByReason.set(reason, (this.mtlsFailuresByReason.get(reason) ?? 0) + n);
     this.rqDurationMs.add(other.rqDurationMs);
   }

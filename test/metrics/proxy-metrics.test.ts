@@ -49,10 +49,10 @@ describe('proxy metrics', () => {
     assert.deepEqual(block(text, 'mesh_requests_total'), [
       '# HELP mesh_requests_total',
       '# TYPE mesh_requests_total counter',
-      'mesh_requests_total{direction="outbound",response_code="200",connection_security_policy="unknown",source_principal="unknown"} 3',
-      'mesh_requests_total{direction="outbound",response_code="404",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="503",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="inbound",response_code="201",connection_security_policy="none",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 3',
+      'mesh_requests_total{direction="outbound",response_code="404",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="inbound",response_code="201",request_protocol="http",grpc_response_status="",connection_security_policy="none",source_principal="unknown"} 1',
     ]);
     const pairs: [string, string, string][] = [
       ['mesh_request_bytes_total', '300', '0'],
@@ -127,7 +127,7 @@ describe('proxy metrics', () => {
     stats.outbound.recordResponse(500, 2);
     const text = await registry.metrics();
     assert.match(text, /^mesh_tcp_connections_opened_total\{direction="outbound"\} 42$/m);
-    assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="500",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
+    assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="500",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
     assert.match(text, /^mesh_request_duration_milliseconds_count\{direction="outbound"\} 1$/m);
   });
 
@@ -141,9 +141,29 @@ describe('proxy metrics', () => {
     stats.inbound.recordResponse(200, 1);
     const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
     assert.deepEqual(lines.sort(), [
-      'mesh_requests_total{direction="inbound",response_code="200",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 2',
-      'mesh_requests_total{direction="inbound",response_code="200",connection_security_policy="none",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="inbound",response_code="403",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
+      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 2',
+      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="none",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
+    ]);
+  });
+
+  it('labels gRPC calls request_protocol grpc with their grpc-status, plain HTTP/2 requests http', async () => {
+    const stats = new ProxyStats();
+    const registry = new Registry();
+    registerProxyMetrics(registry, stats);
+    stats.outbound.recordResponse(200, 1, undefined, 0);
+    stats.outbound.recordResponse(200, 1, undefined, 7);
+    stats.outbound.recordResponse(200, 1, undefined, 7);
+    stats.outbound.recordResponse(200, 1, undefined, null);
+    stats.outbound.recordResponse(200, 1);
+    stats.inbound.recordResponse(200, 1, 'cluster.local/ns/default/sa/sleep', 14);
+    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
+    assert.deepEqual(lines.sort(), [
+      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="grpc",grpc_response_status="14",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="0",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="7",connection_security_policy="unknown",source_principal="unknown"} 2',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
     ]);
   });
 

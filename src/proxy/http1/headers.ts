@@ -38,6 +38,23 @@ export function isProxyOwned(lowerName: string): boolean {
   return PROXY_OWNED.has(lowerName);
 }
 
+/**
+ * `Content_Length`, `Transfer_Encoding`, `Host` with `_` for `-`: servers behind CGI-style header
+ * mapping read them as the real thing, so a second framing would hide behind the spelling. Refused.
+ */
+export function lookalike(name: string): boolean {
+  const l = name.length;
+  if ((l !== 14 && l !== 17) || !name.includes('_')) return false;
+  const dashed = name.toLowerCase().replaceAll('_', '-');
+  return dashed === 'content-length' || dashed === 'transfer-encoding';
+}
+
+/** A header name as CGI-style servers read it: lower-case, `_` as `-` (`X_Jwt_Sub` is `x-jwt-sub`). */
+export function cgiName(name: string): string {
+  const l = name.toLowerCase();
+  return l.includes('_') ? l.replaceAll('_', '-') : l;
+}
+
 // What node:http checks before it writes a header or a path (ERR_INVALID_CHAR, ERR_UNESCAPED_CHARACTERS);
 // values are text here (they go out as UTF-8), so any character but the controls passes.
 const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;

@@ -11,7 +11,7 @@
 //   HTTP/1.1, as Envoy does) nor on a request with content; Expect must be `100-continue` (else 417).
 // Pure.
 import { normalizePath, type PathNormalization } from '../path-normalization.js';
-import { isHopByHop, isProxyOwned, wireText, type HeaderEdits } from './headers.js';
+import { cgiName, isHopByHop, isProxyOwned, lookalike, wireText, type HeaderEdits } from './headers.js';
 import type { BodyFraming, RequestHead } from './request-parser.js';
 import { parseTarget, validAuthority } from './target.js';
 
@@ -46,28 +46,11 @@ export interface MessageOptions {
 const bad = (reason: string): MessageError => ({ status: 400, reason });
 
 /**
- * `Content_Length`, `Transfer_Encoding`, `Host` with `_` for `-`: servers behind CGI-style header
- * mapping read them as the real thing, so a second framing would hide behind the spelling. Refused.
- */
-function lookalike(name: string): boolean {
-  const l = name.length;
-  if ((l !== 14 && l !== 17) || !name.includes('_')) return false;
-  const dashed = name.toLowerCase().replaceAll('_', '-');
-  return dashed === 'content-length' || dashed === 'transfer-encoding';
-}
-
-/**
  * Content on an Upgrade request: some servers (node:http) take those bytes as the first ones of the
  * new protocol, others as the body, so such an upgrade is not passed on: the request goes plain.
  */
 function hasBody(head: RequestHead): boolean {
   return head.framing === 'chunked' || head.contentLength > 0;
-}
-
-/** A header name as CGI-style servers read it: lower-case, `_` as `-` (`X_Jwt_Sub` is `x-jwt-sub`). */
-function cgiName(name: string): string {
-  const l = name.toLowerCase();
-  return l.includes('_') ? l.replaceAll('_', '-') : l;
 }
 
 /** The request `head` stands for, or why it is refused. */

@@ -1,0 +1,409 @@
+// One HTTP/2 stream, from its header block to its end: read as a request (request-headers.ts),
+// judged by the same decider as an HTTP/1.1 request (a RequestView of what will be forwarded),
+// answered locally or forwarded over a shared upstream session (or an HTTP/1.1 leg), its body and
+// the response's piped with back-pressure per stream (a slow reader stalls only its own stream:
+// nothing is consumed, so no WINDOW_UPDATE goes out for it), trailers carried both ways. A failure
+// always ends the stream with an answer or a reset, never a hang: before the response began, 503
+// (a gRPC call: UNAVAILABLE), 504 on the route's time-out; after, the client's stream is reset.
+// Counted, told to the decider and logged once, when the stream closes.
+import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { clusterName, defaultRouteName, FLAG, hostPort, type DecisionNote } from '../../log/access-record.js';
+import { scope } from '../../log/logger.js';
+import type { ForwardTarget, LocalReply, Verdict } from '../decider.js';
+import { invalidEdit, validHeaderValue, wireText } from '../http1/headers.js';
+import { decisionFailed, isConnectFailure, refusal, upstreamFailureBody, upstreamFailureDetails } from '../http1/replies.js';
+import { RequestView } from '../request-view.js';
+import { sourceFor } from '../upstream.js';
+import { grpcMessage, grpcStatusForHttp, grpcStatusOf } from './grpc.js';
+import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
+import {
+  downstreamResponseHeaders, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Headers, type Http2Request,
+} from './request-headers.js';
+import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
+
+const log = scope('default');
+const END_STREAM = constants.NGHTTP2_FLAG_END_STREAM;
+
+/** Response header lines of a node header object (pseudo-headers out, repeated values kept). */
+function headerLines(h: IncomingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const name of Object.keys(h)) {
+    if (name.charCodeAt(0) === 0x3a) continue;
+    const v = h[name];
+    if (Array.isArray(v)) for (const x of v) out.push(name, x);
+    else if (v !== undefined) out.push(name, String(v));
+  }
+  return out;
+}
+
+/** Trailers as they go on to the client: regular fields only. */
+function trailerFields(h: IncomingHttpHeaders | NodeJS.Dict<string | string[]>): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
+  for (const name of Object.keys(h)) {
+    const l = name.toLowerCase();
+    if (l.charCodeAt(0) !== 0x3a && l !== 'content-length' && l !== 'transfer-encoding' && l !== 'connection') out[l] = h[name];
+  }
+  return out;
+}
+
+export class Http2Exchange {
+  private readonly started = performance.now();
+  private req: Http2Request | undefined;
+  private view: RequestView | undefined;
+  private verdict: Verdict | undefined;
+  private target: ForwardTarget | undefined;
+  /** The client's request ended (END_STREAM seen). */
+  private reqEnded: boolean;
+  private responded = false;
+  private status: number | undefined;
+  private grpcStatus: number | undefined;
+  private flags = 0;
+  private details: string | undefined;
+  private transportFailure: string | undefined;
+  private up: ClientHttp2Stream | undefined;
+  private route: UpstreamRoute | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private sentAt = 0;
+  private respAt = 0;
+  private bytesIn = 0;
+  private bytesOut = 0;
+  private upHost: string | undefined;
+  private upLocal: string | undefined;
+  private fixed = false;
+  private done = false;
+  private reqTrailers: IncomingHttpHeaders | undefined;
+
+  constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: ServerHttp2Stream,
+    private readonly raw: string[], flags: number) {
+    this.reqEnded = (flags & END_STREAM) !== 0;
+    this.bodyless = this.reqEnded;
+  }
+
+  /** The request's HEADERS ended the stream: there is no body to send on. */
+  private readonly bodyless: boolean;
+
+  /** Sends the client's body on to `up` with back-pressure (its bytes counted on the way). */
+  private pipeBody(up: NodeJS.WritableStream): void {
+    if (this.bodyless) return;
+    const s = this.owner.stats;
+    this.stream.on('data', (chunk: Buffer) => {
+      this.bytesIn += chunk.length;
+      s.rqBodyBytes += chunk.length;
+    });
+    this.stream.pipe(up);
+  }
+
+  start(): void {
+    const s = this.owner.stats;
+    s.rqTotal++;
+    s.rqHttp2++;
+    s.rqActive++;
+    const stream = this.stream;
+    stream.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 stream error: ${err.message}`));
+    stream.once('close', () => this.closed());
+    stream.once('end', () => { this.reqEnded = true; });
+    stream.once('trailers', (t: IncomingHttpHeaders) => { this.reqTrailers = t; });
+    const req = http2Request(this.raw, this.owner.settings.normalization);
+    if (isHttp2RequestError(req)) {
+      if (req.status === 400) s.rqProtocolErrors++;
+      this.fixed = true;
+      this.reply(refusal(req.status, req.reason));
+      return;
+    }
+    this.req = req;
+    this.view = new RequestView(req.method, req.url, 2, 0, req.headers, this.conn.socket as Socket);
+    const decider = this.owner.decider;
+    if (!decider) {
+      this.apply(this.conn.defaultVerdict);
+      return;
+    }
+    let v: Verdict | Promise<Verdict>;
+    try {
+      v = decider.decide(this.view.asIncomingMessage(), this.conn.dst);
+    } catch (err) {
+      v = decisionFailed(err as Error);
+    }
+    if (v instanceof Promise) v.then((x) => this.apply(x), (err: Error) => this.apply(decisionFailed(err)));
+    else this.apply(v);
+  }
+
+  /** Drain: the client is told nothing more; the stream finishes. A stream still waiting for a decision or a session is not held. */
+  private get gone(): boolean {
+    return this.done || this.stream.destroyed || this.stream.closed;
+  }
+
+  private apply(v: Verdict): void {
+    if (this.gone) return;
+    this.verdict = v;
+    try {
+      if (v.kind === 'reply') this.reply(v);
+      else this.forward(v);
+    } catch (err) {
+      if (this.responded) {
+        log.error(`HTTP/2 request failed after its answer began: ${(err as Error).message}`);
+        this.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      } else {
+        this.reply(decisionFailed(err as Error));
+      }
+    }
+  }
+
+  /** A local answer: as gRPC does it for a gRPC call (`:status 200`, trailers-only with grpc-status), else as HTTP. */
+  private reply(r: LocalReply): void {
+    if (this.gone || this.responded) return;
+    this.responded = true;
+    if (r.flag) this.flags |= FLAG[r.flag];
+    if (r.details) this.details = r.details;
+    const stream = this.stream;
+    if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
+    if (this.req?.grpc) {
+      this.status = 200;
+      this.grpcStatus = grpcStatusForHttp(r.status);
+      stream.respond({
+        ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(this.grpcStatus), 'grpc-message': grpcMessage(r.body),
+      }, { endStream: true });
+      return;
+    }
+    this.status = r.status;
+    const h: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
+    h[':status'] = r.status;
+    let typed = false;
+    for (const [name, value] of Object.entries(r.headers ?? {})) {
+      const l = name.toLowerCase();
+      if (l === 'content-length' || l === 'connection' || l === 'transfer-encoding' || !validHeaderValue(value)) continue;
+      if (l === 'content-type') typed = true;
+      h[l] = wireText(value);
+    }
+    if (!typed) h['content-type'] = 'text/plain';
+    const body = this.req?.method === 'HEAD' ? '' : r.body;
+    this.bytesOut = Buffer.byteLength(body);
+    this.owner.stats.rsBodyBytes += this.bytesOut;
+    h['content-length'] = Buffer.byteLength(r.body);
+    stream.respond(h, { endStream: body === '' });
+    if (body !== '') stream.end(body);
+  }
+
+  private forward(t: ForwardTarget): void {
+    const req = this.req!;
+    if (t.path !== undefined || (t.setHeaders?.length ?? 0) > 0) {
+      const bad = invalidEdit(t);
+      if (bad) {
+        this.reply(decisionFailed(new Error(`the forward target has an invalid ${bad}`)));
+        return;
+      }
+    }
+    this.target = t;
+    this.upHost = hostPort(t.address, t.port);
+    if (t.timeoutMs) this.timer = setTimeout(() => this.timedOut(), t.timeoutMs);
+    const dst = { address: t.address, port: t.port };
+    const target: UpstreamTarget = { address: t.address, port: t.port, tls: t.tls, source: sourceFor(this.owner.upstreamMode, dst, this.conn.socket.remoteAddress) };
+    this.sentAt = performance.now();
+    const lines = editedLines(req, t);
+    const path = t.path ?? req.url;
+    this.owner.pool.acquire(target, (route) => {
+      this.route = route;
+      if (this.gone) {
+        if (route.kind === 'h2') route.release();
+        return;
+      }
+      try {
+        if (route.kind === 'h2') this.sendHttp2(route, upstreamHttp2Headers(req, lines, path, t.tls ? 'https' : 'http'));
+        else if (route.kind === 'http1') this.sendHttp1(target, path, lines);
+        else this.upstreamFailed(route.error, route.transportFailure);
+      } catch (err) {
+        this.upstreamFailed(err as NodeJS.ErrnoException);
+      }
+    });
+  }
+
+  private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, headers: OutgoingHttpHeaders): void {
+    this.upLocal = route.local;
+    const up = route.session.request(headers, this.bodyless ? { endStream: true } : { endStream: false, waitForTrailers: true });
+    this.up = up;
+    up.once('close', () => {
+      route.release();
+      if (this.done) return;
+      const code = up.rstCode;
+      if (!this.responded) {
+        this.upstreamFailed(Object.assign(new Error(`upstream reset the stream (code ${code ?? '?'})`), { code: 'ECONNRESET' }), undefined, code);
+      } else if (!this.stream.writableEnded && code !== undefined && code !== constants.NGHTTP2_NO_ERROR) {
+        this.flags |= FLAG.UC;
+        this.details = upstreamFailureDetails('connection_termination', undefined, true);
+        this.stream.close(resetCodeFor(code));
+      }
+    });
+    up.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 upstream stream error: ${err.message}`));
+    up.on('wantTrailers', () => {
+      if (this.reqTrailers) up.sendTrailers(trailerFields(this.reqTrailers));
+      else up.sendTrailers({});
+    });
+    up.once('response', (h: IncomingHttpHeaders, flags: number) => {
+      if (this.responseHead(Number(h[':status']), headerLines(h), (flags & END_STREAM) !== 0)) up.pipe(this.stream);
+    });
+    up.on('data', (chunk: Buffer) => this.countOut(chunk));
+    up.once('trailers', (t: IncomingHttpHeaders) => {
+      this.respTrailers = t;
+      if (this.req!.grpc) this.grpcStatus = grpcStatusOf(t['grpc-status']);
+    });
+    this.pipeBody(up);
+  }
+
+  private respTrailers: IncomingHttpHeaders | NodeJS.Dict<string | string[]> | undefined;
+
+  private sendHttp1(target: UpstreamTarget, path: string, lines: readonly string[]): void {
+    const req = this.req!;
+    const up = this.owner.http1.request(target, req.method, path, upstreamHttp1Headers(req, lines));
+    up.on('error', (err: NodeJS.ErrnoException) => {
+      if (this.done) return;
+      if (!this.responded) this.upstreamFailed(err);
+      else if (!this.stream.writableEnded) {
+        this.flags |= FLAG.UC;
+        this.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+      }
+    });
+    up.once('socket', (s: Socket) => {
+      const note = (): void => { this.upLocal = hostPort(s.localAddress, s.localPort); };
+      if (s.connecting) s.once('connect', note);
+      else note();
+    });
+    up.once('response', (res: IncomingMessage) => {
+      const bodyless = req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
+      res.on('error', () => { /* the request's error handler answers */ });
+      res.on('data', (chunk: Buffer) => this.countOut(chunk));
+      res.once('end', () => {
+        this.respTrailers = res.trailers;
+        if (req.grpc) this.grpcStatus ??= grpcStatusOf(res.trailers['grpc-status']);
+      });
+      if (this.responseHead(res.statusCode ?? 502, res.rawHeaders, bodyless)) res.pipe(this.stream);
+      else res.resume();
+    });
+    if (this.bodyless) up.end();
+    else this.pipeBody(up);
+  }
+
+  private countOut(chunk: Buffer): void {
+    this.bytesOut += chunk.length;
+    this.owner.stats.rsBodyBytes += chunk.length;
+  }
+
+  /** Sends the response head on; true when a body follows (to be piped). */
+  private responseHead(status: number, lines: readonly string[], ended: boolean): boolean {
+    if (this.gone) return false;
+    if (this.timer) clearTimeout(this.timer);
+    this.respAt = performance.now();
+    this.responded = true;
+    this.status = status;
+    const headers = downstreamResponseHeaders(status, lines);
+    if (this.req!.grpc && headers['grpc-status'] !== undefined) this.grpcStatus = grpcStatusOf(String(headers['grpc-status']));
+    if (this.owner.accessLog) this.keepResponseHeaders(headers);
+    this.stream.respond(headers, { endStream: ended, waitForTrailers: !ended });
+    if (!ended) {
+      this.stream.once('wantTrailers', () => {
+        const t = this.respTrailers;
+        this.stream.sendTrailers(t ? trailerFields(t) : {});
+      });
+    }
+    return !ended;
+  }
+
+  private respHeaders: string[] | undefined;
+
+  private keepResponseHeaders(h: OutgoingHttpHeaders): void {
+    const wanted = this.owner.accessLog!.responseHeaders;
+    for (const name of wanted) {
+      const v = h[name];
+      if (v !== undefined) (this.respHeaders ??= []).push(name, Array.isArray(v) ? v.join(', ') : String(v));
+    }
+  }
+
+  private upstreamFailed(err: NodeJS.ErrnoException, transport?: string, rstCode?: number): void {
+    if (this.gone || this.responded) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.owner.stats.upstreamRqErrors++;
+    this.transportFailure = transport;
+    const connectFailed = this.route?.kind === 'failed' && (isConnectFailure(err.code) || transport !== undefined);
+    const refused = rstCode === constants.NGHTTP2_REFUSED_STREAM;
+    this.reply({
+      kind: 'reply', status: 503, body: upstreamFailureBody(err, transport),
+      flag: connectFailed ? 'UF' : 'UC',
+      details: upstreamFailureDetails(connectFailed ? 'connection_failure' : refused ? 'protocol_error' : 'connection_termination', err.code, false),
+    });
+  }
+
+  private timedOut(): void {
+    if (this.gone) return;
+    this.owner.stats.upstreamRqTimeouts++;
+    this.up?.close(constants.NGHTTP2_CANCEL);
+    if (this.responded) {
+      this.stream.close(constants.NGHTTP2_CANCEL);
+      return;
+    }
+    this.reply({ kind: 'reply', status: 504, body: 'upstream request timeout\n', flag: 'UT', details: 'upstream_response_timeout' });
+  }
+
+  /** The stream closed (answered, reset by either side, or the connection went): counted and logged once. */
+  private closed(): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.timer) clearTimeout(this.timer);
+    const stream = this.stream;
+    const finished = this.responded && stream.rstCode === constants.NGHTTP2_NO_ERROR;
+    if (!finished) {
+      if (this.up && !this.up.closed) this.up.close(constants.NGHTTP2_CANCEL);
+      if (!this.responded || stream.rstCode !== undefined) {
+        if ((this.flags & (FLAG.UC | FLAG.UT)) === 0) {
+          this.flags |= FLAG.DC;
+          this.details ??= 'downstream_remote_disconnect';
+        }
+      }
+    }
+    const status = this.responded ? this.status : undefined;
+    const s = this.owner.stats;
+    s.rqActive--;
+    const ms = performance.now() - this.started;
+    if (status !== undefined) s.recordResponse(status, ms, this.conn.peer?.principal, this.req?.grpc ? this.grpcStatus ?? null : undefined);
+    let note: DecisionNote | undefined | void;
+    const decider = this.owner.decider;
+    if (decider?.completed && !this.fixed && this.view) {
+      try {
+        note = decider.completed(this.view.asIncomingMessage(), this.verdict, status, ms);
+      } catch (err) {
+        log.error(`request completion hook failed: ${(err as Error).message}`);
+      }
+    }
+    if (this.owner.accessLog) this.log(status, note || undefined, ms);
+  }
+
+  private log(status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
+    const t = this.target;
+    const role = this.owner.role;
+    const view = this.view;
+    const c = this.conn;
+    this.owner.accessLog!.write({
+      kind: 'http', role, startMs: performance.timeOrigin + this.started, durationMs,
+      method: view?.method, path: t?.path ?? view?.url,
+      originalPath: t?.path !== undefined && t.path !== view?.url ? view?.url : undefined,
+      protocol: 'HTTP/2', status: status ?? 0,
+      flags: this.flags | (note?.flag ? FLAG[note.flag] : 0),
+      details: this.details ?? note?.details ?? (status !== undefined ? (t ? 'via_upstream' : 'direct_response') : undefined),
+      terminationDetails: undefined,
+      bytesReceived: this.bytesIn, bytesSent: this.bytesOut,
+      upstreamServiceMs: this.respAt > 0 ? this.respAt - this.sentAt : undefined,
+      responseMs: this.respAt > 0 ? this.respAt - this.started : undefined,
+      attempts: t ? 1 : undefined,
+      requestHeaders: view ? { raw: view.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders } : undefined,
+      responseHeaders: this.respHeaders,
+      upstreamHost: this.upHost,
+      upstreamCluster: t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !this.fixed ? clusterName(role, '', 0) : undefined,
+      upstreamLocal: this.upLocal,
+      downstreamLocal: c.localText, downstreamRemote: c.remoteText, serverName: c.serverName,
+      routeName: note?.routeName ?? defaultRouteName(role, 'http'),
+      decision: note,
+      downstreamPeerUriSan: c.peer?.spiffeId, downstreamPeerFingerprint: c.peer?.certHash, downstreamLocalUriSan: c.localUriSan,
+      upstreamTransportFailure: this.transportFailure,
+      grpcStatus: this.req?.grpc ? this.grpcStatus : undefined,
+    });
+  }
+}

@@ -1,0 +1,150 @@
+// The HTTP/2 path (sidecar capture listeners after the client preface or ALPN h2/istio-h2, gateway
+// ports): each connection becomes a node:http2 server session (nghttp2 does the framing, HPACK and
+// flow control), each stream an Http2Exchange through the same decider as HTTP/1.1. The limits that
+// keep one connection from hurting the others are set here (docs/HTTP2.md): concurrent streams,
+// header list size and count, session memory, refused and invalid frames; nghttp2 also caps
+// CONTINUATION frames per header block and rate-limits rapid resets. A drain sends GOAWAY: streams
+// already open finish, new ones go to another connection.
+import { performServerHandshake, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
+import type { PeerCertificate, TLSSocket } from 'node:tls';
+import type { AccessLogSink, ListenerRole } from '../../log/access-record.js';
+import { hostPort } from '../../log/access-record.js';
+import { scope } from '../../log/logger.js';
+import { NO_DESTINATION, ORIGINAL_DESTINATION, type RequestDecider } from '../decider.js';
+import type { Http1Settings } from '../http1/connection.js';
+import { DEFAULT_HTTP1_SETTINGS, KEEP_ALIVE_TIMEOUT_MS, type HttpConnectionHandler } from '../http1/handler.js';
+import type { Endpoint } from '../socket-options.js';
+import type { DirectionStats } from '../stats.js';
+import { peerOf, uriSans } from '../tls/peer-identity.js';
+import type { UpstreamMode } from '../upstream.js';
+import { Http2Exchange } from './exchange.js';
+import { Http1Upstream } from './http1-upstream.js';
+import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
+import { Http2UpstreamPool } from './upstream-sessions.js';
+
+const log = scope('default');
+
+/** Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; nginx 128, Go 250). */
+export const HTTP2_MAX_CONCURRENT_STREAMS = 256;
+/** Memory nghttp2 may hold for one connection (buffered frames, header blocks) before it refuses more. */
+const MAX_SESSION_MEMORY_MB = 10;
+/** Streams refused (over the concurrency cap) and invalid frames before the whole connection is closed: a flood. */
+const MAX_REJECTED_STREAMS = 100;
+const MAX_INVALID_FRAMES = 100;
+
+export interface Http2HandlerOptions {
+  readonly stats: DirectionStats;
+  readonly upstream: UpstreamMode;
+  /** Where each accepted connection was going; set by the listener before handing it over. */
+  readonly destinationOf: (socket: Socket) => Endpoint | undefined;
+  readonly decider?: RequestDecider | undefined;
+  /** The HTTP/1.1 settings this path shares: path normalization, the header limits (size and count). */
+  readonly settings?: Partial<Http1Settings> | undefined;
+  readonly accessLog?: AccessLogSink | undefined;
+  readonly role?: ListenerRole;
+}
+
+export class Http2Handler implements HttpConnectionHandler, Http2Owner {
+  readonly stats: DirectionStats;
+  readonly upstreamMode: UpstreamMode;
+  readonly pool: Http2UpstreamPool;
+  readonly http1: Http1Upstream;
+  readonly decider: RequestDecider | undefined;
+  readonly settings: Http1Settings;
+  readonly accessLog: AccessLogSink | undefined;
+  readonly role: ListenerRole;
+  private draining = false;
+  /** Open sessions and how many streams each has. */
+  private readonly sessions = new Map<ServerHttp2Session, number>();
+
+  constructor(private readonly o: Http2HandlerOptions) {
+    this.stats = o.stats;
+    this.upstreamMode = o.upstream;
+    this.decider = o.decider === ORIGINAL_DESTINATION ? undefined : o.decider;
+    this.settings = { ...DEFAULT_HTTP1_SETTINGS, ...o.settings };
+    this.accessLog = o.accessLog;
+    this.role = o.role ?? 'outbound';
+    this.pool = new Http2UpstreamPool(o.upstream, o.stats, { maxHeaderListSize: this.settings.limits.maxHeadBytes });
+    this.http1 = new Http1Upstream(o.upstream, o.stats);
+  }
+
+  /** Takes over a connection whose first bytes (`head`: the preface, perhaps more) were read. */
+  accept(socket: Socket, head: Buffer): void {
+    if (head.length > 0) socket.unshift(head);
+    const limits = this.settings.limits;
+    let session: ServerHttp2Session;
+    try {
+      session = performServerHandshake(socket, {
+        settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS, maxHeaderListSize: limits.maxHeadBytes, enablePush: false },
+        maxHeaderListPairs: limits.maxHeaders + 4, // the pseudo-headers besides the regular lines
+        maxSessionMemory: MAX_SESSION_MEMORY_MB,
+        maxSessionRejectedStreams: MAX_REJECTED_STREAMS,
+        maxSessionInvalidFrames: MAX_INVALID_FRAMES,
+      });
+    } catch (err) {
+      log.debug(`HTTP/2 session could not start: ${(err as Error).message}`);
+      socket.destroy();
+      return;
+    }
+    // The listener paused the socket to sniff it; the session reads it from here.
+    if (socket.isPaused()) socket.resume();
+    this.stats.cxHttp2++;
+    const facts = this.factsOf(socket);
+    this.sessions.set(session, 0);
+    session.on('stream', (stream: ServerHttp2Stream, _headers: unknown, flags: number, raw: string[]) => {
+      this.sessions.set(session, (this.sessions.get(session) ?? 0) + 1);
+      stream.once('close', () => {
+        const n = (this.sessions.get(session) ?? 1) - 1;
+        if (this.sessions.has(session)) this.sessions.set(session, n);
+      });
+      new Http2Exchange(this, facts, stream, raw, flags).start();
+    });
+    session.on('error', (err: NodeJS.ErrnoException) => {
+      this.stats.cxHttp2ProtocolErrors++;
+      this.stats.cxErrors++;
+      log.debug(`HTTP/2 connection from ${socket.remoteAddress ?? '?'} closed: ${err.message}`);
+    });
+    session.once('close', () => {
+      this.sessions.delete(session);
+      socket.destroy();
+    });
+    // Idle (no frames for the keep-alive time, no stream open): closed with GOAWAY.
+    session.setTimeout(KEEP_ALIVE_TIMEOUT_MS, () => {
+      if ((this.sessions.get(session) ?? 0) === 0) session.close();
+    });
+    if (this.draining) session.close();
+  }
+
+  private factsOf(socket: Socket): Http2ConnectionFacts {
+    const dst = this.o.destinationOf(socket);
+    const peer = peerOf(socket);
+    const logged = this.accessLog !== undefined;
+    return {
+      socket, dst, peer,
+      defaultVerdict: dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION,
+      remoteText: logged ? hostPort(socket.remoteAddress, socket.remotePort) : undefined,
+      localText: logged ? (dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort)) : undefined,
+      serverName: logged ? (socket as Partial<TLSSocket>).servername || undefined : undefined,
+      localUriSan: peer && logged ? uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0] : undefined,
+    };
+  }
+
+  /** GOAWAY on every connection: open streams finish, then the connection closes. */
+  drain(): void {
+    this.draining = true;
+    this.closeIdle();
+  }
+
+  /** Connections without a stream close now, busy ones after their streams (both told GOAWAY). */
+  closeIdle(): void {
+    for (const session of this.sessions.keys()) session.close();
+    this.pool.closeIdle();
+    this.http1.closeIdle();
+  }
+
+  /** Connections open on this path. */
+  get connections(): number {
+    return this.sessions.size;
+  }
+}

@@ -1,0 +1,39 @@
+// What an HTTP/2 stream needs from the handler that owns its connection (handler.ts), and what it
+// knows of the connection: kept apart so exchange.ts does not depend on the handler.
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { AccessLogSink, ListenerRole } from '../../log/access-record.js';
+import type { RequestDecider, Verdict } from '../decider.js';
+import type { PathNormalization } from '../path-normalization.js';
+import type { Endpoint } from '../socket-options.js';
+import type { DirectionStats } from '../stats.js';
+import type { PeerIdentity } from '../tls/peer-identity.js';
+import type { UpstreamMode } from '../upstream.js';
+import type { Http1Upstream } from './http1-upstream.js';
+import type { Http2UpstreamPool } from './upstream-sessions.js';
+
+export interface Http2Owner {
+  readonly stats: DirectionStats;
+  readonly upstreamMode: UpstreamMode;
+  readonly pool: Http2UpstreamPool;
+  readonly http1: Http1Upstream;
+  /** Undefined: every request to the connection's original destination. */
+  readonly decider: RequestDecider | undefined;
+  readonly settings: { readonly normalization: PathNormalization };
+  readonly accessLog: AccessLogSink | undefined;
+  readonly role: ListenerRole;
+}
+
+/** One client connection, as its streams see it. */
+export interface Http2ConnectionFacts {
+  /** The accepted socket (TLS when the client's TLS was terminated): what deciders read the peer from. */
+  readonly socket: Socket | TLSSocket;
+  readonly dst: Endpoint | undefined;
+  readonly defaultVerdict: Verdict;
+  readonly peer: PeerIdentity | undefined;
+  /** For the access log (set only with one). */
+  readonly remoteText: string | undefined;
+  readonly localText: string | undefined;
+  readonly serverName: string | undefined;
+  readonly localUriSan: string | undefined;
+}

@@ -1,0 +1,181 @@
+// From an HTTP/2 request's header block to the request the proxy judges and forwards, and back to
+// the header blocks sent upstream. The rule is the HTTP/1 path's (http1/message.ts): what the
+// decider sees is what the upstream receives. nghttp2 has already refused what RFC 9113 calls
+// malformed (upper-case names, connection-specific fields, `te` other than `trailers`, pseudo-header
+// fields repeated, missing or after regular ones, CR/LF/NUL in values, a content-length the DATA
+// frames contradict); here:
+// - `:authority` and `host` must agree when both are sent (RFC 9113 8.3.1): either may be what an
+//   application routes by, so the judged authority is the only one forwarded;
+// - `:path` is read as an HTTP/1 origin-form target (`*` only for OPTIONS) and normalized once;
+// - an underscore spelling of a framing header is refused, as on the HTTP/1 path (an HTTP/1.1
+//   upstream behind CGI-style mapping would read it as the real one);
+// - CONNECT (plain or extended) is not carried over HTTP/2: 501.
+// Pure.
+import type { OutgoingHttpHeaders } from 'node:http';
+import { cgiName, isHopByHop, isProxyOwned, lookalike, wireText } from '../http1/headers.js';
+import type { MessageError, UpstreamEdits } from '../http1/message.js';
+import { parseTarget, validAuthority } from '../http1/target.js';
+import { normalizePath, type PathNormalization } from '../path-normalization.js';
+import { isGrpc } from './grpc.js';
+
+export interface Http2Request {
+  readonly method: string;
+  /** The normalized path and the query (what is judged and forwarded), or `*`. */
+  readonly url: string;
+  readonly authority: string;
+  /** `http` or `https`, as the client said. */
+  readonly scheme: string;
+  /** Regular header lines (name, value...), `host` first (= the authority): the decider's view. */
+  readonly headers: string[];
+  /** The client sent `te: trailers` (gRPC does; forwarded to an HTTP/2 upstream). */
+  readonly teTrailers: boolean;
+  /** The client's content-length, when it sent one. */
+  readonly contentLength: string | undefined;
+  readonly grpc: boolean;
+}
+
+export interface Http2RequestError extends Omit<MessageError, 'status'> {
+  readonly status: 400 | 501;
+}
+
+const bad = (reason: string): Http2RequestError => ({ status: 400, reason });
+
+/** The request a header block (`raw`: name, value... as received, pseudo-headers first) stands for, or why it is refused. */
+export function http2Request(raw: readonly string[], normalization: PathNormalization): Http2Request | Http2RequestError {
+  let method: string | undefined;
+  let path: string | undefined;
+  let scheme = 'http';
+  let authority: string | undefined;
+  let host: string | undefined;
+  let protocol = false;
+  let teTrailers = false;
+  let contentLength: string | undefined;
+  let contentType: string | undefined;
+  const headers: string[] = ['host', ''];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const value = raw[i + 1]!;
+    if (name.charCodeAt(0) === 0x3a /* : */) {
+      switch (name) {
+        case ':method': method = value; break;
+        case ':path': path = value; break;
+        case ':scheme': scheme = value; break;
+        case ':authority': authority = value; break;
+        case ':protocol': protocol = true; break;
+        default: return bad(`pseudo-header ${name}`);
+      }
+      continue;
+    }
+    if (lookalike(name)) return bad(`header ${JSON.stringify(name)} (an underscore spelling of a framing header)`);
+    switch (name) {
+      case 'host':
+        if (host !== undefined) return bad('host repeated');
+        host = value;
+        continue;
+      case 'te': teTrailers = value.trim().toLowerCase() === 'trailers'; continue;
+      case 'content-length': contentLength = value; continue;
+      case 'content-type': contentType = value; break;
+      default:
+        if (isHopByHop(name) || isProxyOwned(name)) continue; // nghttp2 refuses most; `expect` and `trailer` are dropped
+    }
+    headers.push(name, value);
+  }
+  if (method === undefined) return bad('no :method');
+  if (method === 'CONNECT' || protocol) return { status: 501, reason: 'CONNECT over HTTP/2 is not supported' };
+  if (authority !== undefined && host !== undefined && authority !== host) return bad(':authority and host differ');
+  const theAuthority = authority ?? host;
+  if (theAuthority === undefined || theAuthority === '' || !validAuthority(theAuthority)) return bad(theAuthority === undefined ? 'no :authority' : ':authority');
+  if (path === undefined) return bad('no :path');
+  const target = parseTarget(method, path);
+  if (typeof target === 'string' || (target.form !== 'origin' && target.form !== 'asterisk')) {
+    return bad(`:path ${typeof target === 'string' ? target : 'not an origin-form path'}`);
+  }
+  let url = '*';
+  if (target.form === 'origin') {
+    const normalized = normalizePath(target.path, normalization);
+    if (normalized === undefined) return bad(`path ${JSON.stringify(target.path)} cannot be normalized`);
+    url = normalized + target.query;
+  }
+  headers[1] = theAuthority;
+  return { method, url, authority: theAuthority, scheme, headers, teTrailers, contentLength, grpc: isGrpc(contentType) };
+}
+
+export function isHttp2RequestError(r: Http2Request | Http2RequestError): r is Http2RequestError {
+  return (r as Http2RequestError).reason !== undefined;
+}
+
+/**
+ * The header lines forwarded with the decider's edits applied (as http1/message.ts applies them: a
+ * name removed or set goes in its underscore spelling too; proxy-owned names are never edited; set
+ * values go out as UTF-8). `host` comes first: the authority, or the edit that replaced it.
+ */
+export function editedLines(req: Http2Request, edits: UpstreamEdits | undefined): string[] {
+  const remove = edits?.removeHeaders;
+  const set = edits?.setHeaders;
+  if ((remove === undefined || remove.length === 0) && (set === undefined || set.length === 0)) return req.headers;
+  const out: string[] = [];
+  const raw = req.headers;
+  for (let i = 0; i < raw.length; i += 2) {
+    const l = cgiName(raw[i]!);
+    if (remove?.includes(l) && l !== 'host') continue;
+    if (set?.some(([n]) => n.toLowerCase() === l)) continue;
+    out.push(raw[i]!, raw[i + 1]!);
+  }
+  for (const [n, v] of set ?? []) {
+    const l = n.toLowerCase();
+    if (isProxyOwned(l)) continue;
+    if (l === 'host') out.unshift('host', wireText(v));
+    else out.push(l, wireText(v));
+  }
+  return out;
+}
+
+/** Adds a header line to a node header object (repeated names become arrays; `__proto__` is an ordinary name). */
+function addLine(out: OutgoingHttpHeaders, name: string, value: string): void {
+  const prev = out[name];
+  if (prev === undefined) out[name] = value;
+  else if (Array.isArray(prev)) prev.push(value);
+  else out[name] = [String(prev), value];
+}
+
+/** The header block for an HTTP/2 upstream. */
+export function upstreamHttp2Headers(req: Http2Request, lines: readonly string[], path: string, scheme: string): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
+  out[':method'] = req.method;
+  out[':scheme'] = scheme;
+  out[':path'] = path;
+  out[':authority'] = lines[1]!;
+  for (let i = 2; i < lines.length; i += 2) addLine(out, lines[i]!, lines[i + 1]!);
+  if (req.teTrailers) out.te = 'trailers';
+  if (req.contentLength !== undefined) out['content-length'] = req.contentLength;
+  return out;
+}
+
+/** The header object for an HTTP/1.1 upstream (node:http writes the framing from content-length, else chunked). */
+export function upstreamHttp1Headers(req: Http2Request, lines: readonly string[]): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
+  for (let i = 0; i < lines.length; i += 2) addLine(out, lines[i]!, lines[i + 1]!);
+  if (req.contentLength !== undefined) out['content-length'] = req.contentLength;
+  return out;
+}
+
+const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'http2-settings']);
+
+/**
+ * A response's header lines for the HTTP/2 client: `:status` and the regular ones, without what is
+ * connection-specific (and what an HTTP/1.1 response's `Connection` names).
+ */
+export function downstreamResponseHeaders(status: number, raw: readonly string[]): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
+  out[':status'] = status;
+  let named: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.toLowerCase() === 'connection') (named ??= []).push(...raw[i + 1]!.toLowerCase().split(',').map((t) => t.trim()));
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (name.charCodeAt(0) === 0x3a || RESPONSE_DROPPED.has(name) || named?.includes(name)) continue;
+    addLine(out, name, raw[i + 1]!);
+  }
+  return out;
+}
