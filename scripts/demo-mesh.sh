@@ -9,11 +9,14 @@
 #   legacy  198.20.0.5  no sidecar: a plaintext client
 # Each sidecar asks the CA for its certificate (CA_ADDR, the token and root files as Istio's injector
 # mounts them). The demo shows the TLS on the wire (tcpdump on httpbin's link), the STRICT refusal of
-# the plaintext client, the principal policy allowing sleep and denying other, and the counters.
+# the plaintext client, the principal policy allowing sleep and denying other (HTTP/1.1 and a gRPC
+# call, HTTP/2 at layer 7 inside the mutual TLS), and the counters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 agent="$PWD/bin/pilot-agent"
 app="$PWD/test/fixtures/echo-app.mjs"
+h2apps="$PWD/test/fixtures/h2-apps.mjs"
+h2clients="$PWD/test/fixtures/h2-clients.mjs"
 node=$(command -v node)
 id=$$
 nodens="pa-mesh-node-$id"
@@ -78,7 +81,7 @@ metadata: {name: httpbin, namespace: default}
 spec:
   hosts: [httpbin.default.svc.cluster.local]
   addresses: [198.20.0.3]
-  ports: [{number: 8080, name: http, protocol: HTTP}]
+  ports: [{number: 8080, name: http, protocol: HTTP}, {number: 7070, name: grpc, protocol: GRPC}]
   resolution: STATIC
 ---
 apiVersion: networking.mesh.io/v1
@@ -109,6 +112,7 @@ step "three meshed pods (sleep, httpbin, other) and a plaintext one (legacy); ea
 pod legacy 5
 meshed httpbin 3 httpbin "$httpbin_policies"
 start ip netns exec "pa-mesh-httpbin-$id" "$node" "$app" 0.0.0.0 8080 httpbin
+start ip netns exec "pa-mesh-httpbin-$id" "$node" "$h2apps" 0.0.0.0 httpbin # gRPC on 7070
 meshed sleep 2 sleep "$mesh_to_httpbin"
 meshed other 4 other "$mesh_to_httpbin"
 for p in httpbin sleep other; do in_ns "$p" "$agent" wait --periodMillis 100 --timeoutSeconds 20; done
@@ -138,5 +142,15 @@ printf '    '; in_ns other bash -c "$(declare -f get); node=$node; get http://19
 step "sleep -> httpbin: allowed"
 printf '    '; in_ns sleep bash -c "$(declare -f get); node=$node; get http://198.20.0.3:8080/hello"
 
-step "httpbin's sidecar: pilot-agent request GET /stats (mTLS and policy counters)"
-in_ns httpbin "$agent" request GET stats | grep -E '15006\.mtls\.|http\.inbound\.downstream_rq_(2|4)xx' | sed 's/^/    /'
+# grpc NAME: a gRPC call (grpc-js, h2c from the app) from pod NAME to httpbin's gRPC port; prints its status.
+grpc() {
+  in_ns "$1" "$node" "$h2clients" grpc 198.20.0.3:7070 '[{"method":"Ping","text":"hello over HTTP/2"}]' | "$node" -e "let t = '';
+    process.stdin.on('data', (d) => t += d).on('end', () => { const [r] = JSON.parse(t); console.log('    grpc status', r.code, r.code === 0 ? r.texts[0] : r.details); })"
+}
+step "sleep -> httpbin, a gRPC call: HTTP/2 judged per call inside the mutual TLS"
+grpc sleep
+step "other -> httpbin, the same gRPC call: the principal policy denies it (PERMISSION_DENIED = 7)"
+grpc other
+
+step "httpbin's sidecar: pilot-agent request GET /stats (mTLS, policy, HTTP/2 and gRPC counters)"
+in_ns httpbin "$agent" request GET stats | grep -E '15006\.mtls\.|http\.inbound\.(downstream_rq_(2|4)xx|downstream_rq_http2_total|grpc\.)' | sed 's/^/    /'

@@ -13,7 +13,9 @@ import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
-import { Http1Handler } from '../proxy/http1/handler.js';
+import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS } from '../proxy/http1/handler.js';
+import { Http2Handler } from '../proxy/http2/handler.js';
+import { byPreface } from '../proxy/http2/preface.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
@@ -25,6 +27,7 @@ import { pickDestination, route, type RouteTable } from './routing/index.js';
 import { TlsTermination } from './tls-termination.js';
 
 const log = scope('default');
+const NO_BYTES = Buffer.alloc(0);
 
 export interface GatewayRouterOptions {
   readonly stats: ProxyStats;
@@ -100,6 +103,7 @@ function routeName(rule: string | undefined, match: string | undefined): string 
 class GatewayListener {
   readonly server: NetServer;
   readonly http: Http1Handler;
+  readonly h2: Http2Handler;
   readonly open = new Set<Socket>();
   bound = false;
   error?: string;
@@ -111,6 +115,9 @@ class GatewayListener {
       stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, ...(o.http ? { settings: o.http } : {}),
       accessLog: o.accessLog, role: 'gateway',
     });
+    this.h2 = new Http2Handler({
+      stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, settings: o.http, accessLog: o.accessLog, role: 'gateway',
+    });
     const accessLog = o.accessLog;
     const overflow = accessLog
       ? (socket: Socket): void => logOverflow(accessLog, 'gateway', socket, hostPort(socket.localAddress, socket.localPort))
@@ -120,7 +127,8 @@ class GatewayListener {
         port: plan.port, servers: plan.tlsServers, stats, handshakeTimeoutMs: o.tlsHandshakeTimeoutMs,
         onSecure: (socket, server) => {
           tlsServerOf.set(socket, server);
-          this.http.acceptSocket(socket);
+          if (socket.alpnProtocol === 'h2') this.h2.accept(socket, NO_BYTES);
+          else this.http.acceptSocket(socket);
         },
       })
       : undefined;
@@ -128,7 +136,8 @@ class GatewayListener {
     this.server = new NetServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
       if (!admitDownstream(socket, stats, this.open, o.connections, overflow)) return;
       if (tls) tls.accept(socket);
-      else this.http.acceptSocket(socket);
+      // HTTP/1.1 or HTTP/2 with prior knowledge on every plaintext port (Envoy's AUTO codec).
+      else byPreface(socket, KEEP_ALIVE_TIMEOUT_MS, (kind, head) => (kind === 'h2' ? this.h2 : this.http).accept(socket, head));
     });
     this.server.on('error', (err) => log.error(`gateway listener ${plan.port} error: ${err.message}`));
   }
@@ -165,6 +174,7 @@ class GatewayListener {
 
   close(): Promise<void> {
     this.http.drain();
+    this.h2.drain();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
@@ -234,7 +244,10 @@ export class GatewayRouter {
 
   /** Idle keep-alive connections close now, busy ones after their response (EXIT_ON_ZERO_ACTIVE_CONNECTIONS). */
   closeIdle(): void {
-    for (const l of this.listeners.values()) l.http.drain();
+    for (const l of this.listeners.values()) {
+      l.http.drain();
+      l.h2.closeIdle();
+    }
   }
 
   /** Shutdown: stop accepting and end every connection now. */

@@ -105,7 +105,8 @@ export class TlsTermination {
    */
   private handshake(raw: Socket, chosen: LoadedServer, deadline: NodeJS.Timeout | undefined): TLSSocket {
     const stats = this.o.stats;
-    const tls = new TLSSocket(raw, { isServer: true, secureContext: chosen.context });
+    // ALPN as Istio's gateways offer it on HTTPS servers: HTTP/2 first, HTTP/1.1 for the rest.
+    const tls = new TLSSocket(raw, { isServer: true, secureContext: chosen.context, ALPNProtocols: ['h2', 'http/1.1'] });
     let handshakes = 0;
     tls.on('error', (err: NodeJS.ErrnoException) => {
       if (handshakes === 0) this.failed(raw, err.message, tls);

@@ -19,6 +19,8 @@ export interface CaClientOptions {
   readonly clusterId: string;
   /** Deadline of one call, connection included. Default 15 s. */
   readonly timeoutMs?: number;
+  /** MESH_GPRC_MAXRECVMSGSIZE: the largest response accepted (a certificate chain is a few KiB). */
+  readonly maxReceiveMessageBytes?: number;
 }
 
 export interface CertificateRequest {
@@ -66,6 +68,9 @@ function callError(address: string, rootCertFile: string, err: grpc.ServiceError
     return new AgentError('ERR_CA_UNREACHABLE',
       `CA ${address} unreachable (${status}); its certificate is checked against ${rootCertFile}`, { cause: err });
   }
+  if (err.code === grpc.status.RESOURCE_EXHAUSTED && /received message larger than max/i.test(err.details)) {
+    return new AgentError('ERR_CA_REFUSED', `CA ${address} answered more than MESH_GPRC_MAXRECVMSGSIZE allows (${status})`, { cause: err });
+  }
   return new AgentError('ERR_CA_REFUSED', `CA ${address} refused the certificate request (${status})`, { cause: err });
 }
 
@@ -74,7 +79,8 @@ export async function requestCertificate(options: CaClientOptions, request: Cert
   parseCaAddress(options.address);
   const [token, root] = await Promise.all([readToken(options.tokenFile), readCaRoot(options.rootCertFile)]);
   const Client = grpc.makeGenericClientConstructor(certificateService, 'IstioCertificateService');
-  const client = new Client(options.address, grpc.credentials.createSsl(root));
+  const client = new Client(options.address, grpc.credentials.createSsl(root),
+    options.maxReceiveMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxReceiveMessageBytes } : {});
   const metadata = new grpc.Metadata();
   metadata.set('authorization', `Bearer ${token}`);
   metadata.set('ClusterID', options.clusterId);

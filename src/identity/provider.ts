@@ -30,7 +30,7 @@ export type IdentityEnvValues = Pick<EnvValues,
   | 'PROV_CERT' | 'FILE_MOUNTED_CERTS' | 'CA_ADDR' | 'CA_ROOT_CA' | 'JWT_POLICY' | 'CLUSTER_ID'
   | 'TRUST_DOMAIN' | 'POD_NAMESPACE' | 'SERVICE_ACCOUNT' | 'SECRET_TTL' | 'SECRET_GRACE_PERIOD_RATIO'
   | 'SECRET_GRACE_PERIOD_RATIO_JITTER' | 'OUTPUT_CERTS' | 'ECC_SIGNATURE_ALGORITHM' | 'ECC_CURVE'
-  | 'WORKLOAD_RSA_KEY_SIZE' | 'PKCS8_KEY'>;
+  | 'WORKLOAD_RSA_KEY_SIZE' | 'PKCS8_KEY' | 'MESH_GPRC_MAXRECVMSGSIZE' | 'MESH_GPRC_MAXSTREAMS'>;
 
 export type IdentityChoice =
   | { readonly kind: 'files'; readonly dir: string }
@@ -56,6 +56,12 @@ function checkRatio(name: string, value: number): number {
   return value;
 }
 
+/** A positive count from the environment, or an error naming the variable. */
+function positive(name: string, value: number): number {
+  if (!(Number.isSafeInteger(value) && value > 0)) throw new AgentError('ERR_ENV_VALUE', `${name}=${value} is not a positive integer`);
+  return value;
+}
+
 /** A source that holds nothing: no certificates are configured. */
 export function noIdentitySource(): IdentitySource {
   const state: IdentityState = { state: 'none' };
@@ -70,6 +76,9 @@ export function noIdentitySource(): IdentitySource {
 
 /** The identity source the environment asks for (see the precedence at the top of this file). */
 export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: ScopedLogger): IdentitySource {
+  // The agent's own gRPC (the CA client; it serves none): checked whatever the source, so a bad value is said at start.
+  const maxReceiveMessageBytes = positive('MESH_GPRC_MAXRECVMSGSIZE', env.MESH_GPRC_MAXRECVMSGSIZE);
+  positive('MESH_GPRC_MAXSTREAMS', env.MESH_GPRC_MAXSTREAMS);
   const choice = chooseIdentitySource(env, cwd);
   if (choice.kind === 'none') return noIdentitySource();
   if (choice.kind === 'files') return createFileSource({ dir: choice.dir, log });
@@ -81,6 +90,7 @@ export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: Sco
       rootCertFile: resolve(cwd, env.CA_ROOT_CA || DEFAULT_CA_ROOT_FILE),
       tokenFile: tokenFileFor(env.JWT_POLICY, cwd),
       clusterId: env.CLUSTER_ID,
+      maxReceiveMessageBytes,
     },
     spiffeId: workloadSpiffeId(env),
     ttlMs: env.SECRET_TTL,

@@ -35,6 +35,8 @@ describe('identitySourceFrom', () => {
     [{ CA_ADDR: 'ca:15012', SECRET_GRACE_PERIOD_RATIO: '1.5' }, /SECRET_GRACE_PERIOD_RATIO=1.5 is not a ratio/],
     [{ CA_ADDR: 'ca:15012', SECRET_TTL: '0s' }, /SECRET_TTL=0s is not a positive duration/],
     [{ CA_ADDR: 'ca:15012', SERVICE_ACCOUNT: 'a/b' }, /invalid SPIFFE id/],
+    [{ MESH_GPRC_MAXRECVMSGSIZE: '0' }, /MESH_GPRC_MAXRECVMSGSIZE=0 is not a positive integer/],
+    [{ CA_ADDR: 'ca:15012', MESH_GPRC_MAXSTREAMS: '-5' }, /MESH_GPRC_MAXSTREAMS=-5 is not a positive integer/],
   ];
   for (const [vars, pattern] of bad) {
     it(`refuses ${JSON.stringify(vars)} before starting`, () => {

@@ -72,6 +72,14 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   /** Takes over a connection whose first bytes (`head`: the preface, perhaps more) were read. */
   accept(socket: Socket, head: Buffer): void {
     if (head.length > 0) socket.unshift(head);
+    // A socket paused before it was ever read (pauseOnConnect) needs a start; one the listener read and
+    // paused must not be resumed: the session reads its handle itself, and a resume would race it.
+    const neverRead = socket.readableFlowing === null;
+    // A server-side TLSSocket made outside a tls.Server (mesh mTLS, the gateway's per-SNI contexts)
+    // keeps `secureConnecting` true after its handshake; node:http2 would wait for a 'secureConnect'
+    // that never comes. Every socket handed here has completed its handshake.
+    const tls = socket as Socket & { secureConnecting?: boolean };
+    if (tls.secureConnecting === true) tls.secureConnecting = false;
     const limits = this.settings.limits;
     let session: ServerHttp2Session;
     try {
@@ -87,8 +95,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
       socket.destroy();
       return;
     }
-    // The listener paused the socket to sniff it; the session reads it from here.
-    if (socket.isPaused()) socket.resume();
+    if (neverRead) socket.resume();
     this.stats.cxHttp2++;
     const facts = this.factsOf(socket);
     this.sessions.set(session, 0);

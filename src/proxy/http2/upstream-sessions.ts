@@ -5,13 +5,15 @@
 // the preface with a 400: nghttp2's protocol error) costs nothing but a retry over HTTP/1.1. That
 // answer is remembered for the destination for a while (HTTP1_MEMORY_MS), so the probe is not paid
 // on every request. TLS to a service outside the mesh offers `h2` and `http/1.1` in ALPN; the
-// server's choice decides. A peer's GOAWAY takes its session out of use; its open streams finish.
+// server's choice decides. Mutual TLS to another sidecar offers `istio-h2`, as Istio's sidecars do
+// for HTTP/2 (the peer sniffs the preface inside all the same). A peer's GOAWAY takes its session out of use; its open streams finish.
 import { connect as connectHttp2, constants, type ClientHttp2Session } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { scope } from '../../log/logger.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
+import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 
@@ -136,7 +138,7 @@ export class Http2UpstreamPool {
     let socket: Socket | TLSSocket;
     try {
       socket = t.tls
-        ? connectTls(dst, t.tls.mesh ? t.tls : { ...t.tls, alpn: ['h2', 'http/1.1'] }, this.stats)
+        ? connectTls(dst, { ...t.tls, alpn: t.tls.mesh ? MESH_ALPN_H2 : ['h2', 'http/1.1'] }, this.stats)
         : connectUpstream(this.mode, dst, t.source);
     } catch (err) { // a socket libc would not make
       this.stats.upstreamCxConnectFail++;

@@ -8,10 +8,10 @@
 // else → tcp (text protocols such as memcached's `get key` stay TCP). Whatever is not HTTP/1 gets
 // the TCP rules of policy. Pure.
 import { CR, LF, SP, TOKEN } from '../http1/bytes.js';
+import { prefaceKind } from '../http2/preface.js';
 
 export type Protocol = 'http1' | 'tls' | 'h2' | 'tcp';
 
-const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
 
 /** A request line longer than this (past its method) is HTTP/1 all the same: the parser answers it (414). */
@@ -28,8 +28,8 @@ const enum Part { Method, Target, Version }
 export function sniff(head: Buffer): Protocol | undefined {
   if (head.length === 0) return undefined;
   if (head[0] === 0x16) return head.length < 2 ? undefined : head[1] === 0x03 ? 'tls' : 'tcp';
-  const n = Math.min(head.length, H2_PREFACE.length);
-  if (head.compare(H2_PREFACE, 0, n, 0, n) === 0) return n === H2_PREFACE.length ? 'h2' : undefined;
+  const h2 = prefaceKind(head);
+  if (h2 !== 'http1') return h2;
   let i = 0;
   while (i < head.length && (head[i] === CR || head[i] === LF)) i++;
   const start = i;

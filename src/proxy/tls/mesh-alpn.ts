@@ -5,6 +5,8 @@
 
 /** An HTTP connection between sidecars (HTTP/1.0, HTTP/1.1 or HTTP/2 inside). */
 export const MESH_ALPN_HTTP: readonly string[] = ['istio-peer-exchange', 'istio-http/1.0', 'istio-http/1.1', 'istio-h2'];
+/** HTTP/2 between sidecars (the proxy's own HTTP/2 upstream sessions). */
+export const MESH_ALPN_H2: readonly string[] = ['istio-peer-exchange', 'istio-h2'];
 /** Opaque TCP between sidecars. */
 export const MESH_ALPN_TCP: readonly string[] = ['istio-peer-exchange', 'istio'];
 /** What the inbound side accepts (one of them is chosen in the handshake; a ClientHello with none is not mesh TLS). */

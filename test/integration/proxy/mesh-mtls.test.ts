@@ -45,7 +45,7 @@ spec:
   - from:
     - source: {principals: ["cluster.local/ns/default/sa/sleep"]}
     to:
-    - operation: {ports: ["8080", "8081"]}
+    - operation: {ports: ["8080", "8081", "7070"]}
   - to:
     - operation: {ports: ["9080", "9081"]}
 `;
@@ -57,7 +57,7 @@ metadata: {name: httpbin, namespace: default}
 spec:
   hosts: [httpbin.default.svc.cluster.local]
   addresses: [${B}]
-  ports: [{number: 8080, name: http, protocol: HTTP}, {number: 8081, name: tcp, protocol: TCP}]
+  ports: [{number: 8080, name: http, protocol: HTTP}, {number: 8081, name: tcp, protocol: TCP}, {number: 7070, name: grpc, protocol: GRPC}]
   resolution: STATIC
   location: MESH_INTERNAL
 ---
@@ -104,6 +104,8 @@ async function mount(dir: string, set: WorkloadCertSet): Promise<void> {
 }
 
 interface HttpAnswer { readonly status: number; readonly body: string }
+/** One call's result as test/fixtures/h2-clients.mjs prints it. */
+interface GrpcResult { readonly code: number; readonly details: string; readonly texts: string[] }
 
 describe('mutual TLS between two sidecars, in network namespaces', { skip: netnsSkip }, () => {
   let net: MeshNetwork;
@@ -153,6 +155,7 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
       app8080.stdout!.setEncoding('utf8').on('data', (s: string) => { bLog.push(...s.split('\n').filter((l) => l !== '')); });
       await new Promise<void>((resolve) => { const t = setInterval(() => { if (bLog.some((l) => l.startsWith('listening'))) { clearInterval(t); resolve(); } }, 20); });
       await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'httpbin-permissive']));
+      await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'h2-apps.mjs'), '0.0.0.0', 'httpbin'])); // gRPC on 7070
     }));
     assert.equal(b.pod.address, B);
     ({ pod: c } = await meshedPod('other', 'app="other"\n', '', { 'etc/mesh/config/mesh': C_MESH_CONFIG }));
@@ -201,6 +204,27 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     assert.ok(wire.file.includes(TLS_APPLICATION_DATA), 'TLS application data records');
     assert.equal(wire.file.includes(Buffer.from('tcp-marker-1234')), false);
     assert.equal(wire.file.includes(Buffer.from('httpbin-tcp-hello')), false);
+  });
+
+  it('A calls B over gRPC (HTTP/2 inside the mutual TLS, ALPN istio-h2): judged per call, C\'s call is PERMISSION_DENIED', async () => {
+    const grpc = (from: MeshPodNamespace, text: string): GrpcResult => {
+      const r = from.exec(process.execPath, [join(FIXTURES, 'h2-clients.mjs'), 'grpc', `${B}:7070`, JSON.stringify([{ method: 'Ping', text }])], { allowFailure: true });
+      assert.equal(r.exitCode, 0, r.stderr);
+      return (JSON.parse(r.stdout) as GrpcResult[])[0]!;
+    };
+    const capture = await net.capture(b.pod);
+    const ok = grpc(a.pod, 'grpc-marker-must-not-cross');
+    const wire = await capture.stop();
+    assert.equal(ok.code, 0, ok.details);
+    assert.deepEqual(ok.texts, ['httpbin: grpc-marker-must-not-cross']);
+    assert.ok(wire.file.includes(Buffer.from('istio-h2')), 'the HTTP/2 mesh ALPN in the ClientHello');
+    assert.equal(wire.file.includes(Buffer.from('grpc-marker-must-not-cross')), false, 'no plaintext of the call on the wire');
+    const denied = grpc(c.pod, 'from-c');
+    assert.equal(denied.code, 7, `PERMISSION_DENIED expected: ${JSON.stringify(denied)}`);
+    assert.equal(denied.details, 'RBAC: access denied');
+    const stats = (await runCli(['request', 'GET', 'stats'], { prefix: ['ip', 'netns', 'exec', b.pod.name] })).stdout;
+    assert.match(stats, /^http\.inbound\.grpc\.status_0: [1-9]/m);
+    assert.match(stats, /^http\.inbound\.grpc\.status_7: [1-9]/m);
   });
 
   it('STRICT resets a plaintext client from another namespace; PERMISSIVE serves it', () => {
