@@ -17,6 +17,7 @@ import type { ConnectionBudget } from './connection-budget.js';
 import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS } from './http1/handler.js';
 import { Http2Handler } from './http2/handler.js';
+import { http2Settings } from './http2/preface.js';
 import type { Http1Settings } from './http1/connection.js';
 import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
@@ -409,7 +410,25 @@ export class CaptureListener {
       if (mode === 'STRICT') this.refusePlaintext(downstream, dst, 'connection');
       else asTcp('tcp');
     };
-    const onUpstreamFirst = (): void => { cleanup(); asTcp('tcp'); };
+    const onUpstreamFirst = (): void => {
+      // An HTTP/2 server sends its SETTINGS at once: not a server that speaks first, but one whose
+      // client's preface is on its way. That connection is not the one HTTP/2 streams would use
+      // (they go through the proxy's own sessions, each judged): it is dropped, and the client awaited.
+      const first = upstream?.read() as Buffer | null | undefined;
+      if (first) upstream!.unshift(first);
+      const h2 = first ? http2Settings(first) : false;
+      if (h2 === 'maybe') {
+        upstream!.once('readable', onUpstreamFirst);
+        return;
+      }
+      if (h2) {
+        dropUpstream();
+        restartTimer(KEEP_ALIVE_TIMEOUT_MS);
+        return;
+      }
+      cleanup();
+      asTcp('tcp');
+    };
     const restartTimer = (ms: number): void => {
       if (timer) clearTimeout(timer);
       timer = setTimeout(() => {
@@ -446,6 +465,7 @@ export class CaptureListener {
 }
 
 function relayEnded(): void { /* nothing to log */ }
+
 
 /**
  * The access log of one connection carried as TCP (made only with an access log): its start, the

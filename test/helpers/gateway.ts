@@ -3,8 +3,8 @@
 // ready (`wait`). Requests are sent from inside the namespace; everything is ended by PID and removed
 // by `close()`.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNetns, type Netns } from './netns.js';
@@ -64,6 +64,17 @@ export function mountCredential(podDir: string, name: string): void {
   copyFileSync(join(FIXTURES, 'localhost.key'), join(dir, 'tls.key'));
 }
 
+/** Istio's sample token `name` (test/fixtures/jwt: `demo.jwt`, `groups-scope.jwt`; issuer testing@secure.istio.io). */
+export function istioToken(name: string): string {
+  return readFileSync(join(FIXTURES, 'jwt', name), 'utf8').trim();
+}
+
+/** Serves Istio's sample key set (test/fixtures/jwt/jwks.json) on 127.0.0.1:`port` in the pod, for a jwksUri. */
+export function serveIstioJwks(pod: GatewayPod, port: number): Promise<ChildProcess> {
+  return pod.start(['-e', `require('http').createServer((q, r) => r.end(require('fs').readFileSync(${JSON.stringify(join(FIXTURES, 'jwt', 'jwks.json'))})))`
+    + `.listen(${port}, '127.0.0.1', () => console.log('listening'))`]);
+}
+
 export interface Answer {
   readonly status: number;
   readonly headers: Record<string, string>;
@@ -78,6 +89,13 @@ export interface RequestSpec {
   readonly servername?: string;
 }
 
+export interface ExecResult {
+  /** The exit code; null when killed (the time-out). */
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
 export interface GatewayPod {
   readonly ns: Netns;
   /** The gateway's working directory (./etc/mesh/... under it). */
@@ -89,6 +107,12 @@ export interface GatewayPod {
   output(): string;
   /** Sends the requests from inside the namespace, one after the other, each on its own connection. */
   send(specs: readonly RequestSpec[]): Answer[];
+  /**
+   * Runs a command inside the namespace to its end (killed after `timeoutMs`, default 20 s). Unlike
+   * `send`, the test's event loop keeps reading the gateway's output meanwhile: a client that makes
+   * the gateway log more than a pipe holds (h2load) cannot stall it.
+   */
+  exec(command: string, args: readonly string[], timeoutMs?: number): Promise<ExecResult>;
   /** Starts a process inside the namespace (ended by `close()`); resolves at its first line of output. */
   start(args: readonly string[]): Promise<ChildProcess>;
   close(): void;
@@ -106,6 +130,28 @@ export interface GatewayPodOptions {
   readonly bin?: string;
   /** Called before the gateway starts (certificates, a JWKS server...). */
   readonly prepare?: (pod: GatewayPod) => Promise<void> | void;
+}
+
+/**
+ * Pods not closed yet. They are closed at exit too, and on SIGINT or SIGTERM (how the test runner
+ * ends a file on Ctrl-C or a time-out; `after` hooks do not run then): else the namespace and its
+ * processes would outlive the test, and the runner would wait for ever on the stderr they share.
+ */
+const openPods = new Set<GatewayPod>();
+let hooked = false;
+
+function closeOnExit(pod: GatewayPod): void {
+  if (!hooked) {
+    hooked = true;
+    process.on('exit', () => { for (const p of [...openPods]) p.close(); });
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        for (const p of [...openPods]) p.close();
+        process.kill(process.pid, signal); // the default action now: the process ends as it would have
+      });
+    }
+  }
+  openPods.add(pod);
 }
 
 export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod> {
@@ -130,6 +176,12 @@ export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod>
       assert.equal(run.status, 0, run.stderr);
       return JSON.parse(run.stdout) as Answer[];
     },
+    exec(command, args, timeoutMs = 20_000) {
+      return new Promise((resolve) => {
+        execFile('ip', ['netns', 'exec', ns.name, command, ...args], { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 },
+          (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }));
+      });
+    },
     start(args) {
       const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
       children.push(child);
@@ -139,11 +191,13 @@ export async function startGatewayPod(o: GatewayPodOptions): Promise<GatewayPod>
       });
     },
     close() {
+      openPods.delete(pod);
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       ns.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  closeOnExit(pod);
   try {
     for (const [port, name] of Object.entries(o.apps ?? {})) await pod.start([join(FIXTURES, 'echo-app.mjs'), '127.0.0.1', port, name]);
     await o.prepare?.(pod);

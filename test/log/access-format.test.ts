@@ -52,6 +52,22 @@ describe('the default TEXT format', () => {
       + '"10.0.0.2:9081" InboundPassthroughCluster - 10.0.0.2:9081 10.0.0.9:5000 - -\n');
   });
 
+  it('ends with grpc_status=<CAMEL_STRING> for a gRPC call (before the decision fields), and only then', () => {
+    const grpc = rec({ protocol: 'HTTP/2', grpcStatus: 14 });
+    const line = text(undefined, grpc);
+    assert.ok(line.endsWith(' 10.0.0.2:39999 - allow_any grpc_status=Unavailable\n'), line);
+    assert.ok(line.includes('"GET /api?q=1 HTTP/2" 200 '), line);
+    assert.ok(text(undefined, rec({ grpcStatus: 0 })).endsWith(' allow_any grpc_status=OK\n'));
+    assert.ok(text(undefined, rec({ grpcStatus: 1 })).endsWith(' allow_any grpc_status=Canceled\n'));
+    assert.ok(!text(undefined, rec({ grpcStatus: undefined })).includes('grpc_status'));
+    const both = text(undefined, rec({ grpcStatus: 7, status: 200, decision: { jwt: 'valid', principal: 'i/s', authz: 'denied: by DENY policy ns/p rule 0' } }));
+    assert.ok(both.endsWith(' allow_any grpc_status=PermissionDenied jwt="valid" principal="i/s" authz="denied: by DENY policy ns/p rule 0" route=-\n'), both);
+  });
+
+  it('a custom TEXT format gets no grpc_status suffix (only the default does)', () => {
+    assert.equal(text('%RESPONSE_CODE%', rec({ grpcStatus: 14 })), '200\n');
+  });
+
   it('is exactly Istio\'s string', () => {
     assert.ok(ISTIO_TEXT_FORMAT.startsWith('[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" %RESPONSE_CODE% %RESPONSE_FLAGS% '));
     assert.ok(ISTIO_TEXT_FORMAT.endsWith('%DOWNSTREAM_REMOTE_ADDRESS% %REQUESTED_SERVER_NAME% %ROUTE_NAME%\n'));
@@ -100,6 +116,32 @@ describe('command operators (TEXT)', () => {
   for (const [name, format, tweak, expected] of cases) {
     it(name, () => assert.equal(text(format, rec(tweak)), `${expected}\n`));
   }
+
+  describe('GRPC_STATUS', () => {
+    const grpcCases: [string, string, number | undefined, string][] = [
+      ['no argument: CAMEL_STRING', '%GRPC_STATUS%', 7, 'PermissionDenied'],
+      ['CAMEL_STRING', '%GRPC_STATUS(CAMEL_STRING)%', 4, 'DeadlineExceeded'],
+      ['CAMEL_STRING of OK and CANCELLED (Envoy spells it Canceled)', '%GRPC_STATUS% %GRPC_STATUS(CAMEL_STRING)%', 1, 'Canceled Canceled'],
+      ['NUMBER', '%GRPC_STATUS(NUMBER)%', 7, '7'],
+      ['NUMBER of OK is 0, not -', '%GRPC_STATUS(NUMBER)% %GRPC_STATUS%', 0, '0 OK'],
+      ['SNAKE_STRING', '%GRPC_STATUS(SNAKE_STRING)%', 16, 'UNAUTHENTICATED'],
+      ['GRPC_STATUS_NUMBER', '%GRPC_STATUS_NUMBER%', 14, '14'],
+      ['GRPC_STATUS_NUMBER of OK', '%GRPC_STATUS_NUMBER%', 0, '0'],
+      ['a status without a name: its number', '%GRPC_STATUS% %GRPC_STATUS(SNAKE_STRING)% %GRPC_STATUS_NUMBER%', 42, '42 42 42'],
+      ['not a gRPC call: -', '%GRPC_STATUS% %GRPC_STATUS(NUMBER)% %GRPC_STATUS(SNAKE_STRING)% %GRPC_STATUS_NUMBER%', undefined, '- - - -'],
+    ];
+    for (const [name, format, grpcStatus, expected] of grpcCases) {
+      it(name, () => assert.equal(text(format, rec({ grpcStatus })), `${expected}\n`));
+    }
+
+    it('in JSON: the forms as strings, GRPC_STATUS_NUMBER as a number, null when absent; the default\'s grpc_status', () => {
+      const format = '{"camel": "%GRPC_STATUS%", "snake": "%GRPC_STATUS(SNAKE_STRING)%", "num": "%GRPC_STATUS(NUMBER)%", "n": "%GRPC_STATUS_NUMBER%"}';
+      assert.deepEqual(json(format, rec({ grpcStatus: 7 })), { camel: 'PermissionDenied', snake: 'PERMISSION_DENIED', num: '7', n: 7 });
+      assert.deepEqual(json(format), { camel: null, snake: null, num: null, n: null });
+      assert.equal(json(undefined, rec({ grpcStatus: 14 }))['grpc_status'], 'Unavailable');
+      assert.equal(json(undefined)['grpc_status'], null);
+    });
+  });
 
   it('HOSTNAME is the one given', () => {
     assert.equal(compileAccessLogFormat('TEXT', '%HOSTNAME%', { hostname: 'pod-1' }).format(HTTP), 'pod-1\n');
@@ -188,6 +230,10 @@ describe('formats refused (named operator, where)', () => {
     ['a zero length', 'TEXT', '%REQ(X):0%', /a maximum length must be above 0/],
     ['a time specifier not supported', 'TEXT', '%START_TIME(%Y %Q)%', /START_TIME: unsupported time specifier %Q at character 16/],
     ['a decision field unknown', 'TEXT', '%MESH_DECISION(SCORE)%', /expected one of JWT, PRINCIPAL, AUTHZ, ROUTE/],
+    ['a GRPC_STATUS form unknown', 'TEXT', 'x %GRPC_STATUS(KEBAB_STRING)%', /%GRPC_STATUS\(KEBAB_STRING\)% at character 3: expected CAMEL_STRING, SNAKE_STRING or NUMBER/],
+    ['a GRPC_STATUS form in lower case', 'TEXT', '%GRPC_STATUS(number)%', /%GRPC_STATUS\(number\)% at character 1: expected CAMEL_STRING, SNAKE_STRING or NUMBER/],
+    ['an argument to GRPC_STATUS_NUMBER', 'TEXT', '%GRPC_STATUS_NUMBER(NUMBER)%', /%GRPC_STATUS_NUMBER% at character 1 takes no argument/],
+    ['a GRPC_STATUS form unknown in JSON, with its key', 'JSON', '{"g": "%GRPC_STATUS(TEXT)%"}', /key "g": %GRPC_STATUS\(TEXT\)% at character 1: expected CAMEL_STRING, SNAKE_STRING or NUMBER/],
     ['JSON that is not JSON', 'JSON', '[%START_TIME%] %PROTOCOL%', /with accessLogEncoding JSON, expected a JSON object/],
     ['JSON that is not an object', 'JSON', '["%PROTOCOL%"]', /expected a JSON object/],
     ['a JSON list value', 'JSON', '{"a": ["%PROTOCOL%"]}', /key "a": a list is not a format value/],

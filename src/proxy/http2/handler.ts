@@ -3,9 +3,10 @@
 // flow control), each stream an Http2Exchange through the same decider as HTTP/1.1. The limits that
 // keep one connection from hurting the others are set here (docs/HTTP2.md): concurrent streams,
 // header list size and count, session memory, refused and invalid frames; nghttp2 also caps
-// CONTINUATION frames per header block and rate-limits rapid resets. A drain sends GOAWAY: streams
+// CONTINUATION frames per header block; a connection whose streams are mostly reset by the client
+// before an answer is closed (rapid reset). A drain sends GOAWAY: streams
 // already open finish, new ones go to another connection.
-import { performServerHandshake, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { constants, performServerHandshake, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import type { AccessLogSink, ListenerRole } from '../../log/access-record.js';
@@ -33,6 +34,16 @@ const MAX_SESSION_MEMORY_MB = 10;
 const MAX_REJECTED_STREAMS = 100;
 const MAX_INVALID_FRAMES = 100;
 
+/** Streams a connection opens before its share of streams reset by the client is judged. */
+const MIN_STREAMS_FOR_RESET_CHECK = 100;
+
+interface SessionStreams {
+  open: number;
+  total: number;
+  /** Reset by the client before the answer began. */
+  premature: number;
+}
+
 export interface Http2HandlerOptions {
   readonly stats: DirectionStats;
   readonly upstream: UpstreamMode;
@@ -55,8 +66,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
   private draining = false;
-  /** Open sessions and how many streams each has. */
-  private readonly sessions = new Map<ServerHttp2Session, number>();
+  /** Open sessions and their streams: open now, since the start, reset by the client before an answer. */
+  private readonly sessions = new Map<ServerHttp2Session, SessionStreams>();
 
   constructor(private readonly o: Http2HandlerOptions) {
     this.stats = o.stats;
@@ -72,9 +83,6 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   /** Takes over a connection whose first bytes (`head`: the preface, perhaps more) were read. */
   accept(socket: Socket, head: Buffer): void {
     if (head.length > 0) socket.unshift(head);
-    // A socket paused before it was ever read (pauseOnConnect) needs a start; one the listener read and
-    // paused must not be resumed: the session reads its handle itself, and a resume would race it.
-    const neverRead = socket.readableFlowing === null;
     // A server-side TLSSocket made outside a tls.Server (mesh mTLS, the gateway's per-SNI contexts)
     // keeps `secureConnecting` true after its handshake; node:http2 would wait for a 'secureConnect'
     // that never comes. Every socket handed here has completed its handshake.
@@ -95,15 +103,23 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
       socket.destroy();
       return;
     }
-    if (neverRead) socket.resume();
+    // The session reads the socket's handle itself, from the bytes the socket buffered (the sniffed
+    // head) on. The socket is resumed only after that hand-over (a resume before it would race the
+    // session for them): from then on its end of stream is seen, and a client's FIN (the listener
+    // allows half-open connections) closes the session once its streams are done, not at the idle
+    // time-out.
+    setImmediate(() => socket.resume());
+    socket.once('end', () => session.close());
     this.stats.cxHttp2++;
     const facts = this.factsOf(socket);
-    this.sessions.set(session, 0);
+    const counts: SessionStreams = { open: 0, total: 0, premature: 0 };
+    this.sessions.set(session, counts);
     session.on('stream', (stream: ServerHttp2Stream, _headers: unknown, flags: number, raw: string[]) => {
-      this.sessions.set(session, (this.sessions.get(session) ?? 0) + 1);
+      counts.open++;
+      counts.total++;
       stream.once('close', () => {
-        const n = (this.sessions.get(session) ?? 1) - 1;
-        if (this.sessions.has(session)) this.sessions.set(session, n);
+        counts.open--;
+        if (!stream.headersSent && stream.rstCode !== constants.NGHTTP2_NO_ERROR) this.prematureReset(session, counts);
       });
       new Http2Exchange(this, facts, stream, raw, flags).start();
     });
@@ -118,9 +134,21 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     });
     // Idle (no frames for the keep-alive time, no stream open): closed with GOAWAY.
     session.setTimeout(KEEP_ALIVE_TIMEOUT_MS, () => {
-      if ((this.sessions.get(session) ?? 0) === 0) session.close();
+      if (counts.open === 0) session.close();
     });
     if (this.draining) session.close();
+  }
+
+  /**
+   * A stream the client reset before its answer. Many of them ("rapid reset", CVE-2023-44487) make
+   * the proxy do the work of streams nobody waits for: past MIN_STREAMS_FOR_RESET_CHECK streams, a
+   * connection whose streams are mostly such resets is closed (Envoy's premature-reset rule).
+   */
+  private prematureReset(session: ServerHttp2Session, counts: SessionStreams): void {
+    counts.premature++;
+    if (counts.total < MIN_STREAMS_FOR_RESET_CHECK || counts.premature * 2 <= counts.total || session.destroyed) return;
+    // GOAWAY with this code, then closed; the session's 'error' handler counts it and logs the reason.
+    session.destroy(new Error(`${counts.premature} of its ${counts.total} streams reset before an answer (rapid reset)`), constants.NGHTTP2_ENHANCE_YOUR_CALM);
   }
 
   private factsOf(socket: Socket): Http2ConnectionFacts {

@@ -1,6 +1,8 @@
 // Whether a connection speaks HTTP/2 with prior knowledge, from its first bytes: the 24-byte client
 // preface, or anything else (HTTP/1.x). For ports that serve both (the gateway's plaintext ports,
 // as Envoy's AUTO codec does); the sidecar's listeners sniff every protocol at once (tcp/sniff.ts).
+// And the server's side: an HTTP/2 server's first bytes (its SETTINGS) are not a protocol where the
+// server speaks first. Pure, but for byPreface.
 import type { Socket } from 'node:net';
 
 export const CLIENT_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -10,6 +12,18 @@ export function prefaceKind(head: Buffer): 'h2' | 'http1' | undefined {
   const n = Math.min(head.length, CLIENT_PREFACE.length);
   if (head.compare(CLIENT_PREFACE, 0, n, 0, n) !== 0) return 'http1';
   return n === CLIENT_PREFACE.length ? 'h2' : undefined;
+}
+
+/**
+ * Whether a server's first bytes are an HTTP/2 SETTINGS frame (stream 0, no ACK flag, a whole number
+ * of 6-byte settings): true, false, or 'maybe' (fewer than the 9 bytes of a frame header so far).
+ */
+export function http2Settings(b: Buffer): boolean | 'maybe' {
+  if (b.length >= 3 && b.readUIntBE(0, 3) % 6 !== 0) return false;
+  if (b.length >= 4 && b[3] !== 0x04) return false;
+  if (b.length >= 5 && b[4] !== 0x00) return false;
+  if (b.length < 9) return 'maybe';
+  return b.readUInt32BE(5) === 0;
 }
 
 /**

@@ -8,7 +8,9 @@
 //   application routes by, so the judged authority is the only one forwarded;
 // - `:path` is read as an HTTP/1 origin-form target (`*` only for OPTIONS) and normalized once;
 // - an underscore spelling of a framing header is refused, as on the HTTP/1 path (an HTTP/1.1
-//   upstream behind CGI-style mapping would read it as the real one);
+//   upstream behind CGI-style mapping would read it as the real one), and so are a method with
+//   lower-case letters and a `:path` byte outside visible ASCII (the HTTP/1 parser's rules: the
+//   HTTP/1.1 leg must carry exactly what was judged);
 // - CONNECT (plain or extended) is not carried over HTTP/2: 501.
 // Pure.
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -39,6 +41,8 @@ export interface Http2RequestError extends Omit<MessageError, 'status'> {
 }
 
 const bad = (reason: string): Http2RequestError => ({ status: 400, reason });
+const LOWER = /[a-z]/;
+const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
 
 /** The request a header block (`raw`: name, value... as received, pseudo-headers first) stands for, or why it is refused. */
 export function http2Request(raw: readonly string[], normalization: PathNormalization): Http2Request | Http2RequestError {
@@ -81,6 +85,10 @@ export function http2Request(raw: readonly string[], normalization: PathNormaliz
     headers.push(name, value);
   }
   if (method === undefined) return bad('no :method');
+  // As on the HTTP/1 path: methods are case-sensitive, and an HTTP/1.1 leg (node:http) would upper-case
+  // `get` after a policy judged it; a target byte outside visible ASCII is one a strict server refuses.
+  if (LOWER.test(method)) return bad(`method ${JSON.stringify(method)} (methods are upper-case)`);
+  if (path !== undefined && !VISIBLE_ASCII.test(path)) return bad(':path has a byte outside visible ASCII');
   if (method === 'CONNECT' || protocol) return { status: 501, reason: 'CONNECT over HTTP/2 is not supported' };
   if (authority !== undefined && host !== undefined && authority !== host) return bad(':authority and host differ');
   const theAuthority = authority ?? host;
@@ -151,11 +159,16 @@ export function upstreamHttp2Headers(req: Http2Request, lines: readonly string[]
   return out;
 }
 
-/** The header object for an HTTP/1.1 upstream (node:http writes the framing from content-length, else chunked). */
-export function upstreamHttp1Headers(req: Http2Request, lines: readonly string[]): OutgoingHttpHeaders {
+/**
+ * The header object for an HTTP/1.1 upstream, with the framing stated: the client's content-length
+ * (nghttp2 held the DATA to it), else chunked for a request with a body. Never node:http's default,
+ * which sends a GET's or a DELETE's body unframed: bytes the application would read as a next request.
+ */
+export function upstreamHttp1Headers(req: Http2Request, lines: readonly string[], hasBody: boolean): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
   for (let i = 0; i < lines.length; i += 2) addLine(out, lines[i]!, lines[i + 1]!);
   if (req.contentLength !== undefined) out['content-length'] = req.contentLength;
+  else if (hasBody) out['transfer-encoding'] = 'chunked';
   return out;
 }
 

@@ -78,7 +78,9 @@ export class Http2UpstreamPool {
     const key = keyOf(t);
     let list = this.entries.get(key);
     if (!list) this.entries.set(key, (list = []));
-    let entry = list.find((e) => !e.retired && e.streams < e.capacity);
+    // One connection is opened at a time: streams wait for it (however many) until the peer's SETTINGS
+    // say how many it takes; beyond that, another one.
+    let entry = list.find((e) => !e.retired && (!e.ready || e.streams < e.capacity));
     if (!entry) {
       entry = new SessionEntry();
       list.push(entry);

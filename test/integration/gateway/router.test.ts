@@ -2,16 +2,14 @@
 // spec's routing table (section 7) with Istio's sample JWKS and tokens, served by a real JWKS
 // server; policies added and removed while it runs; a broken file beside good ones.
 import assert from 'node:assert/strict';
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FIXTURES, httpGateway, startGatewayPod, type Answer, type GatewayPod } from '../../helpers/gateway.js';
+import { httpGateway, istioToken as token, serveIstioJwks, startGatewayPod, type Answer, type GatewayPod } from '../../helpers/gateway.js';
 
 const GATEWAY_PORT = 8080;
 const APP_PORT = 9080;
 const JWKS_PORT = 9999;
-
-const token = (name: string): string => readFileSync(join(FIXTURES, 'jwt', name), 'utf8').trim();
 
 const GATEWAY = httpGateway('ingressgateway', GATEWAY_PORT);
 
@@ -73,10 +71,7 @@ describe('pilot-agent proxy router (process, Istio sample tokens)', () => {
       resources: { 'gateway.yaml': GATEWAY, 'routes.yaml': ROUTES, 'authn.yaml': AUTHN },
       apps: { [APP_PORT]: 'httpbin' },
       env: { FILE_DEBOUNCE_DURATION: '50ms' },
-      prepare: async (p) => {
-        await p.start(['-e', `require('http').createServer((q, r) => r.end(require('fs').readFileSync(${JSON.stringify(join(FIXTURES, 'jwt', 'jwks.json'))})))`
-          + `.listen(${JWKS_PORT}, '127.0.0.1', () => console.log('listening'))`]);
-      },
+      prepare: async (p) => { await serveIstioJwks(p, JWKS_PORT); },
     });
   });
   after(() => pod?.close());
