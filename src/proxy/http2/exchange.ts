@@ -40,7 +40,9 @@ function relayBody(from: Readable, to: Writable, count: (bytes: number) => void)
       to.once('drain', resume);
     }
   });
-  from.once('end', () => to.end());
+  // An empty body's end may have come already (node reads END_STREAM on a DATA frame at once).
+  if (from.readableEnded) to.end();
+  else from.once('end', () => to.end());
 }
 
 /** Response header lines of a node header object (pseudo-headers out, repeated values kept). */

@@ -861,7 +861,8 @@ async function pool<T>(items: readonly T[], n: number, run: (t: T) => Promise<vo
 /**
  * Named shapes, run on every seed: where the HTTP/1.1 leg could read a request otherwise than the
  * decider judged it (a body on a method node:http frames by no length, a method's case, CONNECT in
- * lower case, a path byte outside visible ASCII, a stream reset mid-body), and the same shapes to
+ * lower case, a path byte outside visible ASCII, a stream reset mid-body, an empty body already ended
+ * when the decision comes), and the same shapes to
  * the HTTP/2 upstream as controls.
  */
 function namedCases(): H2Case[] {
@@ -882,6 +883,8 @@ function namedCases(): H2Case[] {
       base(`n_lower_connect_${up}`, up, { method: 'connect', path: '/x' }),
       // nghttp2 takes a :path byte above 0x7e; the HTTP/1.1 path refuses such a request line.
       base(`n_nonascii_path_${up}`, up, { path: '/caf\u00e9' }),
+      // END_STREAM on an empty DATA frame, judged asynchronously: the body has ended before it is relayed.
+      base(`n_empty_body_async_${up}`, up, { method: 'DELETE', body: Buffer.alloc(0), plan: { kind: 'forward', upstream: up, async: true } }),
       // The client resets its stream half-way through a body of a stated length.
       base(`n_reset_mid_body_${up}`, up, { method: 'POST', lines: [['x-case', `n_reset_mid_body_${up}`], ['content-length', '100']], body: Buffer.alloc(100, 0x61), cancel: true }),
     );
