@@ -166,7 +166,8 @@ class Judgement {
     this.requests = this.switchAt >= 0 ? this.reading.requests.slice(0, this.switchAt + 1) : this.reading.requests;
     this.keys = this.requests.map(requestKey);
     const p = this.reading.partial;
-    this.partialKey = p ? keyOf(p.url ?? p.target, undefined) : undefined;
+    // A target without the case's marker (`*`, an authority) is known by its x-case header, once read.
+    this.partialKey = p ? keyOf(p.url ?? p.target, p.headers ? caseHeader(p.headers.flat()) : undefined) : undefined;
   }
 
   fail(kind: FindingKind, detail: string): void {

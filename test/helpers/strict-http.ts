@@ -42,8 +42,11 @@ export interface StrictReading {
   /** 'end': the input ended between messages; 'close': a request ended the connection; 'incomplete': it ended inside a message; 'error': a framing error. */
   readonly stop: StopReason;
   readonly reason?: string;
-  /** The message reading stopped in, when its request line was read: its method and target. */
-  readonly partial?: { readonly method: string; readonly target: string; readonly url: string | undefined };
+  /**
+   * The message reading stopped in, when its request line was read: its method and target, and its
+   * header lines once they were read whole (reading stopped in the body).
+   */
+  readonly partial?: { readonly method: string; readonly target: string; readonly url: string | undefined; readonly headers?: readonly [string, string][] };
 }
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -237,6 +240,7 @@ function request(input: Input, start: number, partial: (p: StrictReading['partia
   const t = readTarget(method, target);
   partial({ method, target, url: t.url });
   const headers = fieldLines(input, 'header section');
+  partial({ method, target, url: t.url, headers });
   const problems = [...t.problems];
   const named = (name: string): string[] => headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
 
