@@ -42,6 +42,19 @@ export interface Http2RequestError extends Omit<MessageError, 'status'> {
 
 const bad = (reason: string): Http2RequestError => ({ status: 400, reason });
 const LOWER = /[a-z]/;
+
+/**
+ * Fields defined as a single value (RFC 9110 singletons), which node:http2 refuses to send twice:
+ * a request carrying one of them twice is refused (400) rather than judged on one reading (the
+ * decider sees the values joined) and failed upstream; a response keeps the first.
+ */
+export const SINGLE_VALUE_FIELDS: ReadonlySet<string> = new Set([
+  'access-control-allow-credentials', 'access-control-max-age', 'access-control-request-method', 'age', 'authorization',
+  'content-encoding', 'content-language', 'content-length', 'content-location', 'content-md5', 'content-range', 'content-type',
+  'date', 'dnt', 'etag', 'expires', 'from', 'host', 'if-match', 'if-modified-since', 'if-none-match', 'if-range',
+  'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'range', 'referer', 'retry-after',
+  'tk', 'upgrade-insecure-requests', 'user-agent', 'x-content-type-options',
+]);
 const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
 
 /** The request a header block (`raw`: name, value... as received, pseudo-headers first) stands for, or why it is refused. */
@@ -55,6 +68,7 @@ export function http2Request(raw: readonly string[], normalization: PathNormaliz
   let teTrailers = false;
   let contentLength: string | undefined;
   let contentType: string | undefined;
+  let singles: Set<string> | undefined;
   const headers: string[] = ['host', ''];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -71,9 +85,12 @@ export function http2Request(raw: readonly string[], normalization: PathNormaliz
       continue;
     }
     if (lookalike(name)) return bad(`header ${JSON.stringify(name)} (an underscore spelling of a framing header)`);
+    if (SINGLE_VALUE_FIELDS.has(name)) {
+      if (singles?.has(name)) return bad(`${name} repeated (a single-value field)`);
+      (singles ??= new Set()).add(name);
+    }
     switch (name) {
       case 'host':
-        if (host !== undefined) return bad('host repeated');
         host = value;
         continue;
       case 'te': teTrailers = value.trim().toLowerCase() === 'trailers'; continue;
@@ -188,6 +205,7 @@ export function downstreamResponseHeaders(status: number, raw: readonly string[]
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     if (name.charCodeAt(0) === 0x3a || RESPONSE_DROPPED.has(name) || named?.includes(name)) continue;
+    if (SINGLE_VALUE_FIELDS.has(name) && out[name] !== undefined) continue; // node:http2 sends one: the first
     addLine(out, name, raw[i + 1]!);
   }
   return out;

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   FIXTURES, istioToken, mountCredential, serveIstioJwks, startGatewayPod, type GatewayPod,
 } from '../../helpers/gateway.js';
+import { grpcArgs, grpcResults, type GrpcCall, type GrpcResult } from '../../helpers/h2-fixtures.js';
 import { netnsSkip } from '../../helpers/pod-netns.js';
 
 const H2_PORT = 8080; // a Gateway server with protocol HTTP2
@@ -32,23 +33,6 @@ interface Seen {
   readonly method: string;
   readonly authority: string;
   readonly path: string;
-}
-
-/** One call's outcome as test/fixtures/h2-clients.mjs prints it. */
-interface GrpcResult {
-  readonly code: number;
-  readonly details: string;
-  readonly texts: string[];
-  readonly bytes: number;
-  readonly intact: boolean;
-}
-
-interface GrpcCall {
-  readonly method: 'Ping' | 'Stream' | 'Fail' | 'Admin';
-  readonly text?: string;
-  readonly count?: number;
-  readonly bytes?: number;
-  readonly token?: string;
 }
 
 /** The h2-apps `a` (127.0.0.1) and `b` (127.0.0.2). */
@@ -96,9 +80,8 @@ const seen = (body: string): Pick<Seen, 'app' | 'version' | 'path'> => {
 
 /** grpc-js calls over one channel from inside the pod (test/fixtures/h2-clients.mjs), in order. */
 async function grpcCalls(pod: GatewayPod, target: string, calls: readonly GrpcCall[], tls?: { ca: string; serverName: string }): Promise<GrpcResult[]> {
-  const r = await pod.exec(process.execPath, [join(FIXTURES, 'h2-clients.mjs'), 'grpc', target, JSON.stringify(calls), ...(tls ? [JSON.stringify(tls)] : [])]);
-  assert.equal(r.code, 0, `${r.stderr}${r.stdout}`);
-  return JSON.parse(r.stdout) as GrpcResult[];
+  const r = await pod.exec(process.execPath, grpcArgs(target, calls, tls));
+  return grpcResults(r.code, r.stdout, r.stderr);
 }
 
 /** `name: value` of the gateway's /stats (the listener's HTTP counters are `http.inbound.*`). */

@@ -74,19 +74,14 @@ import { normalizePath } from '../../../src/proxy/path-normalization.js';
 import { DirectionStats } from '../../../src/proxy/stats.js';
 import { caseRng, type Rng } from '../../helpers/request-corpus.js';
 import { readStrictly } from '../../helpers/strict-http.js';
+import { envCount } from '../../helpers/env-count.js';
+import { SINGLE_VALUE_FIELDS } from '../../../src/proxy/http2/request-headers.js';
 
 const env = process.env;
 
-function count(name: string, fallback: number): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name}=${JSON.stringify(text)}: expected a whole number`);
-  return n;
-}
 
-const TOTAL = count('DIFFERENTIAL_H2_CASES', 400);
-const SEED = count('DIFFERENTIAL_SEED', randomInt(1, 2 ** 31));
+const TOTAL = envCount('DIFFERENTIAL_H2_CASES', 400);
+const SEED = envCount('DIFFERENTIAL_SEED', randomInt(1, 2 ** 31));
 const ONLY = env['DIFFERENTIAL_H2_ONLY'] ? new Set(env['DIFFERENTIAL_H2_ONLY'].split(',')) : undefined;
 const FINDINGS_FILE = env['DIFFERENTIAL_H2_FINDINGS'];
 const MODES: readonly PathNormalization[] = ['NONE', 'BASE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'];
@@ -686,6 +681,8 @@ function mustRefuse(c: H2Case): string | undefined {
   if (c.lines.some(([n, v]) => (n === 'content_length' || n === 'transfer_encoding') && nghttp2Keeps(v))) return 'an underscore spelling of a framing header';
   if (c.path === '*' && c.method !== 'OPTIONS') return '* without OPTIONS';
   if (expectedUrl(c) === undefined) return 'a path that cannot be normalized';
+  const singles = c.lines.filter(([n, v]) => SINGLE_VALUE_FIELDS.has(n) && nghttp2Keeps(v)).map(([n]) => n);
+  if (new Set(singles).size !== singles.length) return 'a single-value field repeated';
   return undefined;
 }
 

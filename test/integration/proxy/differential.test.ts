@@ -20,20 +20,13 @@ import { AGENT, startGatewayPath, startSidecarPaths, type DifferentialPath, type
 import { netnsSkip } from '../../helpers/pod-netns.js';
 import { generateCorpus, type CorpusCase } from '../../helpers/request-corpus.js';
 import { smugglingCases } from '../../helpers/smuggling-cases.js';
+import { envCount } from '../../helpers/env-count.js';
 
 const env = process.env;
 
-/** A whole number from the environment, or `fallback` when unset. */
-function count(name: string, fallback: number): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name}=${JSON.stringify(text)}: expected a whole number`);
-  return n;
-}
 
-const TOTAL = count('DIFFERENTIAL_CASES', 3000);
-const SEED = count('DIFFERENTIAL_SEED', randomInt(1, 2 ** 31));
+const TOTAL = envCount('DIFFERENTIAL_CASES', 3000);
+const SEED = envCount('DIFFERENTIAL_SEED', randomInt(1, 2 ** 31));
 const ONLY = env['DIFFERENTIAL_ONLY'] ? new Set(env['DIFFERENTIAL_ONLY'].split(',')) : undefined;
 const FINDINGS_FILE = env['DIFFERENTIAL_FINDINGS'];
 /** Connections per client process (and per judgement). */

@@ -12,6 +12,7 @@ import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { grpcCallsIn, H2_APPS, type GrpcResult } from '../../helpers/h2-fixtures.js';
 import { createRootCa, issueWorkloadCert, writeCertFiles, type TestCa, type WorkloadCertSet } from '../../helpers/mesh-certs.js';
 import { createMeshNetwork, NODE_V4, type MeshNetwork, type MeshPodNamespace } from '../../helpers/mesh-network.js';
 import { netnsSkip } from '../../helpers/pod-netns.js';
@@ -104,8 +105,6 @@ async function mount(dir: string, set: WorkloadCertSet): Promise<void> {
 }
 
 interface HttpAnswer { readonly status: number; readonly body: string }
-/** One call's result as test/fixtures/h2-clients.mjs prints it. */
-interface GrpcResult { readonly code: number; readonly details: string; readonly texts: string[] }
 
 describe('mutual TLS between two sidecars, in network namespaces', { skip: netnsSkip }, () => {
   let net: MeshNetwork;
@@ -155,7 +154,7 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
       app8080.stdout!.setEncoding('utf8').on('data', (s: string) => { bLog.push(...s.split('\n').filter((l) => l !== '')); });
       await new Promise<void>((resolve) => { const t = setInterval(() => { if (bLog.some((l) => l.startsWith('listening'))) { clearInterval(t); resolve(); } }, 20); });
       await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'httpbin-permissive']));
-      await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'h2-apps.mjs'), '0.0.0.0', 'httpbin'])); // gRPC on 7070
+      await untilFirstOutput(p.start(process.execPath, [H2_APPS, '0.0.0.0', 'httpbin'])); // gRPC on 7070
     }));
     assert.equal(b.pod.address, B);
     ({ pod: c } = await meshedPod('other', 'app="other"\n', '', { 'etc/mesh/config/mesh': C_MESH_CONFIG }));
@@ -207,11 +206,7 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
   });
 
   it('A calls B over gRPC (HTTP/2 inside the mutual TLS, ALPN istio-h2): judged per call, C\'s call is PERMISSION_DENIED', async () => {
-    const grpc = (from: MeshPodNamespace, text: string): GrpcResult => {
-      const r = from.exec(process.execPath, [join(FIXTURES, 'h2-clients.mjs'), 'grpc', `${B}:7070`, JSON.stringify([{ method: 'Ping', text }])], { allowFailure: true });
-      assert.equal(r.exitCode, 0, r.stderr);
-      return (JSON.parse(r.stdout) as GrpcResult[])[0]!;
-    };
+    const grpc = (from: MeshPodNamespace, text: string): GrpcResult => grpcCallsIn(from, `${B}:7070`, [{ method: 'Ping', text }])[0]!;
     const capture = await net.capture(b.pod);
     const ok = grpc(a.pod, 'grpc-marker-must-not-cross');
     const wire = await capture.stop();

@@ -13,15 +13,12 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { grpcCallsIn, H2_APPS as APPS, H2_CLIENTS as CLIENTS, type GrpcCall, type GrpcResult } from '../../helpers/h2-fixtures.js';
 import { netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../helpers/pod-netns.js';
-import { repoRoot } from '../../helpers/repo.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
-const FIXTURES = join(repoRoot, 'test', 'fixtures');
-const APPS = join(FIXTURES, 'h2-apps.mjs');
-const CLIENTS = join(FIXTURES, 'h2-clients.mjs');
 /** The apps' ports (h2-apps.mjs), and one where nothing listens. */
 const GRPC = 7070;
 const H2C = 7080;
@@ -42,27 +39,9 @@ spec:
     - operation: {paths: ["/test.Echo/Admin"]}
 `;
 
-interface GrpcCall {
-  readonly method: 'Ping' | 'Stream' | 'Fail' | 'Admin';
-  readonly text?: string;
-  readonly count?: number;
-  readonly bytes?: number;
-}
-
-interface GrpcResult {
-  readonly code: number;
-  readonly details: string;
-  readonly texts: string[];
-  readonly bytes: number;
-  readonly intact: boolean;
-  readonly ms: number;
-}
-
 /** gRPC calls over one grpc-js channel (one connection) from inside `ns`. */
 function grpcCalls(ns: Namespace, host: string, calls: readonly GrpcCall[], port = GRPC): GrpcResult[] {
-  const r = ns.exec(process.execPath, [CLIENTS, 'grpc', `${host}:${port}`, JSON.stringify(calls)], { allowFailure: true });
-  assert.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`);
-  return JSON.parse(r.stdout) as GrpcResult[];
+  return grpcCallsIn(ns, `${host}:${port}`, calls);
 }
 
 /** curl with HTTP/2 prior knowledge from inside `ns`: the status, the HTTP version used and the body. */

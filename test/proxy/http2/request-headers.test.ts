@@ -123,6 +123,11 @@ describe('http2Request: what is refused before the decider', () => {
     assert.equal(refused(block({ ':path': '/caf%C3%A9?q=%20' })), undefined, 'percent-encoded bytes pass');
   });
 
+  it('a single-value field repeated (authorization, content-type, user-agent...): 400; list fields may repeat', () => {
+    for (const n of ['authorization', 'content-type', 'user-agent', 'host']) assert.equal(refused(block({}, [n, 'a', n, 'b'])), 400, n);
+    assert.equal(refused(block({}, ['accept', 'a', 'accept', 'b', 'cookie', 'x=1', 'cookie', 'y=2'])), undefined);
+  });
+
   it('an underscore spelling of a framing header: 400', () => {
     for (const n of ['content_length', 'Content_Length', 'transfer_encoding', 'TRANSFER_ENCODING']) {
       assert.equal(refused(block({}, ['x-a', '1', n, '5'])), 400, n);
