@@ -95,15 +95,17 @@ export class Http2Exchange {
   private fixed = false;
   private done = false;
   private reqTrailers: IncomingHttpHeaders | undefined;
+  private respTrailers: IncomingHttpHeaders | NodeJS.Dict<string | string[]> | undefined;
+  /** The response headers the access log's format asks for. */
+  private respHeaders: string[] | undefined;
+  /** The request's HEADERS ended the stream: there is no body to send on. */
+  private readonly bodyless: boolean;
 
   constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: ServerHttp2Stream,
     private readonly raw: string[], flags: number) {
     this.reqEnded = (flags & END_STREAM) !== 0;
     this.bodyless = this.reqEnded;
   }
-
-  /** The request's HEADERS ended the stream: there is no body to send on. */
-  private readonly bodyless: boolean;
 
   /** Sends the client's body on to `up` with back-pressure (its bytes counted on the way). */
   private pipeBody(up: Writable): void {
@@ -269,8 +271,6 @@ export class Http2Exchange {
     this.pipeBody(up);
   }
 
-  private respTrailers: IncomingHttpHeaders | NodeJS.Dict<string | string[]> | undefined;
-
   private sendHttp1(target: UpstreamTarget, path: string, lines: readonly string[]): void {
     const req = this.req!;
     const up = this.owner.http1.request(target, req.method, path, upstreamHttp1Headers(req, lines, !this.bodyless));
@@ -329,8 +329,6 @@ export class Http2Exchange {
     }
     return !ended;
   }
-
-  private respHeaders: string[] | undefined;
 
   private keepResponseHeaders(h: OutgoingHttpHeaders): void {
     const wanted = this.owner.accessLog!.responseHeaders;

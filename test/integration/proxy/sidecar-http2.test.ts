@@ -256,7 +256,11 @@ describe('HTTP/2 and gRPC through the sidecar (REDIRECT)', { skip: netnsSkip }, 
       const during = grpcCalls(pod.peer, POD_V4, [{ method: 'Ping', text: 'during' }, { method: 'Stream', count: 3 }]);
       assert.deepEqual(during.map((r) => [r.code, r.texts.length]), [[0, 1], [0, 3]]);
       const summary = JSON.parse(await flooding) as { responses: number; resets: Record<string, number>; goaway: number | null; closed: boolean };
-      assert.ok(summary.goaway !== null && summary.goaway !== 0, `the flooding connection was told GOAWAY with an error: ${JSON.stringify(summary)}`);
+      // Which of nghttp2's limits trips first depends on timing: the refused-stream count (GOAWAY with an
+      // error) or the session's memory (its streams reset with an error, the connection closed).
+      const resetWithError = Object.keys(summary.resets).some((code) => code !== '0');
+      assert.ok((summary.goaway !== null && summary.goaway !== 0) || (summary.closed && resetWithError),
+        `the flooding connection was ended with an error (GOAWAY, or resets and a close): ${JSON.stringify(summary)}`);
       assert.equal(sp.sidecar.exitCode, null, 'the sidecar is alive');
       const [after] = grpcCalls(pod.peer, POD_V4, [{ method: 'Ping', text: 'after' }]);
       assert.deepEqual([after!.code, after!.texts], [0, ['app: after']]);
