@@ -23,7 +23,7 @@ const log = scope('default');
 export const HTTP1_MEMORY_MS = 60_000;
 /** An upstream session without streams this long is closed. */
 const IDLE_SESSION_MS = 60_000;
-/** Streams a session is given before the peer's SETTINGS say how many it takes (RFC 9113's advice: 100). */
+/** Streams a session is given when the peer's SETTINGS name no limit (RFC 9113 advises at least 100). */
 const INITIAL_STREAMS = 100;
 
 export interface UpstreamTarget {
@@ -51,7 +51,7 @@ class SessionEntry {
   readonly waiters: Waiter[] = [];
 
   get capacity(): number {
-    return this.ready ? this.session!.remoteSettings.maxConcurrentStreams ?? INITIAL_STREAMS : INITIAL_STREAMS;
+    return this.session?.remoteSettings.maxConcurrentStreams ?? INITIAL_STREAMS;
   }
 }
 
