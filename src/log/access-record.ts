@@ -162,6 +162,87 @@ export function defaultRouteName(role: ListenerRole, kind: AccessRecord['kind'])
   return role === 'outbound' ? 'allow_any' : role === 'inbound' ? 'default' : undefined;
 }
 
+/** Where a request was sent, as its ForwardTarget said (address, port, a rewritten path, header edits). */
+export interface LoggedTarget {
+  readonly address: string;
+  readonly port: number;
+  readonly path?: string | undefined;
+  readonly setHeaders?: readonly (readonly [string, string])[] | undefined;
+  readonly removeHeaders?: readonly string[] | undefined;
+}
+
+/** The client connection's side of a request's record. */
+export interface LoggedDownstream {
+  readonly localText: string | undefined;
+  readonly remoteText: string | undefined;
+  readonly serverName: string | undefined;
+  readonly peer: { readonly spiffeId: string; readonly certHash: string } | undefined;
+  readonly localUriSan: string | undefined;
+}
+
+/** What an HTTP path (HTTP/1.x or HTTP/2) knows of one request when it ends. */
+export interface HttpExchangeFacts {
+  readonly role: ListenerRole;
+  /** performance.now() when the request arrived, and when its answer began (0: none from upstream). */
+  readonly started: number;
+  readonly sentAt: number;
+  readonly respAt: number;
+  readonly durationMs: number;
+  /** Undefined for a request refused before it was read as one (no method, no target). */
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly rawHeaders: readonly string[] | undefined;
+  readonly protocol: string;
+  readonly status: number | undefined;
+  readonly flags: number;
+  readonly details: string | undefined;
+  readonly note: DecisionNote | undefined;
+  readonly target: LoggedTarget | undefined;
+  /** Answered before any decision (a malformed request): no cluster. */
+  readonly fixed: boolean;
+  readonly retried: boolean;
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  readonly respHeaders: readonly string[] | undefined;
+  /** The upstream's address as connected, when it differs from the target's. */
+  readonly upHost: string | undefined;
+  readonly upLocal: string | undefined;
+  readonly transportFailure: string | undefined;
+  readonly grpcStatus?: number | undefined;
+  readonly downstream: LoggedDownstream;
+}
+
+/** One request's access log record, the same for both HTTP paths. */
+export function httpExchangeRecord(f: HttpExchangeFacts): AccessRecord {
+  const { target: t, role, note, status } = f;
+  return {
+    kind: 'http', role, startMs: performance.timeOrigin + f.started, durationMs: f.durationMs,
+    method: f.method, path: t?.path ?? f.url,
+    originalPath: t?.path !== undefined && t.path !== f.url ? f.url : undefined,
+    protocol: f.protocol, status: status ?? 0,
+    flags: f.flags | (note?.flag ? FLAG[note.flag] : 0),
+    details: f.details ?? note?.details ?? (status !== undefined ? 'direct_response' : undefined),
+    terminationDetails: undefined,
+    bytesReceived: f.bytesIn, bytesSent: f.bytesOut,
+    upstreamServiceMs: f.respAt > 0 ? f.respAt - f.sentAt : undefined,
+    responseMs: f.respAt > 0 ? f.respAt - f.started : undefined,
+    attempts: t ? (f.retried ? 2 : 1) : undefined,
+    requestHeaders: f.rawHeaders ? { raw: f.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders } : undefined,
+    responseHeaders: f.respHeaders,
+    upstreamHost: f.upHost ?? (t ? hostPort(t.address, t.port) : undefined),
+    // A sidecar's cluster is known before any verdict (Istio logs it on a local 403 too); a gateway's comes with its route.
+    upstreamCluster: t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !f.fixed ? clusterName(role, '', 0) : undefined,
+    upstreamLocal: f.upLocal,
+    downstreamLocal: f.downstream.localText, downstreamRemote: f.downstream.remoteText, serverName: f.downstream.serverName,
+    routeName: note?.routeName ?? defaultRouteName(role, 'http'),
+    decision: note,
+    downstreamPeerUriSan: f.downstream.peer?.spiffeId, downstreamPeerFingerprint: f.downstream.peer?.certHash,
+    downstreamLocalUriSan: f.downstream.localUriSan,
+    upstreamTransportFailure: f.transportFailure,
+    grpcStatus: f.grpcStatus,
+  };
+}
+
 /** Envoy's way of making free text one word in RESPONSE_CODE_DETAILS: white space becomes `_`. */
 export function detailsWord(text: string): string {
   return text.replace(/\s+/g, '_');

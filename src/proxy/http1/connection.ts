@@ -8,7 +8,7 @@
 // answer keeps it HTTP and the next request is parsed and judged like the first.
 import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { clusterName, defaultRouteName, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
+import { FLAG, hostPort, httpExchangeRecord, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
 import { RequestView } from '../request-view.js';
@@ -722,34 +722,15 @@ export class Connection {
 
   /** One access log record for a request (only called with an access log). */
   private logExchange(ex: Exchange, status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
-    const t = ex.target;
     const view = ex.view;
-    const role = this.owner.role;
-    this.owner.accessLog!.write({
-      kind: 'http', role, startMs: performance.timeOrigin + ex.started, durationMs,
-      method: view.method, path: t?.path ?? view.url,
-      originalPath: t?.path !== undefined && t.path !== view.url ? view.url : undefined,
-      protocol: view.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1',
-      status: status ?? 0,
-      flags: ex.flags | (note?.flag ? FLAG[note.flag] : 0),
-      details: ex.details ?? note?.details ?? (status !== undefined ? 'direct_response' : undefined),
-      terminationDetails: undefined,
-      bytesReceived: ex.bytesIn, bytesSent: ex.bytesOut,
-      upstreamServiceMs: ex.respAt > 0 ? ex.respAt - ex.sentAt : undefined,
-      responseMs: ex.respAt > 0 ? ex.respAt - ex.started : undefined,
-      attempts: t ? (ex.retried ? 2 : 1) : undefined,
-      requestHeaders: { raw: view.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders },
-      responseHeaders: ex.respHeaders,
-      upstreamHost: ex.upHost ?? (t ? hostPort(t.address, t.port) : undefined),
-      // A sidecar's cluster is known before any verdict (Istio logs it on a local 403 too); a gateway's comes with its route.
-      upstreamCluster: t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !ex.fixed ? clusterName(role, '', 0) : undefined,
-      upstreamLocal: ex.upLocal,
-      downstreamLocal: this.localText, downstreamRemote: this.remoteText, serverName: this.serverName,
-      routeName: note?.routeName ?? defaultRouteName(role, 'http'),
-      decision: note,
-      downstreamPeerUriSan: this.peer?.spiffeId, downstreamPeerFingerprint: this.peer?.certHash, downstreamLocalUriSan: this.localUriSan,
-      upstreamTransportFailure: ex.transportFailure,
-    });
+    this.owner.accessLog!.write(httpExchangeRecord({
+      role: this.owner.role, started: ex.started, sentAt: ex.sentAt, respAt: ex.respAt, durationMs,
+      method: view.method, url: view.url, rawHeaders: view.rawHeaders, protocol: view.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1',
+      status, flags: ex.flags, details: ex.details, note, target: ex.target, fixed: ex.fixed !== undefined, retried: ex.retried,
+      bytesIn: ex.bytesIn, bytesOut: ex.bytesOut, respHeaders: ex.respHeaders, upHost: ex.upHost, upLocal: ex.upLocal,
+      transportFailure: ex.transportFailure,
+      downstream: { localText: this.localText, remoteText: this.remoteText, serverName: this.serverName, peer: this.peer, localUriSan: this.localUriSan },
+    }));
   }
 
   /**

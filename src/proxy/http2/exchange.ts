@@ -10,7 +10,7 @@ import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type Outgo
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { clusterName, defaultRouteName, FLAG, hostPort, type DecisionNote } from '../../log/access-record.js';
+import { FLAG, hostPort, httpExchangeRecord, type DecisionNote } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import type { ForwardTarget, LocalReply, Verdict } from '../decider.js';
 import { invalidEdit, validHeaderValue, wireText } from '../http1/headers.js';
@@ -90,7 +90,6 @@ export class Http2Exchange {
   private respAt = 0;
   private bytesIn = 0;
   private bytesOut = 0;
-  private upHost: string | undefined;
   private upLocal: string | undefined;
   private fixed = false;
   private done = false;
@@ -217,7 +216,6 @@ export class Http2Exchange {
       }
     }
     this.target = t;
-    this.upHost = hostPort(t.address, t.port);
     if (t.timeoutMs) this.timer = setTimeout(() => this.timedOut(), t.timeoutMs);
     const dst = { address: t.address, port: t.port };
     const target: UpstreamTarget = { address: t.address, port: t.port, tls: t.tls, source: sourceFor(this.owner.upstreamMode, dst, this.conn.socket.remoteAddress) };
@@ -314,6 +312,7 @@ export class Http2Exchange {
     this.respAt = performance.now();
     this.responded = true;
     this.status = status;
+    this.details ??= 'via_upstream';
     const headers = downstreamResponseHeaders(status, lines);
     if (this.req!.grpc && headers['grpc-status'] !== undefined) this.grpcStatus = grpcStatusOf(String(headers['grpc-status']));
     if (this.owner.accessLog) this.keepResponseHeaders(headers);
@@ -399,33 +398,12 @@ export class Http2Exchange {
   }
 
   private log(status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
-    const t = this.target;
-    const role = this.owner.role;
-    const view = this.view;
-    const c = this.conn;
-    this.owner.accessLog!.write({
-      kind: 'http', role, startMs: performance.timeOrigin + this.started, durationMs,
-      method: view?.method, path: t?.path ?? view?.url,
-      originalPath: t?.path !== undefined && t.path !== view?.url ? view?.url : undefined,
-      protocol: 'HTTP/2', status: status ?? 0,
-      flags: this.flags | (note?.flag ? FLAG[note.flag] : 0),
-      details: this.details ?? note?.details ?? (status !== undefined ? (t ? 'via_upstream' : 'direct_response') : undefined),
-      terminationDetails: undefined,
-      bytesReceived: this.bytesIn, bytesSent: this.bytesOut,
-      upstreamServiceMs: this.respAt > 0 ? this.respAt - this.sentAt : undefined,
-      responseMs: this.respAt > 0 ? this.respAt - this.started : undefined,
-      attempts: t ? 1 : undefined,
-      requestHeaders: view ? { raw: view.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders } : undefined,
-      responseHeaders: this.respHeaders,
-      upstreamHost: this.upHost,
-      upstreamCluster: t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !this.fixed ? clusterName(role, '', 0) : undefined,
-      upstreamLocal: this.upLocal,
-      downstreamLocal: c.localText, downstreamRemote: c.remoteText, serverName: c.serverName,
-      routeName: note?.routeName ?? defaultRouteName(role, 'http'),
-      decision: note,
-      downstreamPeerUriSan: c.peer?.spiffeId, downstreamPeerFingerprint: c.peer?.certHash, downstreamLocalUriSan: c.localUriSan,
-      upstreamTransportFailure: this.transportFailure,
-      grpcStatus: this.req?.grpc ? this.grpcStatus : undefined,
-    });
+    this.owner.accessLog!.write(httpExchangeRecord({
+      role: this.owner.role, started: this.started, sentAt: this.sentAt, respAt: this.respAt, durationMs,
+      method: this.view?.method, url: this.view?.url, rawHeaders: this.view?.rawHeaders, protocol: 'HTTP/2',
+      status, flags: this.flags, details: this.details, note, target: this.target, fixed: this.fixed, retried: false,
+      bytesIn: this.bytesIn, bytesOut: this.bytesOut, respHeaders: this.respHeaders, upHost: undefined, upLocal: this.upLocal,
+      transportFailure: this.transportFailure, grpcStatus: this.req?.grpc ? this.grpcStatus : undefined, downstream: this.conn,
+    }));
   }
 }
