@@ -13,7 +13,7 @@ import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
-import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS } from '../proxy/http1/handler.js';
+import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '../proxy/http1/handler.js';
 import { Http2Handler } from '../proxy/http2/handler.js';
 import { byPreface } from '../proxy/http2/preface.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
@@ -111,13 +111,11 @@ class GatewayListener {
   /** `tlsServerOf`: where the server (serverKey) each TLS connection's SNI chose is kept. */
   constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions, tlsServerOf: WeakMap<Socket, string>) {
     const stats = o.stats.inbound;
-    this.http = new Http1Handler({
-      stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, ...(o.http ? { settings: o.http } : {}),
-      accessLog: o.accessLog, role: 'gateway',
-    });
-    this.h2 = new Http2Handler({
+    const http: HttpHandlerOptions = {
       stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, settings: o.http, accessLog: o.accessLog, role: 'gateway',
-    });
+    };
+    this.http = new Http1Handler(http);
+    this.h2 = new Http2Handler(http);
     const accessLog = o.accessLog;
     const overflow = accessLog
       ? (socket: Socket): void => logOverflow(accessLog, 'gateway', socket, hostPort(socket.localAddress, socket.localPort))

@@ -15,7 +15,7 @@ import {
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
 import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
-import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS } from './http1/handler.js';
+import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS, type HttpHandlerOptions } from './http1/handler.js';
 import { Http2Handler } from './http2/handler.js';
 import { http2Settings } from './http2/preface.js';
 import type { Http1Settings } from './http1/connection.js';
@@ -121,18 +121,12 @@ export class CaptureListener {
   private readonly overflow: ((downstream: Socket) => void) | undefined;
 
   constructor(private readonly o: CaptureListenerOptions) {
-    this.http = new Http1Handler({
-      stats: o.stats.of(o.direction),
-      upstream: o.upstream,
-      destinationOf: (socket) => destinations.get(socket),
-      ...(o.decider ? { decider: o.decider } : {}),
-      ...(o.http ? { settings: o.http } : {}),
-      accessLog: o.accessLog, role: o.direction,
-    });
-    this.h2 = new Http2Handler({
+    const http: HttpHandlerOptions = {
       stats: o.stats.of(o.direction), upstream: o.upstream, destinationOf: (socket) => destinations.get(socket),
       decider: o.decider, settings: o.http, accessLog: o.accessLog, role: o.direction,
-    });
+    };
+    this.http = new Http1Handler(http);
+    this.h2 = new Http2Handler(http);
     const accessLog = o.accessLog;
     this.overflow = accessLog ? (downstream) => {
       let local: string | undefined;

@@ -34,15 +34,16 @@ export const DEFAULT_HTTP1_SETTINGS: Http1Settings = {
   limits: DEFAULT_REQUEST_LIMITS, headTimeoutMs: DEFAULT_HEAD_TIMEOUT_MS,
 };
 
+/** What the HTTP/1.1 and the HTTP/2 handlers of a listener are made with (the same for both). */
 export interface HttpHandlerOptions {
   readonly stats: DirectionStats;
   readonly upstream: UpstreamMode;
   /** Where each accepted connection was going; set by the listener before handing it over. */
   readonly destinationOf: (socket: Socket) => Endpoint | undefined;
   /** Default ORIGINAL_DESTINATION. */
-  readonly decider?: RequestDecider;
-  /** Default DEFAULT_HTTP1_SETTINGS; the fields given replace those. */
-  readonly settings?: Partial<Http1Settings>;
+  readonly decider?: RequestDecider | undefined;
+  /** Default DEFAULT_HTTP1_SETTINGS; the fields given replace those (HTTP/2 shares path normalization and the header limits). */
+  readonly settings?: Partial<Http1Settings> | undefined;
   /** Every request is logged here once complete; absent: none is (and nothing is measured for it). */
   readonly accessLog?: AccessLogSink | undefined;
   /** Which listener this is, for the log (default outbound). */

@@ -9,13 +9,11 @@
 import { constants, performServerHandshake, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import type { AccessLogSink, ListenerRole } from '../../log/access-record.js';
-import { hostPort } from '../../log/access-record.js';
+import { hostPort, type AccessLogSink, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { NO_DESTINATION, ORIGINAL_DESTINATION, type RequestDecider } from '../decider.js';
 import type { Http1Settings } from '../http1/connection.js';
-import { DEFAULT_HTTP1_SETTINGS, KEEP_ALIVE_TIMEOUT_MS, type HttpConnectionHandler } from '../http1/handler.js';
-import type { Endpoint } from '../socket-options.js';
+import { DEFAULT_HTTP1_SETTINGS, KEEP_ALIVE_TIMEOUT_MS, type HttpConnectionHandler, type HttpHandlerOptions } from '../http1/handler.js';
 import type { DirectionStats } from '../stats.js';
 import { peerOf, uriSans } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
@@ -44,17 +42,6 @@ interface SessionStreams {
   premature: number;
 }
 
-export interface Http2HandlerOptions {
-  readonly stats: DirectionStats;
-  readonly upstream: UpstreamMode;
-  /** Where each accepted connection was going; set by the listener before handing it over. */
-  readonly destinationOf: (socket: Socket) => Endpoint | undefined;
-  readonly decider?: RequestDecider | undefined;
-  /** The HTTP/1.1 settings this path shares: path normalization, the header limits (size and count). */
-  readonly settings?: Partial<Http1Settings> | undefined;
-  readonly accessLog?: AccessLogSink | undefined;
-  readonly role?: ListenerRole;
-}
 
 export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   readonly stats: DirectionStats;
@@ -69,7 +56,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   /** Open sessions and their streams: open now, since the start, reset by the client before an answer. */
   private readonly sessions = new Map<ServerHttp2Session, SessionStreams>();
 
-  constructor(private readonly o: Http2HandlerOptions) {
+  constructor(private readonly o: HttpHandlerOptions) {
     this.stats = o.stats;
     this.upstreamMode = o.upstream;
     this.decider = o.decider === ORIGINAL_DESTINATION ? undefined : o.decider;
