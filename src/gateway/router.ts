@@ -16,6 +16,7 @@ import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '../proxy/http1/handler.js';
 import { Http2Handler } from '../proxy/http2/handler.js';
 import { byPreface } from '../proxy/http2/preface.js';
+import { adoptAccepted } from '../proxy/read-buffers.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenerFd } from '../proxy/socket-options.js';
 import type { ProxyStats } from '../proxy/stats.js';
@@ -130,8 +131,10 @@ class GatewayListener {
         },
       })
       : undefined;
-    // allowHalfOpen: a client's FIN after its request still gets the answer.
-    this.server = new NetServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
+    // allowHalfOpen: a client's FIN after its request still gets the answer. A plaintext connection
+    // reads into reused buffers (read-buffers.ts: it is taken over before it reads, hence paused).
+    this.server = new NetServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: !tls }, (accepted) => {
+      const socket = tls ? accepted : adoptAccepted(accepted);
       if (!admitDownstream(socket, stats, this.open, o.connections, overflow)) return;
       if (tls) tls.accept(socket);
       // HTTP/1.1 or HTTP/2 with prior knowledge on every plaintext port (Envoy's AUTO codec).

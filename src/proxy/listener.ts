@@ -21,6 +21,7 @@ import { http2Settings } from './http2/preface.js';
 import type { Http1Settings } from './http1/connection.js';
 import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
+import { adoptAccepted, owned, setReader } from './read-buffers.js';
 import { relay } from './tcp/relay.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
 import { readClientHello } from './tls/client-hello.js';
@@ -200,7 +201,8 @@ export class CaptureListener {
     for (const socket of this.open) socket.destroy();
   }
 
-  private onConnection(downstream: Socket): void {
+  private onConnection(accepted: Socket): void {
+    const downstream = adoptAccepted(accepted);
     if (!admitDownstream(downstream, this.o.stats.of(this.o.direction), this.open, this.o.connections, this.overflow)) return;
 
     const dst = this.o.transparent
@@ -368,7 +370,7 @@ export class CaptureListener {
     };
     const onData = (chunk: Buffer): void => {
       this.silent.delete(downstream);
-      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      head = head.length === 0 ? owned(chunk) : Buffer.concat([head, chunk]);
       const protocol = sniff(head);
       if (protocol === undefined) {
         // Perhaps an HTTP request, not complete: nothing is held at the application meanwhile.
@@ -434,14 +436,14 @@ export class CaptureListener {
     const cleanup = (): void => {
       this.silent.delete(downstream);
       if (timer) clearTimeout(timer);
-      downstream.off('data', onData);
+      if (!setReader(downstream, undefined)) downstream.off('data', onData);
       downstream.off('end', onEarlyEnd);
       upstream?.off('readable', onUpstreamFirst);
       downstream.pause();
     };
     this.silent.add(downstream);
     downstream.once('close', () => this.silent.delete(downstream));
-    downstream.on('data', onData);
+    if (!setReader(downstream, onData)) downstream.on('data', onData);
     downstream.on('end', onEarlyEnd);
     if (upTls !== undefined) {
       // TLS to the upstream: the proxy speaks first, so a client silent for a while is taken as TCP.

@@ -21,6 +21,7 @@ import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstre
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
 import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
+import { givePooled, isShared, owned, POOLED_SIZE, setReader, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
@@ -33,6 +34,8 @@ const MAX_HELD_BODY = 64 * 1024;
 export const LINGER_MS = 5_000;
 
 const CRLF = '\r\n';
+/** Writes this large or more go from a pooled buffer (smaller ones come from Node's Buffer pool). */
+const POOL_FROM = 4 * 1024;
 const LAST_CHUNK = '0\r\n\r\n';
 const STATUS_PREFIX = 'HTTP/1.1 ';
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
@@ -215,7 +218,7 @@ export class Connection {
   /** Starts with the bytes already read (`head`), then reads the socket. */
   begin(head: Buffer): void {
     const socket = this.socket;
-    socket.on('data', this.onData);
+    if (!setReader(socket, this.onData)) socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
     socket.on('drain', this.onDrain);
@@ -243,6 +246,8 @@ export class Connection {
     if (this.closed || this.tunneling || this.ending) return; // lingering: read and dropped
     this.input = this.input === undefined ? chunk : Buffer.concat([this.input, chunk]);
     this.pump();
+    // A read into the shared buffer (read-buffers.ts): what waits for the next turn is copied out.
+    if (this.input !== undefined && isShared(this.input)) this.input = Buffer.from(this.input);
     this.settle();
   };
 
@@ -295,16 +300,17 @@ export class Connection {
     return false;
   }
 
-  private requestBody(chunk: Buffer): void {
+  private requestBody(view: Buffer): void {
     const ex = this.receiving;
     if (!ex) return;
-    this.owner.stats.rqBodyBytes += chunk.length;
+    this.owner.stats.rqBodyBytes += view.length;
     ex.hasBody = true;
-    ex.bytesIn += chunk.length;
+    ex.bytesIn += view.length;
     if (ex.done) return; // answered already: the rest is dropped
     if (ex.up) {
-      this.bodyToUpstream(ex, chunk);
+      this.bodyToUpstream(ex, view);
     } else {
+      const chunk = owned(view); // kept: never a view of the shared read buffer
       (ex.held ??= []).push(chunk);
       ex.heldBytes += chunk.length;
     }
@@ -510,7 +516,7 @@ export class Connection {
       const s = ex.up!.socket;
       s.cork();
       s.write(`${b.length.toString(16)}\r\n`, 'latin1');
-      s.write(b);
+      writeCopy(s, b);
       this.toUpstream(ex, CRLF);
       s.uncork();
     } else {
@@ -521,7 +527,7 @@ export class Connection {
   /** A write upstream; when the upstream is not keeping up, the client is not read until it drains. */
   private toUpstream(ex: Exchange, data: string | Buffer): void {
     const s = ex.up!.socket;
-    const ok = typeof data === 'string' ? s.write(data, 'latin1') : s.write(data);
+    const ok = typeof data === 'string' ? s.write(data, 'latin1') : writeCopy(s, data);
     if (!ok && !this.upBlocked) {
       this.upBlocked = true;
       s.once('drain', () => {
@@ -843,10 +849,12 @@ export class Connection {
     } else if (n === 1 && !borrowed) {
       ok = s.write(only);
     } else {
-      const buf = Buffer.allocUnsafe(bytes);
+      // Above Node's own pool's sizes, a buffer of ours that comes back once written (read-buffers.ts).
+      const pooled = bytes > POOL_FROM && bytes <= POOLED_SIZE ? takePooled() : undefined;
+      const buf = pooled ?? Buffer.allocUnsafe(bytes);
       let at = 0;
       for (const part of out) at += typeof part === 'string' ? buf.write(part, at, 'latin1') : part.copy(buf, at);
-      ok = s.write(buf);
+      ok = pooled ? s.write(pooled.subarray(0, bytes), () => givePooled(pooled)) : s.write(buf);
     }
     if (!ok) this.writeBlocked = true;
   }
@@ -903,7 +911,7 @@ export class Connection {
 
   private detach(): void {
     const socket = this.socket;
-    socket.off('data', this.onData);
+    if (!setReader(socket, undefined)) socket.off('data', this.onData);
     socket.off('end', this.onEnd);
     socket.off('close', this.onClose);
     socket.off('drain', this.onDrain);

@@ -4,6 +4,7 @@
 // any other answer keeps the connection HTTP, each later request judged on its own.
 import type { Socket } from 'node:net';
 import type { UpstreamConnection } from './upstream-pool.js';
+import { forwardReads } from '../tcp/relay.js';
 
 /**
  * Joins `client` and `up` (already past the switch). `clientBytes`: what the client sent after the
@@ -41,16 +42,9 @@ export function runTunnel(client: Socket, up: UpstreamConnection, clientBytes: B
     },
   });
   client.on('drain', () => up.resume());
-  client.on('data', (chunk: Buffer) => {
-    if (!upstream.write(chunk)) client.pause();
-  });
-  upstream.on('drain', () => client.resume());
-  client.on('end', () => {
-    if (!upstream.destroyed) upstream.end();
-  });
   client.on('error', (err: Error) => close(err));
   client.once('close', oneClosed);
   if (clientBytes && clientBytes.length > 0) upstream.write(clientBytes);
-  if (client.readableEnded) upstream.end();
+  forwardReads(client, upstream);
   client.resume();
 }

@@ -4,6 +4,7 @@
 // And the server's side: an HTTP/2 server's first bytes (its SETTINGS) are not a protocol where the
 // server speaks first. Pure, but for byPreface.
 import type { Socket } from 'node:net';
+import { owned, setReader } from '../read-buffers.js';
 
 export const CLIENT_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -35,12 +36,12 @@ export function byPreface(socket: Socket, idleMs: number, then: (kind: 'h2' | 'h
   const timer = setTimeout(() => socket.destroy(), idleMs).unref();
   const stop = (): void => {
     clearTimeout(timer);
-    socket.off('data', onData);
+    if (!setReader(socket, undefined)) socket.off('data', onData);
     socket.off('end', onEnd);
     socket.pause();
   };
   const onData = (chunk: Buffer): void => {
-    head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+    head = head.length === 0 ? owned(chunk) : Buffer.concat([head, chunk]);
     const kind = prefaceKind(head);
     if (kind === undefined) return;
     stop();
@@ -51,7 +52,7 @@ export function byPreface(socket: Socket, idleMs: number, then: (kind: 'h2' | 'h
     if (head.length > 0) then('http1', head); // the HTTP/1 path answers what it can of it
     else socket.destroy();
   };
-  socket.on('data', onData);
+  if (!setReader(socket, onData)) socket.on('data', onData);
   socket.on('end', onEnd);
   socket.resume();
 }

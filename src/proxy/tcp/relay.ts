@@ -2,17 +2,45 @@
 // passed on as a FIN and the other direction keeps flowing until it ends too. An error or reset on
 // either side resets the other (so a client sees a refused upstream as a reset).
 import type { Socket } from 'node:net';
+import { filledShared, isShared, setReader, takeOwnBuffer, writeCopy } from '../read-buffers.js';
 
 export interface RelayEnd {
   /** Called once when both sides are closed; `error` is the first error seen, if any, and `fromB` whether `b` had it. */
   (error: Error | undefined, fromB: boolean): void;
 }
 
-function pipeOneWay(from: Socket, to: Socket): void {
-  from.on('data', (chunk: Buffer) => {
-    if (!to.write(chunk)) from.pause();
+/**
+ * `from`'s bytes to `to`, with back-pressure, and its FIN after them. An adopted socket
+ * (read-buffers.ts) is read without 'data' events: a bulk direction reads into a buffer of its own
+ * and writes views of it, so it reads again only once they are out.
+ */
+export function forwardReads(from: Socket, to: Socket): void {
+  let waiting = false;
+  const resume = (): void => {
+    if (!waiting) return;
+    waiting = false;
+    from.resume();
+  };
+  const wait = (): void => {
+    waiting = true;
+    from.pause();
+  };
+  const adopted = setReader(from, (bytes) => {
+    if (isShared(bytes)) {
+      const ok = writeCopy(to, bytes);
+      if (filledShared(bytes)) takeOwnBuffer(from);
+      if (!ok) wait(); // 'drain' resumes
+      return;
+    }
+    to.write(bytes, resume);
+    if (to.writableLength > 0) wait(); // that buffer is read into again only once this write is out
   });
-  to.on('drain', () => from.resume());
+  if (!adopted) {
+    from.on('data', (chunk: Buffer) => {
+      if (!to.write(chunk)) wait();
+    });
+  }
+  to.on('drain', resume);
   // The end may have been seen already (a FIN before any byte, while the protocol was sniffed).
   if (from.readableEnded) to.end();
   else from.on('end', () => to.end());
@@ -38,8 +66,8 @@ export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: Rela
   a.on('close', onClose);
   b.on('close', onClose);
   if (head && head.length > 0) b.write(head);
-  pipeOneWay(a, b);
-  pipeOneWay(b, a);
+  forwardReads(a, b);
+  forwardReads(b, a);
   a.resume();
   b.resume();
 }
