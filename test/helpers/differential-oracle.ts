@@ -76,8 +76,10 @@ const KNOWN_METHODS = new Set(METHODS);
 const LOST_AFTER_MS = 250;
 
 /**
- * The case each record belongs to, by seq: by its marker, else (node:http refusing bytes it got
- * from a TCP relay, in pieces without a marker) by the client that received its 400.
+ * The case each record belongs to, by seq: by its marker, else by the client that received the
+ * app's answer to it (x-recorder-seq): node:http refusing bytes it got from a TCP relay, in pieces
+ * without a marker; or a request whose marker a mutation moved out of its path (`http:///d/c1/0`
+ * with a `/` deleted is `http://d/c1/0`: authority `d`, path `/c1/0`).
  */
 export function attribute(records: readonly AppRecord[], outcomes: Iterable<ClientOutcome>): Map<number, string | undefined> {
   const receivedBy = new Map<number, string>();
@@ -87,7 +89,7 @@ export function attribute(records: readonly AppRecord[], outcomes: Iterable<Clie
       if (seq !== undefined) receivedBy.set(Number(seq), o.id);
     }
   }
-  return new Map(records.map((rec) => [rec.seq, caseOf(rec) ?? (rec.kind === 'error' ? receivedBy.get(rec.seq) : undefined)]));
+  return new Map(records.map((rec) => [rec.seq, caseOf(rec) ?? receivedBy.get(rec.seq)]));
 }
 
 /** The case id a record's marker names, or undefined. */

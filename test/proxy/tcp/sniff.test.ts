@@ -28,6 +28,10 @@ it('an upper-case method, a space and a path are HTTP at once, whatever follows 
   assert.equal(sniff(b('get key\r\n')), 'tcp', 'memcached');
   assert.equal(sniff(b('GET key\r\n')), 'tcp', 'Redis inline');
   assert.equal(sniff(b('OPTIONS rtsp://cam/1 RTSP/1.0\r\n')), 'tcp', 'RTSP');
+  // Absolute-form without a version: node:http reads it as a request (seed 699617195 of the differential test).
+  assert.equal(sniff(b('PATCH http://h.example/d/x`HTTP/1.1\nContent-Length: 0\r\n')), 'http1');
+  assert.equal(sniff(b('GET https://h/admin\r\n')), 'http1');
+  assert.equal(sniff(b('DESCRIBE rtsp://cam/1\r\n')), 'http1', 'no version: read as HTTP by lenient servers, so the parser answers it');
 });
 
 it('takes what the parser refuses as HTTP too, so it is answered, not relayed', () => {
@@ -38,7 +42,7 @@ it('takes what the parser refuses as HTTP too, so it is answered, not relayed', 
 });
 
 it('waits while the bytes could still become a request line or the HTTP/2 preface', () => {
-  for (const s of ['', 'G', 'GET', 'GET ', 'GET http://g/', 'get /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'CONNECT g:443 HT']) {
+  for (const s of ['', 'G', 'GET', 'GET ', 'GET h', 'GET http:/', 'get /admin HTTP/1.1', 'PRI * HTTP/2.0\r\n', 'CONNECT g:443 HT']) {
     assert.equal(sniff(b(s)), undefined, JSON.stringify(s));
   }
 });
