@@ -17,6 +17,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 build: deps
 	rm -rf dist
 	npx tsc -p tsconfig.json
+	node scripts/bundle.mjs
 	node scripts/build-info.mjs
 	@echo "built: bin/pilot-agent ($$(bin/pilot-agent version))"
 
@@ -37,6 +38,7 @@ bench: build
 	scripts/bench.sh
 	node scripts/bench-iptables.mjs
 	scripts/bench-proxy.sh
+	scripts/bench-footprint.sh
 	scripts/bench-mtls.sh
 	scripts/bench-h2.sh
 	scripts/bench-gateway.sh

@@ -10,13 +10,12 @@ import { adminHooks } from './admin-hooks.js';
 import type { EnvValues } from '../config/env/registry.js';
 import { loadMeshConfig } from '../config/mesh-config.js';
 import { DataPlane } from './data-plane.js';
-import { registerDnsMetrics } from '../dns/metrics.js';
-import { parseResolvConf } from '../dns/resolv-conf.js';
-import { startDnsProxy, type DnsProxy } from '../dns/server.js';
+import { trimAfterBursts } from './memory-trim.js';
+import type { DnsProxy } from '../dns/server.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog } from '../gateway/decisions.js';
 import { currentLogOptions, scope } from '../log/logger.js';
-import { createAgentMetrics, RefreshingRegistry } from '../metrics/agent-metrics.js';
+import { createAgentMetrics, RefreshingRegistry, registerDefaultMetrics } from '../metrics/agent-metrics.js';
 import { registerDecisionMetrics, registerProxyMetrics } from '../metrics/proxy-metrics.js';
 import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from '../metrics/servers.js';
 import { PORTS } from '../config/ports.js';
@@ -47,12 +46,15 @@ function readOptional(path: string): string | undefined {
 
 /**
  * Workers to run: `--concurrency` when above 0, else the mesh config's (PROXY_CONFIG's)
- * `concurrency` (default 2, as Istio's) when above 0, else MESH_CPU_LIMIT, else the cores.
+ * `concurrency` (default 2, as Istio's) when above 0, else MESH_CPU_LIMIT, else the cores; without
+ * the flag, never more than the cores the process may run on (`cores`: its CPU affinity). A second
+ * worker on a process pinned to one core only costs: its memory, its start-up, and switches between
+ * the two on that core.
  */
 export function resolveConcurrency(flag: number, configured: number | undefined, cpuLimit: number, cores: number): number {
   if (flag > 0) return flag;
-  if (configured !== undefined && configured > 0) return configured;
-  return cpuLimit > 0 ? cpuLimit : Math.max(1, cores);
+  const wanted = configured !== undefined && configured > 0 ? configured : cpuLimit > 0 ? cpuLimit : cores;
+  return Math.max(1, Math.min(wanted, cores));
 }
 
 export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<void> {
@@ -70,7 +72,8 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
 
   // The workload's identity: mounted certificates, Istio's CA, or none (plaintext, as before).
   const identity = env.DISABLE_PROXY ? noIdentitySource() : identitySourceFrom(env, cwd, scope('security'));
-  const agentMetrics = createAgentMetrics({ certChain: () => identity.current()?.certChainPem });
+  // The process and Node metrics are registered once ready (they cost ~10 ms of start-up; nothing scrapes before).
+  const agentMetrics = createAgentMetrics({ certChain: () => identity.current()?.certChainPem, defaultMetrics: false });
   // The DNS proxy starts after the resources' first read; it gets the ServiceEntries from then on.
   let dnsProxy: DnsProxy | undefined;
   // One count of downstream connections for the process: this thread is worker 0, the threads 1..N-1.
@@ -223,17 +226,22 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     const admin = await startAdminServer({ port: PORTS.admin, enabled: env.ENABLE_DEBUG_ON_HTTP, hooks: adminHooks(agent, proxyRegistry) });
     if (admin) servers.push(admin);
     await plane.listen();
-    try {
-      await workers.start();
-    } catch (err) {
-      throw new AgentError('ERR_LISTEN', `cannot start the workers: ${(err as Error).message}`, { cause: err });
-    }
     listenersBound = true;
+    // Not awaited: each worker thread loads the data plane again (a few hundred ms), and this thread
+    // serves every connection meanwhile; the workers join the ports (SO_REUSEPORT) as they come up.
+    if (workers.size > 0) {
+      workers.start().then(
+        () => log.info(`${workers.size} more worker(s) listening`),
+        (err: Error) => log.error(`cannot start the workers (the first worker carries the traffic): ${err.message}`));
+    }
   } else {
     log.info('DISABLE_PROXY: no capture listeners; agent surfaces only');
   }
   if (env.MESH_META_DNS_CAPTURE || env.MESH_META_ENABLE_DNS_SERVER) {
     // The DNS proxy is the agent's, not the data plane's: it runs with DISABLE_PROXY too.
+    // Loaded only here: a sidecar without DNS capture never needs the DNS code and its packet library.
+    const [{ startDnsProxy }, { registerDnsMetrics }, { parseResolvConf }] = await Promise.all([
+      import('../dns/server.js'), import('../dns/metrics.js'), import('../dns/resolv-conf.js')]);
     const dns = await startDnsProxy({
       address: env.DNS_PROXY_ADDR, domain: options.domain, parallel: env.DNS_FORWARD_PARALLEL,
       resolver: parseResolvConf(readOptional('/etc/resolv.conf') ?? ''),
@@ -248,6 +256,8 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     dnsProxy = dns;
   }
   state = 'LIVE';
+  trimAfterBursts(); // for the process's life (its timer does not keep it alive)
+  setImmediate(() => registerDefaultMetrics(agentMetrics.registry));
   const startupMs = performance.timeOrigin + performance.now() - startedAt;
   agentMetrics.setStartupDuration(startupMs / 1000);
   const names = [...plane.listeners.map((l) => l.name), ...(plane.router?.info().map((l) => l.name) ?? [])];

@@ -1,7 +1,7 @@
 // The mesh configuration (`--meshConfig`, default ./etc/mesh/config/mesh) and the proxy settings in
 // it (`defaultConfig`), with PROXY_CONFIG (YAML or JSON of the same fields) overriding them, as in
 // Istio. Durations take protobuf's `5s` form or Go's (`1m30s`).
-import { parse as parseYaml } from 'yaml';
+import { yaml } from './yaml.js';
 import { AgentError } from '../errors/agent-error.js';
 import { AccessLogFormatError, compileAccessLogFormat } from '../log/access-format.js';
 import { parseCidr } from './resources/addresses.js';
@@ -82,7 +82,7 @@ function bad(where: string, field: string, message: string): AgentError {
 function parseDoc(text: string, where: string): Doc {
   let doc: unknown;
   try {
-    doc = text.trim() === '' ? {} : parseYaml(text);
+    doc = text.trim() === '' ? {} : yaml().parse(text);
   } catch (err) {
     throw new AgentError('ERR_CONFIG', `${where}: not valid YAML or JSON: ${(err as Error).message}`);
   }

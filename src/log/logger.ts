@@ -108,11 +108,12 @@ function applyScope(name: ScopeName, state: ScopeState): void {
   state.pino = root.child({ scope: name }, { level: PINO_LEVEL[state.output] });
 }
 
-/** The first stack frame outside this module: who called the log method. */
+/**
+ * Who called the log method: the frame below callerFrame, emit and the scope's method (by depth:
+ * in the bundle, this module shares its file with others, so a file name cannot tell).
+ */
 function callerFrame(): string | undefined {
-  const frames = (new Error().stack ?? '').split('\n').slice(1);
-  const self = import.meta.url;
-  const frame = frames.find((f) => !f.includes(self));
+  const frame = (new Error().stack ?? '').split('\n')[4];
   return frame?.trim().replace(/^at\s+/, '');
 }
 

@@ -31,6 +31,11 @@ export const AGENT_METRIC_NAMES = {
 
 /** Node's process metrics carry this prefix so they cannot collide with an app's own `process_*`. */
 export const DEFAULT_METRICS_PREFIX = 'mesh_agent_';
+
+/** prom-client's process and Node metrics (`mesh_agent_process_cpu_seconds_total`...) in `registry`. */
+export function registerDefaultMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
+}
 /** Istio's file-mounted certificate chain, relative to the working directory. */
 export const DEFAULT_CERT_CHAIN_PATH = './etc/certs/cert-chain.pem';
 
@@ -205,7 +210,7 @@ export function createAgentMetrics(options: AgentMetricsOptions = {}): AgentMetr
     labelNames: ['request_type'], registers: [registry],
   });
 
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: DEFAULT_METRICS_PREFIX });
+  if (options.defaultMetrics ?? true) registerDefaultMetrics(registry);
 
   return {
     registry,

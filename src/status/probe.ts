@@ -22,7 +22,8 @@ import {
   type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions,
 } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { connect as http2Connect, constants as h2, type ClientHttp2Session } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
+import { http2 } from '../proxy/http2/node-http2.js';
 import { networkInterfaces } from 'node:os';
 import type { AppProbe, GrpcProbe, HttpGetProbe, TcpSocketProbe } from './app-probers.js';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
@@ -348,7 +349,7 @@ export class AppProber {
       socket.removeListener('error', fail);
       socket.on('error', () => {}); // reported through the request or session that owns it now
       if (socket.alpnProtocol === 'h2') {
-        const session = http2Connect(`https://${hostPort(target.host, probe.port)}`, { createConnection: () => socket });
+        const session = http2().connect(`https://${hostPort(target.host, probe.port)}`, { createConnection: () => socket });
         session.on('error', () => {});
         if (keepAlive) {
           this.#h2Sessions.set(origin, session);
@@ -375,17 +376,17 @@ export class AppProber {
     const { host, ...rest } = headers;
     const stream = session.request({
       ...rest,
-      [h2.HTTP2_HEADER_METHOD]: 'GET',
-      [h2.HTTP2_HEADER_SCHEME]: 'https',
-      [h2.HTTP2_HEADER_PATH]: probe.requestPath,
-      [h2.HTTP2_HEADER_AUTHORITY]: typeof host === 'string' ? host : hostPort(target.host, probe.port),
+      ':method': 'GET',
+      ':scheme': 'https',
+      ':path': probe.requestPath,
+      ':authority': typeof host === 'string' ? host : hostPort(target.host, probe.port),
     }, { endStream: true });
     const end = (): void => { if (closeAfter) session.close(); };
     stream.once('response', (h) => {
       stream.resume();
       stream.on('error', () => {});
       end();
-      ok(Number(h[h2.HTTP2_HEADER_STATUS]));
+      ok(Number(h[':status']));
     });
     stream.once('error', (err) => { end(); fail(err); });
     return () => { stream.destroy(); if (closeAfter) session.destroy(); };
@@ -399,14 +400,14 @@ export class AppProber {
     try {
       const status = await bounded<number>(probe.timeoutMs, (ok, fail) => {
         // A fresh HTTP/2 cleartext connection per probe, as the kubelet's gRPC prober makes.
-        const session = http2Connect(`http://${authority}`, {
+        const session = http2().connect(`http://${authority}`, {
           createConnection: (): Socket => netConnect({ host, port: probe.port, ...(localAddress ? { localAddress } : {}) }),
         });
         session.on('error', fail);
         const stream = session.request({
-          [h2.HTTP2_HEADER_METHOD]: 'POST',
-          [h2.HTTP2_HEADER_PATH]: '/grpc.health.v1.Health/Check',
-          [h2.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+          ':method': 'POST',
+          ':path': '/grpc.health.v1.Health/Check',
+          'content-type': 'application/grpc',
           te: 'trailers',
           'grpc-timeout': `${Math.min(probe.timeoutMs, 99_999_999)}m`,
           'user-agent': 'mesh-probe',
@@ -444,7 +445,7 @@ export class AppProber {
 
 /** The serving status of a finished Health/Check call, or an error naming the RPC failure. */
 function grpcOutcome(headers: Record<string, unknown>, trailers: Record<string, unknown>, body: Buffer): number {
-  const httpStatus = Number(headers[h2.HTTP2_HEADER_STATUS]);
+  const httpStatus = Number(headers[':status']);
   if (httpStatus !== 200) throw new Error(`rpc error: HTTP status ${httpStatus}`);
   // A trailers-only answer (an error) carries grpc-status in the headers.
   const code = trailers['grpc-status'] ?? headers['grpc-status'];

@@ -19,13 +19,16 @@ interface Stamp {
   buildTime?: string;
 }
 
+/** dist/build-info.json, from dist/src/version/build-info.js or from a chunk of the bundle in dist/bundle/. */
+const STAMP_PATHS = ['../../build-info.json', '../build-info.json'];
+
 function readStamp(): Stamp {
-  try {
-    // dist/src/version/build-info.js → dist/build-info.json
-    return JSON.parse(readFileSync(new URL('../../build-info.json', import.meta.url), 'utf8')) as Stamp;
-  } catch {
-    return {};
+  for (const path of STAMP_PATHS) {
+    try {
+      return JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as Stamp;
+    } catch { /* the next place */ }
   }
+  return {};
 }
 
 export function buildInfo(): BuildInfo {

@@ -8,6 +8,9 @@ describe('resolveConcurrency', () => {
     ['else the mesh config / PROXY_CONFIG', 0, 2, 4, 8, 2],
     ['else MESH_CPU_LIMIT', 0, undefined, 4, 8, 4],
     ['else the cores', 0, 0, 0, 8, 8],
+    ['the flag beyond the cores', 4, 2, 0, 1, 4],
+    ['the mesh config capped by the cores the process may run on', 0, 2, 0, 1, 1],
+    ['MESH_CPU_LIMIT capped by the cores', 0, undefined, 4, 2, 2],
     ['at least one', 0, undefined, 0, 0, 1],
   ];
   for (const [name, flag, configured, cpuLimit, cores, expected] of cases) {

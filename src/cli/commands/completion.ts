@@ -1,6 +1,6 @@
 // `pilot-agent completion <shell>`: completion scripts generated from the command tree itself.
 import { Option, type Command } from 'commander';
-import { renderCompletion, type Shell } from '../completion/index.js';
+import type { Shell } from '../completion/index.js';
 import { completionModel } from '../completion/model.js';
 import type { CliContext } from '../context.js';
 
@@ -25,7 +25,8 @@ export function registerCompletion(program: Command, ctx: CliContext): void {
       .summary(`Generate the autocompletion script for ${shell.name}`)
       .description(shell.about)
       .addOption(new Option('--no-descriptions', 'disable completion descriptions'))
-      .action((flags: { descriptions: boolean }) => {
+      .action(async (flags: { descriptions: boolean }) => {
+        const { renderCompletion } = await import('../completion/index.js'); // the generators: only for this command
         ctx.stdout.write(renderCompletion(shell.name, completionModel(program), { descriptions: flags.descriptions }));
       });
   }

@@ -14,3 +14,12 @@ export function iptablesIo(ctx: CliContext, runner: IptablesIo['runner']): Iptab
   };
 }
 
+
+/**
+ * What the iptables commands run with, loaded when one runs: the rule builder, apply and
+ * validation are not needed by `proxy` or any other command, and cost start-up to load.
+ */
+export async function loadIptables(ctx: CliContext): Promise<{ run: typeof import('../../iptables/run.js'); io: IptablesIo }> {
+  const [run, { commandRunner }] = await Promise.all([import('../../iptables/run.js'), import('./iptables-runner.js')]);
+  return { run, io: iptablesIo(ctx, commandRunner) };
+}

@@ -4,6 +4,7 @@ import { buildInfo, type BuildInfo } from '../../version/build-info.js';
 import { addOptions, boolOption } from '../bool-flags.js';
 import { completeWith } from '../completion/model.js';
 import type { CliContext } from '../context.js';
+import { yaml } from '../../config/yaml.js';
 
 const FORMATS = ['yaml', 'json'] as const;
 
@@ -45,7 +46,7 @@ export function registerVersion(program: Command, ctx: CliContext): void {
     const info = buildInfo();
     if (flags.output === 'json') ctx.stdout.write(`${JSON.stringify(structuredVersion(info), null, 2)}\n`);
     // Loaded on demand: the yaml module costs every command ~25 ms of start-up otherwise.
-    else if (flags.output === 'yaml') ctx.stdout.write((await import('yaml')).stringify(structuredVersion(info)));
+    else if (flags.output === 'yaml') ctx.stdout.write(yaml().stringify(structuredVersion(info)));
     else ctx.stdout.write(`${flags.short ? info.version : longVersion(info)}\n`);
   });
 }

@@ -2,7 +2,6 @@
 import { Option, type Command } from 'commander';
 import { scope } from '../../log/logger.js';
 import { DEFAULT_READY_URL, parseReadyUrl } from '../../status/ready-url.js';
-import { waitForReady } from '../../status/wait.js';
 import { nonNegativeIntValue } from '../flag-values.js';
 
 interface WaitFlags {
@@ -28,6 +27,7 @@ export function registerWait(program: Command): void {
     const target = parseReadyUrl(flags.url);
     const log = scope('default');
     log.info(`Waiting for the proxy to be ready (timeout: ${flags.timeoutSeconds} seconds)...`);
+    const { waitForReady } = await import('../../status/wait.js'); // loaded by this command only
     await waitForReady({
       target,
       periodMs: flags.periodMillis,

@@ -2,7 +2,7 @@
 // several documents (`---`); a JSON file holds one document, or a list whose elements are documents.
 // Empty documents (blank, comments only, a stray `---`) are skipped but keep their place in the
 // numbering, so `file[2]` is the third `---` section as the operator counts them.
-import { parseAllDocuments } from 'yaml';
+import { yaml } from '../yaml.js';
 
 export interface SourceDocument {
   /** 0-based position in the file. */
@@ -37,7 +37,7 @@ function parseJson(text: string): DocumentsResult {
 
 function parseYaml(text: string): DocumentsResult {
   const documents: SourceDocument[] = [];
-  const docs = parseAllDocuments(text, { prettyErrors: true });
+  const docs = yaml().parseAllDocuments(text, { prettyErrors: true });
   for (const [index, doc] of docs.entries()) {
     const error = doc.errors[0];
     if (error) return { ok: false, index, message: `not valid YAML: ${oneLine(error.message)}` };

@@ -6,7 +6,8 @@
 // always ends the stream with an answer or a reset, never a hang: before the response began, 503
 // (a gRPC call: UNAVAILABLE), 504 on the route's time-out; after, the client's stream is reset.
 // Counted, told to the decider and logged once, when the stream closes.
-import { constants, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { H2 } from './node-http2.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
@@ -25,7 +26,7 @@ import {
 import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
 
 const log = scope('default');
-const END_STREAM = constants.NGHTTP2_FLAG_END_STREAM;
+const END_STREAM = H2.FLAG_END_STREAM;
 
 /**
  * Moves a body from `from` to `to` with back-pressure (`from` paused while `to` is full), counting
@@ -164,7 +165,7 @@ export class Http2Exchange {
     } catch (err) {
       if (this.responded) {
         log.error(`HTTP/2 request failed after its answer began: ${(err as Error).message}`);
-        this.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+        this.stream.close(H2.INTERNAL_ERROR);
       } else {
         this.reply(decisionFailed(err as Error));
       }
@@ -248,7 +249,7 @@ export class Http2Exchange {
       const code = up.rstCode;
       if (!this.responded) {
         this.upstreamFailed(Object.assign(new Error(`upstream reset the stream (code ${code ?? '?'})`), { code: 'ECONNRESET' }), undefined, code);
-      } else if (!this.stream.writableEnded && code !== undefined && code !== constants.NGHTTP2_NO_ERROR) {
+      } else if (!this.stream.writableEnded && code !== undefined && code !== H2.NO_ERROR) {
         this.flags |= FLAG.UC;
         this.details = upstreamFailureDetails('connection_termination', undefined, true);
         this.stream.close(resetCodeFor(code));
@@ -278,7 +279,7 @@ export class Http2Exchange {
       if (!this.responded) this.upstreamFailed(err);
       else if (!this.stream.writableEnded) {
         this.flags |= FLAG.UC;
-        this.stream.close(constants.NGHTTP2_INTERNAL_ERROR);
+        this.stream.close(H2.INTERNAL_ERROR);
       }
     });
     up.once('socket', (s: Socket) => {
@@ -343,7 +344,7 @@ export class Http2Exchange {
     this.owner.stats.upstreamRqErrors++;
     this.transportFailure = transport;
     const connectFailed = this.route?.kind === 'failed' && (isConnectFailure(err.code) || transport !== undefined);
-    const refused = rstCode === constants.NGHTTP2_REFUSED_STREAM;
+    const refused = rstCode === H2.REFUSED_STREAM;
     this.reply({
       kind: 'reply', status: 503, body: upstreamFailureBody(err, transport),
       flag: connectFailed ? 'UF' : 'UC',
@@ -354,9 +355,9 @@ export class Http2Exchange {
   private timedOut(): void {
     if (this.gone) return;
     this.owner.stats.upstreamRqTimeouts++;
-    this.up?.close(constants.NGHTTP2_CANCEL);
+    this.up?.close(H2.CANCEL);
     if (this.responded) {
-      this.stream.close(constants.NGHTTP2_CANCEL);
+      this.stream.close(H2.CANCEL);
       return;
     }
     this.reply({ kind: 'reply', status: 504, body: 'upstream request timeout\n', flag: 'UT', details: 'upstream_response_timeout' });
@@ -368,9 +369,9 @@ export class Http2Exchange {
     this.done = true;
     if (this.timer) clearTimeout(this.timer);
     const stream = this.stream;
-    const finished = this.responded && stream.rstCode === constants.NGHTTP2_NO_ERROR;
+    const finished = this.responded && stream.rstCode === H2.NO_ERROR;
     if (!finished) {
-      if (this.up && !this.up.closed) this.up.close(constants.NGHTTP2_CANCEL);
+      if (this.up && !this.up.closed) this.up.close(H2.CANCEL);
       // A request cut short must not stay half-sent on a keep-alive connection to the app.
       if (this.h1Up && !this.h1Up.destroyed) this.h1Up.destroy();
       if (!this.responded || stream.rstCode !== undefined) {

@@ -6,7 +6,8 @@
 // CONTINUATION frames per header block; a connection whose streams are mostly reset by the client
 // before an answer is closed (rapid reset). A drain sends GOAWAY: streams
 // already open finish, new ones go to another connection.
-import { constants, performServerHandshake, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { hostPort, type AccessLogSink, type ListenerRole } from '../../log/access-record.js';
@@ -78,7 +79,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     const limits = this.settings.limits;
     let session: ServerHttp2Session;
     try {
-      session = performServerHandshake(socket, {
+      session = http2().performServerHandshake(socket, {
         settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS, maxHeaderListSize: limits.maxHeadBytes, enablePush: false },
         maxHeaderListPairs: limits.maxHeaders + 4, // the pseudo-headers besides the regular lines
         maxSessionMemory: MAX_SESSION_MEMORY_MB,
@@ -106,7 +107,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
       counts.total++;
       stream.once('close', () => {
         counts.open--;
-        if (!stream.headersSent && stream.rstCode !== constants.NGHTTP2_NO_ERROR) this.prematureReset(session, counts);
+        if (!stream.headersSent && stream.rstCode !== H2.NO_ERROR) this.prematureReset(session, counts);
       });
       new Http2Exchange(this, facts, stream, raw, flags).start();
     });
@@ -135,7 +136,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     counts.premature++;
     if (counts.total < MIN_STREAMS_FOR_RESET_CHECK || counts.premature * 2 <= counts.total || session.destroyed) return;
     // GOAWAY with this code, then closed; the session's 'error' handler counts it and logs the reason.
-    session.destroy(new Error(`${counts.premature} of its ${counts.total} streams reset before an answer (rapid reset)`), constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.destroy(new Error(`${counts.premature} of its ${counts.total} streams reset before an answer (rapid reset)`), H2.ENHANCE_YOUR_CALM);
   }
 
   private factsOf(socket: Socket): Http2ConnectionFacts {

@@ -7,7 +7,8 @@
 // on every request. TLS to a service outside the mesh offers `h2` and `http/1.1` in ALPN; the
 // server's choice decides. Mutual TLS to another sidecar offers `istio-h2`, as Istio's sidecars do
 // for HTTP/2 (the peer sniffs the preface inside all the same). A peer's GOAWAY takes its session out of use; its open streams finish.
-import { connect as connectHttp2, constants, type ClientHttp2Session } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
+import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { scope } from '../../log/logger.js';
@@ -169,7 +170,7 @@ export class Http2UpstreamPool {
 
   private session(key: string, e: SessionEntry, t: UpstreamTarget, socket: Socket): void {
     const authority = t.address.includes(':') ? `[${t.address}]:${t.port}` : `${t.address}:${t.port}`;
-    const session = connectHttp2(`http://${authority}`, {
+    const session = http2().connect(`http://${authority}`, {
       createConnection: () => socket,
       maxHeaderListPairs: 256,
       settings: { enablePush: false, maxHeaderListSize: this.settings.maxHeaderListSize },
@@ -200,5 +201,5 @@ export class Http2UpstreamPool {
 
 /** RST_STREAM codes an upstream's reset maps to for the client's stream (the same code, or INTERNAL_ERROR). */
 export function resetCodeFor(code: number | undefined): number {
-  return code === undefined || code === constants.NGHTTP2_NO_ERROR ? constants.NGHTTP2_INTERNAL_ERROR : code;
+  return code === undefined || code === H2.NO_ERROR ? H2.INTERNAL_ERROR : code;
 }

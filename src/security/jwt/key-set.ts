@@ -2,7 +2,8 @@
 // Selection follows Envoy's jwt_authn: a key whose `kid` differs from the token's is skipped (a key
 // without `kid` stays a candidate), then the key must fit the algorithm (family, curve, its own
 // `alg` if it states one); every remaining key is tried in turn.
-import { importJWK, type CryptoKey, type JWK } from 'jose';
+import type { CryptoKey, JWK } from 'jose';
+import { jose } from './jose.js';
 import type { Failure } from './result.js';
 
 /** The key type (and curve) each accepted algorithm needs. */
@@ -137,7 +138,7 @@ export class KeySet {
   static importFor(entry: KeyEntry, alg: string): Promise<VerificationKey> {
     let key = entry.imported.get(alg);
     if (key === undefined) {
-      key = importJWK(entry.jwk as JWK, alg);
+      key = jose().then((j) => j.importJWK(entry.jwk as JWK, alg));
       entry.imported.set(alg, key);
       // A key that fails to import fails the same way every time; keep the rejection cached but handled.
       key.catch(() => undefined);

@@ -1,7 +1,7 @@
 // Checking one token. The cheap checks run first and synchronously, in Envoy's order (shape and
 // algorithm, then issuer, time and audience), so that a token refused for them costs no signature
 // verification and no promise; only the signature (WebCrypto, through jose) is asynchronous.
-import { compactVerify, errors } from 'jose';
+import { jose } from './jose.js';
 import { isSupportedAlgorithm, KeySet, SUPPORTED_ALGORITHMS, type KeyEntry } from './key-set.js';
 import type { Failure } from './result.js';
 
@@ -143,6 +143,7 @@ export function checkAudience(t: DecodedToken, accepted: readonly string[]): Fai
  */
 export async function verifySignature(token: string, alg: string, keys: readonly KeyEntry[], onVerify?: () => void): Promise<Failure | undefined> {
   let failure: Failure = { reason: 'bad_signature', message: 'JWT signature does not verify' };
+  const { compactVerify, errors } = await jose();
   for (const entry of keys) {
     let key;
     try {
