@@ -49,9 +49,12 @@ echo 'mesh="ingressgateway"' > "$work/gw/etc/mesh/pod/labels"
 echo 'accessLogFile: ""' > "$work/gw/etc/mesh/config/mesh"
 gateway_resources 8000 /1k 127.0.0.1 8080 "jwks: '$(tr -d '\n' < "$jwt_dir/jwks.json")'" > "$work/gw/etc/mesh/resources/gateway.yaml"
 cd "$work/gw" # the gateway reads ./etc/mesh/... from its working directory
-# shellcheck disable=SC2086 # BENCH_GATEWAY_NODE_ARGS: node flags, split on spaces
+# As users run it (the node flags of its first line); with BENCH_GATEWAY_NODE_ARGS through node.
+run=("$agent")
+# shellcheck disable=SC2046,SC2086,SC2206,SC2207 # node flags, split on spaces
+[ -z "${BENCH_GATEWAY_NODE_ARGS:-}" ] || run=("$node" $(shebang_flags "$agent") ${BENCH_GATEWAY_NODE_ARGS} "$agent")
 env POD_NAMESPACE=mesh-system ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} \
-  "$node" ${BENCH_GATEWAY_NODE_ARGS:-} "$agent" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/gateway.log" 2>&1 &
+  "${run[@]}" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/gateway.log" 2>&1 &
 gateway=$!
 pids+=("$gateway")
 cd - > /dev/null

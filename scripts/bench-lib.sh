@@ -165,6 +165,8 @@ measure() {
 }
 core_pct() { awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; } # TICKS NS
 cpu_pct() { core_pct "${cpu_ticks[$1]}" "${cpu_ns[$1]}"; } # SETUP: what measure counted, as % of one core
+# SETUP: the proxy's CPU time per request over the measured runs (what measure counted / sent), in µs.
+cpu_us_per_request() { awk -v c="${cpu_ticks[$1]}" -v hz="$(getconf CLK_TCK)" -v n="${sent[$1]}" 'BEGIN { if (n > 0) printf "%.1f", c / hz / n * 1e6; else print "n/a" }'; }
 
 verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
 
@@ -252,19 +254,23 @@ veth_link() {
 # start_sidecar NS LOG [ENV ARG...]: the capture rules (`pilot-agent mesh-iptables`) in NS, then
 # `pilot-agent proxy` as uid 1337 on the proxy's CPU, through `env ENV ARG...` (e.g. -C DIR VAR=value),
 # both logging to LOG; waits until it is ready (else shows LOG and exits 1). Sets $started (the node
-# process: ip netns exec, taskset, setpriv and env exec in turn) and adds it to pids. Node flags from
-# BENCH_SIDECAR_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), --concurrency from BENCH_CONCURRENCY (1).
+# process: ip netns exec, taskset, setpriv and env exec in turn) and adds it to pids. It runs as users
+# run it, bin/pilot-agent as an executable (the node flags of its first line included); with
+# BENCH_SIDECAR_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") as `node FLAGS-OF-ITS-FIRST-LINE
+# BENCH_SIDECAR_NODE_ARGS bin/pilot-agent`. --concurrency from BENCH_CONCURRENCY (1; "default": no flag).
 start_sidecar() {
-  local ns=$1 log=$2
+  local ns=$1 log=$2 run=("$agent") conc=()
   shift 2
+  # shellcheck disable=SC2046,SC2086,SC2206,SC2207 # flags, split on spaces
+  [ -z "${BENCH_SIDECAR_NODE_ARGS:-}" ] || run=("$node" $(shebang_flags "$agent") ${BENCH_SIDECAR_NODE_ARGS} "$agent")
+  [ "${BENCH_CONCURRENCY:-1}" = default ] || conc=(--concurrency "${BENCH_CONCURRENCY:-1}")
   if ! ip netns exec "$ns" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$log" 2>&1; then
     echo "$bench_name: the capture rules failed in $ns:" >&2
     cat "$log" >&2
     exit 1
   fi
-  # shellcheck disable=SC2086 # BENCH_SIDECAR_NODE_ARGS: node flags, split on spaces
   ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
-    env "$@" "$node" ${BENCH_SIDECAR_NODE_ARGS:-} "$agent" proxy --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr >> "$log" 2>&1 &
+    env "$@" "${run[@]}" proxy ${conc[@]+"${conc[@]}"} --log_target stderr >> "$log" 2>&1 &
   started=$!
   pids+=("$started")
   if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
@@ -273,6 +279,9 @@ start_sidecar() {
     exit 1
   fi
 }
+# shebang_flags FILE: the node flags on a script's first line (`#!/usr/bin/env -S node FLAGS`).
+shebang_flags() { sed -n '1s/^#!.*[ /]node *//p' "$1"; }
+
 # stop_sidecar NS PID: the quick way (POST quitquitquit), so that a --cpu-prof profile is written now.
 stop_sidecar() {
   ip netns exec "$1" "$agent" request POST quitquitquit > /dev/null 2>&1 || true

@@ -4,8 +4,15 @@
 #   direct  : from a pod namespace with no capture rules, wrk -> the peer service;
 #   nginx   : the same namespace, through nginx (worker_processes 1) as a keep-alive reverse proxy;
 #   sidecar : from a pod namespace with the capture rules (`pilot-agent mesh-iptables`) and
-#             `pilot-agent proxy` running as uid 1337: wrk (uid 0) -> the peer, captured to 15001;
+#             `pilot-agent proxy` running as uid 1337 with the default settings (no --concurrency:
+#             as many workers as the mesh config says, 2, within the cores it may run on):
+#             wrk (uid 0) -> the peer, captured to 15001;
+#   sidecar-c1: the same from a second pod whose sidecar runs --concurrency 1 (equal cores: one
+#             worker, like the one nginx worker);
 # and raw TCP throughput (N MiB one way to a sink in the peer), direct and through the sidecar.
+# Then (BENCH_PROFILE=1, the default) a CPU profile of the --concurrency 1 sidecar under the same load
+# for BENCH_DURATION s, summarized by scripts/profile-summary.mjs (the unbundled build, so that the
+# functions are named by their source files).
 # The peer service is nginx (one worker) serving a 1 KiB static file: C, never the bottleneck, the
 # same for every setup, so the differences are the proxies'. The setups run interleaved, in rounds,
 # and each figure is the median of the rounds; ratios are taken within a round (on this KVM guest,
@@ -13,15 +20,16 @@
 # With 2+ CPUs the proxy under test gets CPU 1 to itself and the load side (wrk, the peer) CPU 0.
 #
 # Topology (made here, removed on exit, failure or Ctrl-C; processes ended by their own PIDs):
-#   plain pod 198.19.3.2 --veth-- 198.19.3.1 peer 198.19.2.1 --veth-- 198.19.2.2 captured pod
+#   plain pod 198.19.3.2 --veth-- 198.19.3.1 peer 198.19.2.1 --veth-- 198.19.2.2 captured pod (default)
+#                                            peer 198.19.5.1 --veth-- 198.19.5.2 captured pod (c1)
 #
 #   scripts/bench-proxy.sh          (needs root; without it, says so and exits 0)
 # Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
 # BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
 # BENCH_TCP_MIB (1024), BENCH_TCP_RUNS (3), BENCH_PIN (1; 0 = no CPU pinning),
 # BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
-# BENCH_CONCURRENCY (the sidecar's --concurrency, 1: one worker, like the one nginx worker).
-# Targets, reported and never fatal: sidecar throughput >= nginx's, p99 within 1 ms of nginx's,
+# BENCH_PROFILE (1; 0 = no profile).
+# Targets, reported and never fatal: each sidecar's throughput >= nginx's, p99 within 1 ms of nginx's,
 # sidecar RSS < 60 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,12 +47,14 @@ tcp_runs=${BENCH_TCP_RUNS:-3}
 bench_preamble bench-proxy
 
 # ---- namespaces
-pod="pa-bench-pod-$$"     # captured: rules + sidecar
+pod="pa-bench-pod-$$"     # captured: rules + sidecar (default settings)
+pod1="pa-bench-pod1-$$"   # captured: rules + sidecar --concurrency 1
 plain="pa-bench-plain-$$" # no rules: direct and nginx
 peer="pa-bench-peer-$$"
-bench_setup bench-proxy "$pod" "$plain" "$peer"
+bench_setup bench-proxy "$pod" "$pod1" "$plain" "$peer"
 veth_link "$pod" pod0 198.19.2.2 "$peer" peer0 198.19.2.1
 veth_link "$plain" plain0 198.19.3.2 "$peer" peer1 198.19.3.1
+veth_link "$pod1" pod0 198.19.5.2 "$peer" peer2 198.19.5.1
 
 # ---- configuration files
 mkdir -p "$work/www" "$work/peer" "$work/proxy"
@@ -91,15 +101,19 @@ wait_port "$peer" 198.19.2.1 8080
 wait_port "$peer" 198.19.2.1 8081
 wait_port "$plain" 127.0.0.1 8000
 
-start_sidecar "$pod" "$work/sidecar.log"
+BENCH_CONCURRENCY=default start_sidecar "$pod" "$work/sidecar.log"
 sidecar=$started
+BENCH_CONCURRENCY=1 start_sidecar "$pod1" "$work/sidecar-c1.log"
+sidecar_c1=$started
+workers=$(grep -o 'in [0-9]* worker(s)' "$work/sidecar.log" | head -1 | grep -o '[0-9]*')
 
 # ---- measurements
-declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod)
-declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.0.1:8000/1k.html [sidecar]=http://198.19.2.1:8080/1k.html)
-declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar)
+declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod [sidecar-c1]=$pod1)
+declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.0.1:8000/1k.html
+  [sidecar]=http://198.19.2.1:8080/1k.html [sidecar-c1]=http://198.19.5.1:8080/1k.html)
+declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar [sidecar-c1]=$sidecar_c1)
 declare -A rps p50 p99 errs cpu_ticks cpu_ns tcp sent
-setups=(direct nginx sidecar)
+setups=(direct nginx sidecar sidecar-c1)
 run_wrk() { # setup
   local s=$1
   local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
@@ -114,17 +128,19 @@ run_tcp() { # setup
 }
 
 echo "== bench-proxy: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the peer"
-echo "   sidecar: $agent; CPU pinning: ${pin_proxy[*]:-none} for the proxy, ${pin_load[*]:-none} for the load side"
-round_ratio='' round_dp99=''
+echo "   sidecar: $agent, default settings (${workers:-?} worker(s) here) and --concurrency 1; CPU pinning: ${pin_proxy[*]:-none} for the proxy, ${pin_load[*]:-none} for the load side"
+declare -A round_ratio round_dp99
 for ((r = 1; r <= rounds; r++)); do
   for s in "${setups[@]}"; do run_wrk "$s"; done
   # Ratios within a round: the host's swings are slower than a round, mostly.
-  rr=$(ratio "$(last "${rps[sidecar]}")" "$(last "${rps[nginx]}")")
-  round_ratio+="$rr "
-  round_dp99+="$(awk -v a="$(last "${p99[sidecar]}")" -v b="$(last "${p99[nginx]}")" 'BEGIN { print a - b }') "
-  printf '   round %d: %s sidecar/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr"
+  for s in sidecar sidecar-c1; do
+    round_ratio[$s]+="$(ratio "$(last "${rps[$s]}")" "$(last "${rps[nginx]}")") "
+    round_dp99[$s]+="$(awk -v a="$(last "${p99[$s]}")" -v b="$(last "${p99[nginx]}")" 'BEGIN { print a - b }') "
+  done
+  printf '   round %d: %s sidecar/nginx %sx, sidecar-c1/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" \
+    "$(last "${round_ratio[sidecar]}")" "$(last "${round_ratio[sidecar-c1]}")"
 done
-sidecar_rss=$(rss_mib "$sidecar")
+sidecar_rss=$(rss_mib "$sidecar") sidecar_c1_rss=$(rss_mib "$sidecar_c1")
 for ((r = 1; r <= tcp_runs; r++)); do run_tcp direct; run_tcp sidecar; done
 sidecar_rss_tcp=$(rss_mib "$sidecar")
 sidecar_anon=$(rss_mib "$sidecar" RssAnon) sidecar_file=$(rss_mib "$sidecar" RssFile)
@@ -132,30 +148,50 @@ nginx_rss=$(rss_mib "$nginx_worker")
 stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counted=$(awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' <<< "$stats")
 stop_sidecar "$pod" "$sidecar"
+stop_sidecar "$pod1" "$sidecar_c1"
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
 # shellcheck disable=SC2086
-{ r_nginx=$(median $round_ratio); dp99=$(printf '%+.2f' "$(median $round_dp99)"); }
+declare -A r_nginx dp99
+for s in sidecar sidecar-c1; do r_nginx[$s]=$(median ${round_ratio[$s]}); dp99[$s]=$(printf '%+.2f' "$(median ${round_dp99[$s]})"); done
 rss_ok=$(awk -v a="$sidecar_rss" -v b="$sidecar_rss_tcp" 'BEGIN { print (a * 1.048576 < 60 && b * 1.048576 < 60) }')
+tcp_direct=n/a tcp_sidecar=n/a
 # shellcheck disable=SC2086
-{ tcp_direct=$(median ${tcp[direct]}); tcp_sidecar=$(median ${tcp[sidecar]}); }
+if [ "$tcp_runs" -gt 0 ]; then tcp_direct=$(median ${tcp[direct]}); tcp_sidecar=$(median ${tcp[sidecar]}); fi
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring; RSS at the end"
 row() { printf '%-28s %9s %8s %8s %10s %10s\n' "$@"; }
 row setup req/s "p50 ms" "p99 ms" "proxy CPU" "proxy RSS"
 row "direct (no proxy)" "${m_rps[direct]}" "${m_p50[direct]}" "${m_p99[direct]}" - -
 row "nginx, 1 worker, in the pod" "${m_rps[nginx]}" "${m_p50[nginx]}" "${m_p99[nginx]}" "$(cpu_pct nginx)" "$nginx_rss MiB"
-row "sidecar (captured to 15001)" "${m_rps[sidecar]}" "${m_p50[sidecar]}" "${m_p99[sidecar]}" "$(cpu_pct sidecar)" "$sidecar_rss MiB"
+row "sidecar, default settings" "${m_rps[sidecar]}" "${m_p50[sidecar]}" "${m_p99[sidecar]}" "$(cpu_pct sidecar)" "$sidecar_rss MiB"
+row "sidecar, --concurrency 1" "${m_rps[sidecar-c1]}" "${m_p50[sidecar-c1]}" "${m_p99[sidecar-c1]}" "$(cpu_pct sidecar-c1)" "$sidecar_c1_rss MiB"
 echo
-printf 'throughput sidecar/nginx   %6sx    (median of per-round ratios)  target >= 1.00: %s\n' "$r_nginx" "$(verdict "$(awk -v r="$r_nginx" 'BEGIN { print (r >= 1) }')")"
+for s in sidecar sidecar-c1; do
+  printf '%-11s throughput/nginx %6sx    (median of per-round ratios)  target >= 1.00: %s\n' "$s" "${r_nginx[$s]}" "$(verdict "$(awk -v r="${r_nginx[$s]}" 'BEGIN { print (r >= 1) }')")"
+  printf '%-11s p99 - nginx      %6s ms  (median of per-round differences)  target <= 1 ms: %s\n' "$s" "${dp99[$s]}" "$(verdict "$(awk -v d="${dp99[$s]}" 'BEGIN { print (d <= 1) }')")"
+  printf '%-11s CPU per request  %6s us  (nginx: %s us)\n' "$s" "$(cpu_us_per_request "$s")" "$(cpu_us_per_request nginx)"
+done
 printf 'throughput sidecar/direct  %6sx\n' "$(ratio "${m_rps[sidecar]}" "${m_rps[direct]}")"
-printf 'p99 sidecar - nginx        %6s ms  (median of per-round differences)  target <= 1 ms: %s\n' "$dp99" "$(verdict "$(awk -v d="$dp99" 'BEGIN { print (d <= 1) }')")"
 printf 'sidecar RSS                %6s MiB after HTTP, %s MiB after TCP   target < 60 MB: %s\n' "$sidecar_rss" "$sidecar_rss_tcp" "$(verdict "$rss_ok")"
 printf '                           (after TCP: %s MiB private/anon + %s MiB file-backed, mostly the node binary, shared)\n' "$sidecar_anon" "$sidecar_file"
 printf 'raw TCP, %s MiB one way   direct %s MiB/s, sidecar %s MiB/s (%sx)  (median of %s)\n' "$tcp_mib" "$tcp_direct" "$tcp_sidecar" \
   "$(ratio "$tcp_sidecar" "$tcp_direct")" "$tcp_runs"
 printf 'the sidecar counted %s outbound HTTP requests; wrk sent %s (+ warm-ups)\n' "${counted:-?}" "${sent[sidecar]}"
 error_notes "${setups[@]}"
+
+# ---- where the time goes: a CPU profile of the --concurrency 1 sidecar under the same load
+if [ "${BENCH_PROFILE:-1}" != 0 ]; then
+  mkdir -p "$work/prof"
+  chmod 777 "$work/prof"
+  BENCH_CONCURRENCY=1 BENCH_SIDECAR_NODE_ARGS="--cpu-prof --cpu-prof-dir=$work/prof" \
+    start_sidecar "$pod1" "$work/sidecar-prof.log" PILOT_AGENT_UNBUNDLED=1
+  ip netns exec "$pod1" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" -d"${duration}s" "${url_of[sidecar-c1]}" > /dev/null
+  stop_sidecar "$pod1" "$started"
+  echo
+  echo "== where the --concurrency 1 sidecar's CPU goes under that load (node --cpu-prof; socket calls are kernel time)"
+  for f in "$work"/prof/*.cpuprofile; do node scripts/profile-summary.mjs "$f" --top 15; done
+fi
 exit 0
