@@ -76,6 +76,7 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   const agentMetrics = createAgentMetrics({ certChain: () => identity.current()?.certChainPem, defaultMetrics: false });
   // The DNS proxy starts after the resources' first read; it gets the ServiceEntries from then on.
   let dnsProxy: DnsProxy | undefined;
+  const dnsWanted = env.MESH_META_DNS_CAPTURE || env.MESH_META_ENABLE_DNS_SERVER;
   // One count of downstream connections for the process: this thread is worker 0, the threads 1..N-1.
   const limit = connectionLimit(env.MESH_MAX_DOWNSTREAM_CONNECTIONS, fileDescriptorLimit());
   const budget = { shared: sharedCount(concurrency), max: limit.max };
@@ -142,6 +143,7 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
       if (!listenersBound) return { ready: false, reason: `listeners not bound: ${plane.router ? 'gateway ports' : `${PORTS.outbound}, ${PORTS.inbound}`}` };
       const unbound = plane.unbound();
       if (unbound.length > 0) return { ready: false, reason: `gateway ports not bound: ${unbound.join(', ')}` };
+      if (dnsWanted && dnsProxy === undefined) return { ready: false, reason: 'DNS proxy not started yet' };
       const needs = plane.identityRequiredBy();
       if (needs !== undefined && identity.current() === undefined) {
         const s = identity.state();
@@ -237,7 +239,7 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   } else {
     log.info('DISABLE_PROXY: no capture listeners; agent surfaces only');
   }
-  if (env.MESH_META_DNS_CAPTURE || env.MESH_META_ENABLE_DNS_SERVER) {
+  if (dnsWanted) {
     // The DNS proxy is the agent's, not the data plane's: it runs with DISABLE_PROXY too.
     // Loaded only here: a sidecar without DNS capture never needs the DNS code and its packet library.
     const [{ startDnsProxy }, { registerDnsMetrics }, { parseResolvConf }] = await Promise.all([
