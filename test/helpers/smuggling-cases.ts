@@ -73,6 +73,8 @@ const NAMED: readonly Named[] = [
     text: (id) => `\r\n\r\n${get(id, 0)}` },
   { id: 'http09_request_line', label: 'a request line without a version (node:http serves it as HTTP/0.9): HTTP to the proxy, refused, never relayed as TCP',
     text: (id) => `GET /d/${id}/0\r\n${H}\r\n` },
+  { id: 'http09_absolute_form', label: 'an absolute-form request line without a version (node:http serves it as HTTP/0.9): HTTP to the proxy, refused, never relayed as TCP',
+    text: (id) => `PATCH http://h.example/d/${id}/0\r\n${H}\r\n` },
   { id: 'double_space_request_line', label: 'two spaces after the method (node:http serves it): HTTP to the proxy, refused',
     text: (id) => `GET  /d/${id}/0 HTTP/1.1\r\n${H}\r\n` },
   { id: 'lowercase_method', label: 'a lower-case method (a valid token; the proxy may refuse it)',

@@ -1,9 +1,9 @@
 // What a captured connection speaks, from its first bytes. HTTP/1.x is recognised by the shape of a
 // request line, not by a list of methods: a method outside a list, or a CRLF before the request
 // line (RFC 9112 2.2), must not turn a request into opaque bytes that skip every HTTP policy. So,
-// after any CR/LF: an upper-case method, a space and `/` or `*`, or an absolute-form target (`scheme://`)
-// whose line ends without a version (or a whole `token SP target SP HTTP/d.d` line) → HTTP/1, and the
-// parser answers what it refuses (a lower-case method, a missing version,
+// after any CR/LF: an upper-case method, a space and `/` or `*`; an absolute-form target (`scheme://`),
+// or CONNECT's authority-form, whose line ends without a version; or a whole `token SP target SP
+// HTTP/d.d` line → HTTP/1, and the parser answers what it refuses (a lower-case method, a missing version,
 // two spaces, a bare LF...): lenient servers read `GET /admin` alone as HTTP/0.9, so such lines are
 // never relayed as opaque bytes. The HTTP/2 client preface → h2; a TLS ClientHello → tls; anything
 // else → tcp (text protocols such as memcached's `get key` stay TCP). Whatever is not HTTP/1 gets
@@ -14,6 +14,7 @@ import { prefaceKind } from '../http2/preface.js';
 export type Protocol = 'http1' | 'tls' | 'h2' | 'tcp';
 
 const HTTP_SLASH = Buffer.from('HTTP/', 'latin1');
+const CONNECT = Buffer.from('CONNECT', 'latin1');
 
 /** A request line longer than this (past its method) is HTTP/1 all the same: the parser answers it (414). */
 export const MAX_REQUEST_LINE = 60 * 1024;
@@ -61,6 +62,8 @@ export function sniff(head: Buffer): Protocol | undefined {
   let upper = true;
   /** The target is in absolute-form (`scheme://`), after an upper-case method. */
   let absolute = false;
+  /** The method is CONNECT (its target: authority-form). */
+  let connect = false;
   for (; i < head.length; i++) {
     const c = head[i]!;
     if (part === Part.Method) {
@@ -70,6 +73,7 @@ export function sniff(head: Buffer): Protocol | undefined {
         continue;
       }
       if (c !== SP || i === start) return 'tcp';
+      connect = i - start === CONNECT.length && head.subarray(start, i).equals(CONNECT);
       part = Part.Target;
       versionAt = i + 1;
     } else if (part === Part.Target) {
@@ -86,9 +90,9 @@ export function sniff(head: Buffer): Protocol | undefined {
         absolute = scheme;
       }
       if (c > SP && c < 0x7f) continue;
-      // Lenient servers read `PATCH http://h/x` and its line's end as a request too (RTSP's
-      // `OPTIONS rtsp://cam/1 RTSP/1.0` has a version: it stays TCP).
-      if (absolute && (c === CR || c === LF)) return 'http1';
+      // Lenient servers read `PATCH http://h/x` and `CONNECT h:443` and their line's end as a request
+      // too (node:http: HTTP/0.9); RTSP's `OPTIONS rtsp://cam/1 RTSP/1.0` has a version: it stays TCP.
+      if ((absolute || connect) && (c === CR || c === LF)) return 'http1';
       if (c !== SP || i === versionAt) return 'tcp';
       part = Part.Version;
       versionAt = i + 1;

@@ -32,6 +32,10 @@ it('an upper-case method, a space and a path are HTTP at once, whatever follows 
   assert.equal(sniff(b('PATCH http://h.example/d/x`HTTP/1.1\nContent-Length: 0\r\n')), 'http1');
   assert.equal(sniff(b('GET https://h/admin\r\n')), 'http1');
   assert.equal(sniff(b('DESCRIBE rtsp://cam/1\r\n')), 'http1', 'no version: read as HTTP by lenient servers, so the parser answers it');
+  // node:http takes `CONNECT h:443` without a version as a CONNECT (HTTP/0.9): the app's tunnel, past the policy.
+  assert.equal(sniff(b('CONNECT h.example:443\r\n\r\n')), 'http1');
+  assert.equal(sniff(b('CONNECT h.example:443\n')), 'http1');
+  assert.equal(sniff(b('OPTIONS h:80\r\n')), 'tcp', 'authority-form is CONNECT\'s only (node refuses it for others)');
 });
 
 it('takes what the parser refuses as HTTP too, so it is answered, not relayed', () => {
