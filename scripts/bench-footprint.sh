@@ -37,8 +37,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
-agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
-agent_root=$(cd "$(dirname "$agent")/.." && pwd)
 starts=${BENCH_STARTS:-5}
 requests=${BENCH_REQUESTS:-100000}
 uploads=${BENCH_UPLOADS:-8}

@@ -16,7 +16,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 . scripts/gateway-resources.sh
-agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
 jwt_dir=$PWD/test/fixtures/jwt
 rounds=${BENCH_ROUNDS:-3}
 duration=${BENCH_DURATION:-5}

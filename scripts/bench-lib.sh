@@ -200,6 +200,11 @@ ensure_bench_tools() {
   fi
 }
 
+# The build under test: PILOT_AGENT_BIN (default bin/pilot-agent of this checkout; another tree's bin/
+# works), absolute (the sidecars run in directories of their own), and the tree it belongs to.
+agent=$(realpath "${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}")
+agent_root=$(cd "$(dirname "$agent")/.." && pwd)
+
 # bench_preamble NAME: what every data-plane bench does first. Not root: says so and exits 0 (the
 # benches make network namespaces); no build beside $agent (agent_root): exits 1. Then the tools,
 # `node`, and the CPU pinning.

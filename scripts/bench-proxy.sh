@@ -34,8 +34,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
-agent=${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}
-agent_root=$(cd "$(dirname "$agent")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 duration=${BENCH_DURATION:-5}
 warmup=${BENCH_WARMUP:-1}
