@@ -33,9 +33,9 @@ export function trimAfterBursts(): () => void {
   /** CPU was spent since the last trim: there may be something to give back. */
   let busySince = false;
   const timer = setInterval(() => {
-    const used = process.cpuUsage(last);
-    last = process.cpuUsage();
-    const share = (used.user + used.system) / 1000 / CHECK_EVERY_MS;
+    const now = process.cpuUsage();
+    const share = (now.user - last.user + now.system - last.system) / 1000 / CHECK_EVERY_MS;
+    last = now;
     if (share >= QUIET_CPU_SHARE) {
       busySince = true;
       return;

@@ -21,7 +21,7 @@ import { http2Settings } from './http2/preface.js';
 import type { Http1Settings } from './http1/connection.js';
 import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
-import { adoptAccepted, owned, setReader } from './read-buffers.js';
+import { adoptAccepted, attachReader, detachReader, owned } from './read-buffers.js';
 import { relay } from './tcp/relay.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
 import { readClientHello } from './tls/client-hello.js';
@@ -436,14 +436,14 @@ export class CaptureListener {
     const cleanup = (): void => {
       this.silent.delete(downstream);
       if (timer) clearTimeout(timer);
-      if (!setReader(downstream, undefined)) downstream.off('data', onData);
+      detachReader(downstream, onData);
       downstream.off('end', onEarlyEnd);
       upstream?.off('readable', onUpstreamFirst);
       downstream.pause();
     };
     this.silent.add(downstream);
     downstream.once('close', () => this.silent.delete(downstream));
-    if (!setReader(downstream, onData)) downstream.on('data', onData);
+    attachReader(downstream, onData);
     downstream.on('end', onEarlyEnd);
     if (upTls !== undefined) {
       // TLS to the upstream: the proxy speaks first, so a client silent for a while is taken as TCP.

@@ -13,7 +13,7 @@ import { Socket, type OnReadOpts } from 'node:net';
 
 const SHARED_SIZE = 64 * 1024;
 /** Measured on the raw TCP bench: 256 KiB reads need about a third of the CPU of 64 KiB ones. */
-export const OWN_SIZE = 256 * 1024;
+const OWN_SIZE = 256 * 1024;
 /** Own buffers alive at once per thread (each relay direction in bulk holds one until it closes). */
 const MAX_OWN = 32;
 
@@ -81,6 +81,16 @@ export function setReader(socket: Socket, reader: Reader | undefined): boolean {
   if (!slot) return false;
   slot.reader = reader;
   return true;
+}
+
+/** `reader` takes `socket`'s reads from now on: views of the shared buffer if adopted, else 'data' events. */
+export function attachReader(socket: Socket, reader: Reader): void {
+  if (!setReader(socket, reader)) socket.on('data', reader);
+}
+
+/** `reader` (given to attachReader) takes no more of `socket`'s reads. */
+export function detachReader(socket: Socket, reader: Reader): void {
+  if (!setReader(socket, undefined)) socket.off('data', reader);
 }
 
 /** Whether `bytes` is a view of the shared read buffer (to copy before keeping it). */

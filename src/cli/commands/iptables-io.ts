@@ -14,7 +14,6 @@ export function iptablesIo(ctx: CliContext, runner: IptablesIo['runner']): Iptab
   };
 }
 
-
 /**
  * What the iptables commands run with, loaded when one runs: the rule builder, apply and
  * validation are not needed by `proxy` or any other command, and cost start-up to load.

@@ -21,7 +21,7 @@ import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstre
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
 import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
-import { givePooled, isShared, owned, POOLED_SIZE, setReader, takePooled, writeCopy } from '../read-buffers.js';
+import { attachReader, detachReader, givePooled, isShared, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
@@ -218,7 +218,7 @@ export class Connection {
   /** Starts with the bytes already read (`head`), then reads the socket. */
   begin(head: Buffer): void {
     const socket = this.socket;
-    if (!setReader(socket, this.onData)) socket.on('data', this.onData);
+    attachReader(socket, this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
     socket.on('drain', this.onDrain);
@@ -911,7 +911,7 @@ export class Connection {
 
   private detach(): void {
     const socket = this.socket;
-    if (!setReader(socket, undefined)) socket.off('data', this.onData);
+    detachReader(socket, this.onData);
     socket.off('end', this.onEnd);
     socket.off('close', this.onClose);
     socket.off('drain', this.onDrain);

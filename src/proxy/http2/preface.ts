@@ -4,7 +4,7 @@
 // And the server's side: an HTTP/2 server's first bytes (its SETTINGS) are not a protocol where the
 // server speaks first. Pure, but for byPreface.
 import type { Socket } from 'node:net';
-import { owned, setReader } from '../read-buffers.js';
+import { attachReader, detachReader, owned } from '../read-buffers.js';
 
 export const CLIENT_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -36,7 +36,7 @@ export function byPreface(socket: Socket, idleMs: number, then: (kind: 'h2' | 'h
   const timer = setTimeout(() => socket.destroy(), idleMs).unref();
   const stop = (): void => {
     clearTimeout(timer);
-    if (!setReader(socket, undefined)) socket.off('data', onData);
+    detachReader(socket, onData);
     socket.off('end', onEnd);
     socket.pause();
   };
@@ -52,7 +52,7 @@ export function byPreface(socket: Socket, idleMs: number, then: (kind: 'h2' | 'h
     if (head.length > 0) then('http1', head); // the HTTP/1 path answers what it can of it
     else socket.destroy();
   };
-  if (!setReader(socket, onData)) socket.on('data', onData);
+  attachReader(socket, onData);
   socket.on('end', onEnd);
   socket.resume();
 }
