@@ -1,7 +1,7 @@
 // `/certs`: the workload's certificates as Envoy's admin endpoint shows them (one entry with the
 // root under `ca_cert` and the chain under `cert_chain`, each with serial, SANs, validity and days
 // left), plus this agent's identity fields at the top. Pure over PEM text.
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto'; // the module: on first use (process.getBuiltinModule)
 import type { IdentityState } from '../identity/workload-certificate.js';
 
 const DAY_MS = 86_400_000;
@@ -30,7 +30,7 @@ function sansOf(cert: X509Certificate): Record<string, string>[] {
 }
 
 function details(pem: string, path: string, nowMs: number): CertDetails {
-  const c = new X509Certificate(pem);
+  const c = new (process.getBuiltinModule('node:crypto').X509Certificate)(pem);
   const until = Date.parse(c.validTo);
   return {
     path, serial_number: c.serialNumber.toLowerCase(), subject_alt_names: sansOf(c),

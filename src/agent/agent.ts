@@ -4,7 +4,7 @@
 // paths below.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { Counter } from 'prom-client';
+import { Counter } from '../metrics/prom.js';
 import { startAdminServer } from '../admin/server.js';
 import { adminHooks } from './admin-hooks.js';
 import type { EnvValues } from '../config/env/registry.js';

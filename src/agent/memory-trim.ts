@@ -4,7 +4,7 @@
 // good, while V8's heap and Buffers had grown by 5. So once the process is quiet again, it asks
 // malloc to hand its free pages back (malloc_trim(0): every thread's arena, not only this one's).
 // Under load it does nothing: trimming then would only mean faulting the same pages in again.
-import koffi from 'koffi';
+import { koffi } from '../native/koffi.js';
 import { scope } from '../log/logger.js';
 
 const log = scope('default');

@@ -29,7 +29,6 @@
 // back — everything else in it (flags, every section, EDNS options) is the server's, byte for byte,
 // unless it must be truncated. An answer is accepted only with the id and question sent.
 // These sockets belong to this process (uid 1337 in a pod), which the DNS capture rules exempt.
-import { randomFillSync } from 'node:crypto';
 import { createSocket } from 'node:dgram';
 import { connect, isIP } from 'node:net';
 import { scope } from '../log/logger.js';
@@ -191,7 +190,7 @@ export class Forwarder {
 
   #randomId(): number {
     if (this.#idAt === this.#ids.length) {
-      randomFillSync(this.#ids);
+      process.getBuiltinModule('node:crypto').randomFillSync(this.#ids); // node:crypto loaded by the first query
       this.#idAt = 0;
     }
     return this.#ids[this.#idAt++]!;

@@ -1,7 +1,7 @@
 // The DNS proxy's metrics (spec 2.4, and one of its own), registered on every registry passed in: the agent's (merged on
 // 15020) and the proxy's (15090). One set of collectors, so both endpoints always agree; the merged
 // endpoint keeps the first copy of a series and leaves out the second.
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from '../metrics/prom.js';
 import { AGENT_METRIC_NAMES } from '../metrics/agent-metrics.js';
 
 /** What the DNS proxy records. */

@@ -9,7 +9,7 @@
 // counted.
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { createSecureContext, TLSSocket, type SecureContext } from 'node:tls';
+import type { SecureContext, TLSSocket } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import { scope } from '../log/logger.js';
 import type { DirectionStats } from '../proxy/stats.js';
 import { readClientHello } from '../proxy/tls/client-hello.js';
@@ -42,7 +42,7 @@ interface LoadedServer {
 function loadServers(port: number, servers: readonly TlsServerPlan[]): LoadedServer[] {
   return servers.flatMap((s) => {
     try {
-      const context = createSecureContext({ cert: readFileSync(s.cert), key: readFileSync(s.key), ...s.settings });
+      const context = process.getBuiltinModule('node:tls').createSecureContext({ cert: readFileSync(s.cert), key: readFileSync(s.key), ...s.settings });
       return [{ hosts: s.hosts, server: s.server, context }];
     } catch (err) {
       log.error(`gateway: port ${port}: server ${s.server} (${s.hosts.join(', ')}) is not served: `
@@ -106,7 +106,7 @@ export class TlsTermination {
   private handshake(raw: Socket, chosen: LoadedServer, deadline: NodeJS.Timeout | undefined): TLSSocket {
     const stats = this.o.stats;
     // ALPN as Istio's gateways offer it on HTTPS servers: HTTP/2 first, HTTP/1.1 for the rest.
-    const tls = new TLSSocket(raw, { isServer: true, secureContext: chosen.context, ALPNProtocols: ['h2', 'http/1.1'] });
+    const tls = new (process.getBuiltinModule('node:tls').TLSSocket)(raw, { isServer: true, secureContext: chosen.context, ALPNProtocols: ['h2', 'http/1.1'] });
     let handshakes = 0;
     tls.on('error', (err: NodeJS.ErrnoException) => {
       if (handshakes === 0) this.failed(raw, err.message, tls);

@@ -2,9 +2,8 @@
 // here are registered; docs/METRICS.md says, for every metric of 2.4, what feeds it or why it has no
 // meaning in this agent. A metric whose value is not known yet (startup before ready, the
 // certificate expiry when no chain is mounted) is left out rather than reported as 0.
-import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from './prom.js';
 import { scope } from '../log/logger.js';
 import { buildInfo } from '../version/build-info.js';
 
@@ -118,7 +117,7 @@ export function earliestNotAfter(pem: string): number {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) throw new Error('no PEM certificate in the file');
   return Math.min(...blocks.map((block) => {
-    const notAfter = Date.parse(new X509Certificate(block).validTo);
+    const notAfter = Date.parse(new (process.getBuiltinModule('node:crypto').X509Certificate)(block).validTo);
     if (Number.isNaN(notAfter)) throw new Error('a certificate has an unreadable notAfter');
     return notAfter;
   }));

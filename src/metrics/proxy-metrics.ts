@@ -3,7 +3,7 @@
 // hot path never calls prom-client and `/stats` (admin) and Prometheus can never disagree.
 // Names follow Istio's standard metrics with `istio_` → `mesh_`; `direction` (outbound|inbound)
 // plays the part of Istio's `reporter` (docs/METRICS.md lists every series and its source).
-import { Counter, Gauge, Histogram, type MetricType, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type MetricType, type Registry } from './prom.js';
 import type { DecisionLog } from '../gateway/decisions.js';
 import { DIRECTIONS, DURATION_BUCKETS_MS, MTLS_FAILURE_REASONS, requestLabels, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
 

@@ -6,8 +6,7 @@
 import { isLoopbackAddress } from '../net/local-addresses.js';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { gunzipSync } from 'node:zlib';
-import { Registry } from 'prom-client';
+import { Registry } from './prom.js';
 import { AgentError } from '../errors/agent-error.js';
 import { scope, type ScopedLogger } from '../log/logger.js';
 import { SCRAPE_TYPES, scrapeMetrics, type ScrapeMetrics, type ScrapeType } from './agent-metrics.js';
@@ -159,7 +158,7 @@ export function fetchAppMetrics(target: AppScrapeTarget, timeoutMs: number): Pro
       res.on('end', () => {
         try {
           let body = Buffer.concat(chunks);
-          if ((res.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') body = gunzipSync(body);
+          if ((res.headers['content-encoding'] ?? '').toLowerCase() === 'gzip') body = process.getBuiltinModule('node:zlib').gunzipSync(body); // rare: loaded when used
           const openMetrics = /application\/openmetrics-text/i.test(res.headers['content-type'] ?? '');
           resolve({ text: body.toString('utf8'), openMetrics });
         } catch (err) {

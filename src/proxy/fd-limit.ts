@@ -1,7 +1,7 @@
 // The process's open-file limit (RLIMIT_NOFILE, the soft one), read through libc (koffi, as
 // socket-options.ts does): Node raises the soft limit to the hard one at start and exposes
 // neither. The default maximum of downstream connections is derived from it (connection-budget.ts).
-import koffi from 'koffi';
+import { koffi } from '../native/koffi.js';
 
 /** Linux's number for RLIMIT_NOFILE (the same on x86-64 and arm64). */
 const RLIMIT_NOFILE = 7;

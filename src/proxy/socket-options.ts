@@ -3,7 +3,7 @@
 // bound to a foreign address (TPROXY). Linux only, like the iptables rules that need them.
 import type { Server, Socket } from 'node:net';
 import { isIPv6 } from 'node:net';
-import koffi from 'koffi';
+import { koffi } from '../native/koffi.js';
 
 const AF_INET = 2;
 const AF_INET6 = 10;

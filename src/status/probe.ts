@@ -16,12 +16,13 @@
 // app directly. Probes to loopback (`localhost`, 127.0.0.1) or to another host are not redirected
 // and are not bound.
 import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import {
   Agent as HttpAgent, request as httpRequest,
   type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions,
 } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+// node:tls and node:https are loaded by the first HTTPS probe (process.getBuiltinModule).
+import type { Agent as HttpsAgent } from 'node:https';
 import type { ClientHttp2Session } from 'node:http2';
 import { http2 } from '../proxy/http2/node-http2.js';
 import { networkInterfaces } from 'node:os';
@@ -184,7 +185,7 @@ export class AppProber {
   readonly #destination: string;
   readonly #sourceForPodIp: string | undefined;
   readonly #httpAgent: HttpAgent | undefined;
-  readonly #httpsAgent: HttpsAgent | undefined;
+  #httpsAgent: HttpsAgent | undefined;
   /** Keep-alive h2 sessions by origin. */
   readonly #h2Sessions = new Map<string, ClientHttp2Session>();
   /** Origins that answered ALPN with HTTP/1.1 (keep-alive mode: later probes use the https agent). */
@@ -199,7 +200,6 @@ export class AppProber {
       : family === 6 && !loopback && hasPassthroughV6() ? INBOUND_PASSTHROUGH_ADDR_V6 : undefined;
     if (env.keepAlive) {
       this.#httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 4 });
-      this.#httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 4, ...NO_VERIFY });
     }
   }
 
@@ -215,6 +215,12 @@ export class AppProber {
       case 'tcpSocket': return this.#tcp(probe);
       case 'grpc': return this.#grpc(probe);
     }
+  }
+
+  /** With ENABLE_PROBE_KEEPALIVE_CONNECTIONS, the pool of HTTPS probes, made by the first one. */
+  #keepAliveHttpsAgent(): HttpsAgent | undefined {
+    if (!this.#env.keepAlive) return undefined;
+    return (this.#httpsAgent ??= new (process.getBuiltinModule('node:https').Agent)({ keepAlive: true, maxSockets: 4, ...NO_VERIFY }));
   }
 
   /** Closes pooled connections. */
@@ -314,11 +320,11 @@ export class AppProber {
     const options: RequestOptions = {
       ...this.#h1Options(probe, target, headers),
       // Without keep-alive: `agent: false` opens a fresh connection for this request only.
-      agent: (https ? this.#httpsAgent : this.#httpAgent) ?? false,
+      agent: (https ? this.#keepAliveHttpsAgent() : this.#httpAgent) ?? false,
       // As the kubelet: the app's certificate is not verified. SNI only for a name, not an address.
       ...(https ? { ...NO_VERIFY, servername: isIP(target.host) ? '' : target.host } : {}),
     };
-    const req = (https ? httpsRequest : httpRequest)(options, AppProber.#onResponse(ok));
+    const req = (https ? process.getBuiltinModule('node:https').request : httpRequest)(options, AppProber.#onResponse(ok));
     req.on('error', fail);
     req.end();
     return () => req.destroy();
@@ -338,7 +344,7 @@ export class AppProber {
     const cached = this.#h2Sessions.get(origin);
     if (cached && !cached.closed && !cached.destroyed) return this.#h2Request(cached, probe, target, headers, false, ok, fail);
 
-    const socket: TLSSocket = tlsConnect({
+    const socket: TLSSocket = process.getBuiltinModule('node:tls').connect({
       host: target.host, port: probe.port, ...NO_VERIFY, ALPNProtocols: ['h2', 'http/1.1'],
       servername: isIP(target.host) ? '' : target.host,
       ...(target.localAddress ? { localAddress: target.localAddress } : {}),

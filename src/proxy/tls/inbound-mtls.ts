@@ -4,7 +4,7 @@
 // and belongs to this trust domain. After that the app gets the plaintext inside, exactly as it
 // would have without mTLS, and the peer's identity stays beside the socket for policy.
 import type { Socket } from 'node:net';
-import { TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import type { DirectionStats, MtlsFailureReason } from '../stats.js';
 import { MESH_ALPN_SERVER } from './mesh-alpn.js';
 import type { MeshContexts } from './mesh-credentials.js';
@@ -44,7 +44,7 @@ function chainError(tls: TLSSocket): string | undefined {
 /** Takes `raw` (whose first bytes `head` were read already) through the server side of a mesh handshake. */
 export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions): void {
   raw.unshift(head);
-  const tls = new TLSSocket(raw, {
+  const tls = new (process.getBuiltinModule('node:tls').TLSSocket)(raw, {
     isServer: true, secureContext: o.contexts.context, requestCert: true, rejectUnauthorized: true, ALPNProtocols: [...MESH_ALPN_SERVER],
   });
   let secured = false;

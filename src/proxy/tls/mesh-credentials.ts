@@ -2,7 +2,7 @@
 // serves inbound and outbound mTLS: it presents the certificate and trusts the mesh root), made
 // once when a certificate comes into force and replaced when the next one does. Connections made
 // before keep the context they were made with: a rotation never cuts a connection.
-import { createSecureContext, type SecureContext } from 'node:tls';
+import type { SecureContext } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import type { WorkloadCertificate } from '../../identity/workload-certificate.js';
 
 /**
@@ -32,7 +32,7 @@ export class MeshCredentials {
       return;
     }
     if (this.held?.certificate.serial === certificate.serial && this.held.certificate.rootPem === certificate.rootPem) return;
-    const context = createSecureContext({ cert: certificate.certChainPem, key: certificate.keyPem, ca: certificate.rootPem, ...MESH_TLS });
+    const context = process.getBuiltinModule('node:tls').createSecureContext({ cert: certificate.certChainPem, key: certificate.keyPem, ca: certificate.rootPem, ...MESH_TLS });
     const trustDomain = /^spiffe:\/\/([^/]+)/.exec(certificate.spiffeId)?.[1] ?? '';
     this.held = { certificate, trustDomain, context };
   }

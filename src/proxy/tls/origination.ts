@@ -3,7 +3,7 @@
 // mesh (a DestinationRule's SIMPLE or MUTUAL). A plan says how; this opens the socket. Verification
 // is never skipped silently: the chain always, and the peer's names when they are known. A failed
 // handshake fails the connection (the request gets 503): nothing falls back to plaintext.
-import { connect, checkServerIdentity, type PeerCertificate, type SecureContext, type TLSSocket } from 'node:tls';
+import type { PeerCertificate, SecureContext, TLSSocket } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import type { OnReadOpts } from 'node:net';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
@@ -48,13 +48,13 @@ function identityCheck(t: UpstreamTls) {
         { code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
     }
     if (t.mesh || t.insecureSkipVerify || t.servername === undefined) return undefined;
-    return checkServerIdentity(host, cert);
+    return process.getBuiltinModule('node:tls').checkServerIdentity(host, cert);
   };
 }
 
 /** Opens a TLS connection to `dst` (connecting; errors arrive as 'error' events, handshake ones marked). */
 export function connectTls(dst: Endpoint, t: UpstreamTls, stats: DirectionStats, reading: { readonly onread?: OnReadOpts } = {}): TLSSocket {
-  const socket = connect({
+  const socket = process.getBuiltinModule('node:tls').connect({
     host: dst.address, port: dst.port, secureContext: t.secureContext, ALPNProtocols: [...t.alpn],
     ...(t.servername !== undefined ? { servername: t.servername } : {}),
     rejectUnauthorized: !t.insecureSkipVerify, checkServerIdentity: identityCheck(t), ...reading,

@@ -1,7 +1,6 @@
 // Who is at the other end of a connection whose mutual TLS handshake the proxy completed: the
 // peer's SPIFFE id and what policy and telemetry derive from it. Kept beside the socket (a weak
 // map: nothing to clean up), so the request path and the TCP path read it the same way.
-import { createHash } from 'node:crypto';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 
 export interface PeerIdentity {
@@ -46,6 +45,6 @@ export function peerFromSocket(tls: TLSSocket): PeerIdentity | string {
   const ns = /^\/ns\/([^/]+)\//.exec(m[2]!);
   return {
     spiffeId: ids[0]!, principal: ids[0]!.slice('spiffe://'.length), trustDomain: m[1]!, namespace: ns?.[1],
-    certHash: createHash('sha256').update(cert.raw).digest('hex'),
+    certHash: process.getBuiltinModule('node:crypto').createHash('sha256').update(cert.raw).digest('hex'),
   };
 }

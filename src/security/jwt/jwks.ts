@@ -11,7 +11,8 @@
 // a few that keep the scheme): see redirectTarget.
 import { onSharedKeySet, shareKeySet } from './key-share.js';
 import * as http from 'node:http';
-import * as https from 'node:https';
+// node:https (and node:tls) are loaded by the first https:// fetch.
+import type * as https from 'node:https';
 import { KeySet } from './key-set.js';
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string) => void;
@@ -338,7 +339,7 @@ export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean } & R
     // socket the server has since closed would fail the fetch with "socket hang up".
     const options: https.RequestOptions = { signal, agent: false, headers: { accept: 'application/json' } };
     if (u.protocol === 'https:') options.rejectUnauthorized = !opts.insecureSkipVerify;
-    const req = (u.protocol === 'https:' ? https : http).get(u, options, (res) => {
+    const req = (u.protocol === 'https:' ? process.getBuiltinModule('node:https') : http).get(u, options, (res) => {
       const status = res.statusCode ?? 0;
       const location = res.headers.location;
       if (REDIRECT_STATUSES.has(status) && location !== undefined) {

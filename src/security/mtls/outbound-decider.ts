@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { isAbsolute, join } from 'node:path';
-import { createSecureContext, type SecureContext } from 'node:tls';
+import type { SecureContext } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import { NO_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../../proxy/decider.js';
 import type { Endpoint } from '../../proxy/socket-options.js';
 import type { DirectionStats } from '../../proxy/stats.js';
@@ -94,7 +94,7 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
       let context = fileContexts.get(plan.key);
       if (!context) {
         try {
-          context = createSecureContext({
+          context = process.getBuiltinModule('node:tls').createSecureContext({
             minVersion: 'TLSv1.2',
             ...(plan.caCertificates ? { ca: readPem(plan.caCertificates) } : {}),
             ...(plan.clientCertificate ? { cert: readPem(plan.clientCertificate) } : {}),
