@@ -7,7 +7,8 @@ import type { Registry } from 'prom-client';
 import { scope as logScope, scopeLevels, setScopeLevel } from '../log/logger.js';
 import { ALL_SCOPES, LEVELS, SCOPE_NAMES, isLevel, isScope, type Level, type ScopeName } from '../log/levels.js';
 import { filterExposition, parseExposition, renderExposition } from '../metrics/exposition.js';
-import { PROMETHEUS_CONTENT_TYPE, closeServer, listenOnce, robustServer } from '../metrics/servers.js';
+import { PROMETHEUS_CONTENT_TYPE, closeServer, robustServer } from '../metrics/servers.js';
+import { listenOnce } from '../net/listen.js';
 import { DIRECTIONS, MTLS_FAILURE_REASONS, requestLabels, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
 
 const log = logScope('default');

@@ -18,7 +18,7 @@ import { Http2Handler } from '../proxy/http2/handler.js';
 import { byPreface } from '../proxy/http2/preface.js';
 import { adoptAccepted } from '../proxy/read-buffers.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
-import { listenerFd } from '../proxy/socket-options.js';
+import { listenOnce } from '../net/listen.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
@@ -149,27 +149,9 @@ class GatewayListener {
 
   /** `reusePort`: every worker binds the port (SO_REUSEPORT); the kernel spreads connections. */
   listen(host: string, reusePort: boolean): Promise<void> {
-    return new Promise((resolve) => {
-      const fail = (err: Error): void => {
-        this.error = err.message;
-        log.error(`gateway: cannot listen on port ${this.plan.port}: ${err.message}`);
-        resolve();
-      };
-      this.server.once('error', fail);
-      const bound = (): void => {
-        this.server.off('error', fail);
-        this.bound = true;
-        resolve();
-      };
-      if (!reusePort) {
-        this.server.listen({ host, port: this.plan.port, backlog: 1024, ipv6Only: false }, bound);
-        return;
-      }
-      try {
-        this.server.listen({ fd: listenerFd({ address: host, port: this.plan.port }, { reusePort }), backlog: 1024 }, bound);
-      } catch (err) {
-        fail(err as Error);
-      }
+    return listenOnce(this.server, this.plan.port, host, { reusePort }).then(() => { this.bound = true; }, (err: Error) => {
+      this.error = err.message;
+      log.error(`gateway: cannot listen on port ${this.plan.port}: ${err.message}`);
     });
   }
 

@@ -33,6 +33,7 @@ import { AgentError, type ErrorCode } from '../errors/agent-error.js';
 import type { CommandRunner } from '../exec/runner.js';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from './constants.js';
 import { normalizeAddress } from './save-parse.js';
+import { listenAll } from '../net/listen.js';
 
 type Identity = { readonly uid: number; readonly gid: number };
 
@@ -137,18 +138,8 @@ const fail = (message: string, code: ErrorCode = 'ERR_IPTABLES_VALIDATION'): Age
 
 /** Listens on every address (dual-stack where the kernel has IPv6, else IPv4 only). */
 function listen(port: number, onConnection: (s: Socket) => void): Promise<Server> {
-  const attempt = (host: string): Promise<Server> => new Promise((resolve, reject) => {
-    const server = createServer(onConnection);
-    server.once('error', reject);
-    server.listen({ port, host, ipv6Only: false }, () => {
-      server.off('error', reject);
-      resolve(server);
-    });
-  });
-  return attempt('::').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL') return attempt('0.0.0.0');
-    throw err;
-  }).catch((err: NodeJS.ErrnoException) => {
+  const server = createServer(onConnection);
+  return listenAll(server, port).then(() => server, (err: NodeJS.ErrnoException) => {
     throw fail(`--run-validation: cannot listen on port ${port} (${err.code ?? err.message})`
       + (err.code === 'EADDRINUSE' ? ': something already listens there (the proxy?); validation needs the port free' : ''));
   });

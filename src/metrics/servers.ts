@@ -4,6 +4,7 @@
 // always valid Prometheus text: one HELP/TYPE per family, samples of a family together, no series
 // twice; a part that fails or does not parse is left out and counted, the answer is still 200.
 import { isLoopbackAddress } from '../net/local-addresses.js';
+import { listenAll } from '../net/listen.js';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Registry } from './prom.js';
@@ -236,31 +237,6 @@ export function robustServer(handler: Handler, logger: ScopedLogger = log): Serv
   return server;
 }
 
-/** Listens on one address; rejects with the bind error (the server is left unbound). */
-export function listenOnce(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
-    server.once('error', onError);
-    server.listen({ port, host }, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-}
-
-/** Listens on `host`, or on `::` (both families) falling back to 0.0.0.0 when IPv6 is off. */
-export async function listenWithFallback(server: Server, port: number, host?: string): Promise<void> {
-  if (host !== undefined) return listenOnce(server, port, host);
-  try {
-    await listenOnce(server, port, '::');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== 'EAFNOSUPPORT' && code !== 'EADDRNOTAVAIL') throw err;
-    log.debug(`IPv6 is not available (${code}); listening on 0.0.0.0:${port}`);
-    await listenOnce(server, port, '0.0.0.0');
-  }
-}
-
 export function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
     if (!server.listening) {
@@ -274,7 +250,7 @@ export function closeServer(server: Server): Promise<void> {
 
 async function serve(name: string, server: Server, port: number, host: string | undefined): Promise<MetricsServer> {
   try {
-    await listenWithFallback(server, port, host);
+    await listenAll(server, port, host);
   } catch (err) {
     throw new Error(`${name}: cannot listen on ${host ?? '[::]'}:${port}: ${(err as Error).message}`, { cause: err });
   }

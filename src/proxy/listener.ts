@@ -19,7 +19,8 @@ import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS, type Http
 import { Http2Handler } from './http2/handler.js';
 import { http2Settings } from './http2/preface.js';
 import type { Http1Settings } from './http1/connection.js';
-import { listenerFd, originalDestination, type Endpoint } from './socket-options.js';
+import { originalDestination, type Endpoint } from './socket-options.js';
+import { listenOnce } from '../net/listen.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
 import { adoptAccepted, attachReader, detachReader, owned } from './read-buffers.js';
 import { relay } from './tcp/relay.js';
@@ -155,19 +156,7 @@ export class CaptureListener {
   }
 
   listen(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      const done = (): void => {
-        this.server.off('error', reject);
-        resolve();
-      };
-      if (this.o.transparent || this.o.reusePort) {
-        const fd = listenerFd({ address: this.o.host, port: this.o.port }, { transparent: this.o.transparent, reusePort: this.o.reusePort ?? false });
-        this.server.listen({ fd, backlog: 1024 }, done);
-      } else {
-        this.server.listen({ host: this.o.host, port: this.o.port, backlog: 1024, ipv6Only: false }, done);
-      }
-    });
+    return listenOnce(this.server, this.o.port, this.o.host, { transparent: this.o.transparent, reusePort: this.o.reusePort ?? false });
   }
 
   /** Stops accepting; established connections go on. */

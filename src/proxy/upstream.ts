@@ -2,10 +2,10 @@
 // outbound plainly (its uid is exempt from capture); inbound REDIRECT from 127.0.0.6 / ::6, which
 // the rules exempt; inbound TPROXY from the client's own address (IP_TRANSPARENT, marked).
 import { Agent, type AgentOptions } from 'node:http';
-import { Socket, connect, isIPv6, type OnReadOpts } from 'node:net';
+import { Socket, connect, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
-import { boundConnectFd, type Endpoint } from './socket-options.js';
+import { boundConnectFd, isV6Address, type Endpoint } from './socket-options.js';
 import type { DirectionStats } from './stats.js';
 
 
@@ -27,7 +27,7 @@ export type UpstreamMode =
 export function sourceFor(mode: UpstreamMode, dst: Endpoint, client: string | undefined): string | undefined {
   switch (mode.kind) {
     case 'direct': return undefined;
-    case 'passthrough': return isIPv6(dst.address) ? INBOUND_PASSTHROUGH_ADDR_V6 : INBOUND_PASSTHROUGH_ADDR_V4;
+    case 'passthrough': return isV6Address(dst.address) ? INBOUND_PASSTHROUGH_ADDR_V6 : INBOUND_PASSTHROUGH_ADDR_V4;
     case 'transparent': return client?.replace(/^::ffff:(?=\d+\.)/, '');
   }
 }
@@ -44,7 +44,7 @@ export interface UpstreamReading {
 export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: string | undefined, reading: UpstreamReading = {}): Socket {
   // Nagle off: a proxy forwards what it has at once (small writes must not wait for ACKs).
   if (mode.kind === 'direct' || source === undefined) return connect({ host: dst.address, port: dst.port, noDelay: true, ...reading });
-  if (mode.kind === 'passthrough' && !isIPv6(dst.address)) {
+  if (mode.kind === 'passthrough' && !isV6Address(dst.address)) {
     // 127.0.0.6 is a loopback address the kernel owns already: a plain bind works.
     return connect({ host: dst.address, port: dst.port, localAddress: source, noDelay: true, ...reading });
   }

@@ -194,7 +194,7 @@ export class AppProber {
   constructor(env: ProbeEnv) {
     this.#env = env;
     this.#destination = env.rewriteLegacyLocalhost ? 'localhost' : env.instanceIp || '127.0.0.1';
-    const family = isIP(env.instanceIp);
+    const family = env.instanceIp === '' ? 0 : isIP(env.instanceIp); // isIP('') compiles node's IPv6 pattern (~9 ms)
     const loopback = env.instanceIp.startsWith('127.') || env.instanceIp === '::1';
     this.#sourceForPodIp = family === 4 && !loopback ? INBOUND_PASSTHROUGH_ADDR_V4
       : family === 6 && !loopback && hasPassthroughV6() ? INBOUND_PASSTHROUGH_ADDR_V6 : undefined;

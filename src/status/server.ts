@@ -4,9 +4,10 @@
 //                                               the app's own probe, run by the agent (MESH_APP_PROBERS):
 //                                               200 when it passes, 500 with the failure, 404 if unknown
 // Plain HTTP, as Istio's status port. Text bodies end with a newline, as Go's http.Error writes them.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { scope } from '../log/logger.js';
+import { listenAll } from '../net/listen.js';
 import { parseAppProbers } from './app-probers.js';
 import { AppProber } from './probe.js';
 
@@ -48,23 +49,6 @@ function reply(res: ServerResponse, status: number, body: string): void {
     'content-length': Buffer.byteLength(body),
   });
   res.end(body);
-}
-
-/** Listens; '::' falls back to 0.0.0.0 on a host without IPv6. */
-function listen(server: Server, port: number, host: string | undefined): Promise<void> {
-  const attempt = (h: string): Promise<void> => new Promise((resolve, reject) => {
-    const onError = (err: Error): void => { server.removeListener('listening', onListening); reject(err); };
-    const onListening = (): void => { server.removeListener('error', onError); resolve(); };
-    server.once('error', onError);
-    server.once('listening', onListening);
-    server.listen({ port, host: h });
-  });
-  if (host !== undefined) return attempt(host);
-  return attempt('::').catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EAFNOSUPPORT' && err.code !== 'EADDRNOTAVAIL') throw err;
-    log.info('IPv6 is not available; the status server listens on 0.0.0.0 only');
-    return attempt('0.0.0.0');
-  });
 }
 
 /** Starts the status server; resolves once it listens. */
@@ -116,7 +100,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   });
 
   try {
-    await listen(server, options.port, options.host);
+    await listenAll(server, options.port, options.host);
   } catch (err) {
     prober.close();
     throw err;
