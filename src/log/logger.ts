@@ -1,7 +1,11 @@
-// One logger per scope, all writing through one pino instance. Configuration (levels, targets,
+// One logger per scope, all writing through one set of targets. Configuration (levels, targets,
 // JSON or text) can change at run time (`/logging` on the admin port) without callers re-fetching
-// their logger: `scope('dns')` returns a stable handle.
-import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
+// their logger: `scope('dns')` returns a stable handle. Lines are written synchronously, as they
+// are made: a line is never lost in a buffer when the process ends, and there are few (the hot
+// paths log at debug, off by default). No logging library: what one gave us (a JSON line, a level
+// filter, synchronous file descriptors) is a few lines here, and loading one cost ~10 ms per start.
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { usageError } from '../errors/agent-error.js';
 import {
   DEFAULT_OUTPUT_LEVEL, DEFAULT_STACKTRACE_LEVEL, SCOPE_NAMES, passes,
@@ -47,54 +51,94 @@ export interface ScopedLogger {
   v(n: number): boolean;
 }
 
-const PINO_LEVEL: Record<Level, pino.LevelWithSilent> = {
-  debug: 'debug', info: 'info', warn: 'warn', error: 'error', fatal: 'fatal', none: 'silent',
-};
-
 interface ScopeState {
   output: Level;
   stacktrace: Level;
   caller: boolean;
-  pino: PinoLogger;
 }
 
 let options: LogOptions = defaultLogOptions;
-let root: PinoLogger = createRoot(defaultLogOptions);
+/** Where lines go: the file descriptors of the targets. */
+let targetFds: readonly number[] = openTargets(defaultLogOptions);
 const states = new Map<ScopeName, ScopeState>();
 const handles = new Map<ScopeName, ScopedLogger>();
 
-/** Fans one formatted line out to every target. */
-function destinationFor(opts: LogOptions): DestinationStream {
-  const sinks = opts.targets.map((target) => {
-    const dest = target === 'stdout' ? 1 : target === 'stderr' ? 2 : target;
+/** stdout, stderr, or a file opened for appending (its folders made); a usage error if it cannot be. */
+function openTargets(opts: LogOptions): number[] {
+  return opts.targets.map((target) => {
+    if (target === 'stdout') return 1;
+    if (target === 'stderr') return 2;
     try {
-      return pino.destination({ dest, sync: true, mkdir: typeof dest === 'string', append: true });
+      mkdirSync(dirname(target), { recursive: true });
+      return openSync(target, 'a');
     } catch (err) {
       throw usageError(`--log_target: cannot open "${target}": ${(err as Error).message}`);
     }
   });
-  return {
-    write(line: string): void {
-      const out = opts.json ? line : formatTextLine(JSON.parse(line) as Record<string, unknown>);
-      for (const sink of sinks) sink.write(out);
-    },
-  };
 }
 
-function createRoot(opts: LogOptions): PinoLogger {
-  return pino({
-    level: 'debug',
-    base: undefined,
-    messageKey: 'msg',
-    timestamp: pino.stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  }, destinationFor(opts));
+const retryPause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * All of `line` to `fd`. stdout and stderr may be non-blocking pipes: a full one (EAGAIN) is
+ * waited out, a millisecond at a time. Any other failure (a closed pipe) drops the line: logging
+ * must never take the proxy down.
+ */
+function writeLine(fd: number, line: Buffer): void {
+  let at = 0;
+  while (at < line.length) {
+    try {
+      at += writeSync(fd, line, at);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      Atomics.wait(retryPause, 0, 0, 1);
+    }
+  }
+}
+
+/** A field's JSON; undefined for what JSON has no form for (undefined, functions), as JSON.stringify drops them. */
+function fieldJson(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch { // a cycle, a BigInt
+    return JSON.stringify(String(value));
+  }
+}
+
+/** The record as a JSON line: level, time, scope, the fields in their order, msg. */
+function jsonLine(level: string, time: string, name: ScopeName, msg: string, fields: Fields | undefined): string {
+  let line = `{"level":"${level}","time":"${time}","scope":"${name}"`;
+  if (fields) {
+    for (const key of Object.keys(fields)) {
+      const json = fieldJson(fields[key]);
+      if (json !== undefined) line += `,${JSON.stringify(key)}:${json}`;
+    }
+  }
+  return `${line},"msg":${JSON.stringify(msg)}}\n`;
+}
+
+function textLine(level: string, time: string, name: ScopeName, msg: string, fields: Fields | undefined): string {
+  const record: Fields = { level, time, scope: name };
+  if (fields) {
+    for (const key of Object.keys(fields)) {
+      const json = fieldJson(fields[key]);
+      if (json !== undefined) record[key] = JSON.parse(json) as unknown; // as the JSON line shows it
+    }
+  }
+  record['msg'] = msg;
+  return formatTextLine(record);
+}
+
+function write(level: Exclude<Level, 'none'>, name: ScopeName, msg: string, fields: Fields | undefined): void {
+  const time = new Date().toISOString();
+  const line = Buffer.from((options.json ? jsonLine : textLine)(level, time, name, msg, fields));
+  for (const fd of targetFds) writeLine(fd, line);
 }
 
 function stateOf(name: ScopeName): ScopeState {
   let state = states.get(name);
   if (!state) {
-    state = { output: DEFAULT_OUTPUT_LEVEL, stacktrace: DEFAULT_STACKTRACE_LEVEL, caller: false, pino: root };
+    state = { output: DEFAULT_OUTPUT_LEVEL, stacktrace: DEFAULT_STACKTRACE_LEVEL, caller: false };
     applyScope(name, state);
     states.set(name, state);
   }
@@ -105,7 +149,6 @@ function applyScope(name: ScopeName, state: ScopeState): void {
   state.output = options.outputLevels.get(name) ?? DEFAULT_OUTPUT_LEVEL;
   state.stacktrace = options.stacktraceLevels.get(name) ?? DEFAULT_STACKTRACE_LEVEL;
   state.caller = options.callerScopes.has(name);
-  state.pino = root.child({ scope: name }, { level: PINO_LEVEL[state.output] });
 }
 
 /**
@@ -125,16 +168,23 @@ function emit(name: ScopeName, level: Exclude<Level, 'none'>, msg: string, field
   if (passes(level, state.stacktrace)) {
     extra = { ...extra, stack: (new Error().stack ?? '').split('\n').slice(3).join('\n') };
   }
-  if (extra) state.pino[level](extra, msg);
-  else state.pino[level](msg);
+  write(level, name, msg, extra);
 }
 
 /** Applies new options to every scope; throws a usage error if a target cannot be opened. */
 export function configureLogging(next: LogOptions): void {
-  const nextRoot = createRoot(next);
+  const nextFds = openTargets(next);
+  const previous = targetFds;
   options = next;
-  root = nextRoot;
+  targetFds = nextFds;
+  for (const fd of previous) if (fd > 2 && !nextFds.includes(fd)) closeQuietly(fd);
   for (const [name, state] of states) applyScope(name, state);
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch { /* already closed */ }
 }
 
 /** Changes one scope's output level at run time. */
