@@ -22,6 +22,7 @@ import { PORTS } from '../config/ports.js';
 import { ConnectionBudget, connectionLimit, sharedCount } from '../proxy/connection-budget.js';
 import { fileDescriptorLimit } from '../proxy/fd-limit.js';
 import type { ProxyOptions } from '../proxy/options.js';
+import { releasePooled } from '../proxy/read-buffers.js';
 import { ProxyStats } from '../proxy/stats.js';
 import { startStatusServer } from '../status/server.js';
 import { WorkerPool } from './workers.js';
@@ -258,7 +259,7 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     dnsProxy = dns;
   }
   state = 'LIVE';
-  trimAfterBursts(); // for the process's life (its timer does not keep it alive)
+  trimAfterBursts(releasePooled); // for the process's life (its timer does not keep it alive)
   setImmediate(() => registerDefaultMetrics(agentMetrics.registry));
   const startupMs = performance.timeOrigin + performance.now() - startedAt;
   agentMetrics.setStartupDuration(startupMs / 1000);

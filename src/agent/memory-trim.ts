@@ -3,7 +3,12 @@
 // for later: measured, 8 parallel uploads of 50 MB left ~34 MiB of private memory resident for
 // good, while V8's heap and Buffers had grown by 5. So once the process is quiet again, it asks
 // malloc to hand its free pages back (malloc_trim(0): every thread's arena, not only this one's).
+// Before that, the caller lets go of what it keeps for the next burst (pooled write buffers), and a
+// full collection frees the Buffers that are garbage already: an idle process runs no collection of
+// its own, and their memory would stay until the next burst.
 // Under load it does nothing: trimming then would only mean faulting the same pages in again.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { koffi } from '../native/koffi.js';
 import { scope } from '../log/logger.js';
 
@@ -25,10 +30,23 @@ function loadTrim(): Trim | undefined {
   }
 }
 
-/** Starts the check (an unref'd timer); answers how to stop it. */
-export function trimAfterBursts(): () => void {
+/** V8's full collection: the flag exposes `gc` to the contexts made after it is set. */
+function loadFullGc(): (() => void) | undefined {
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as unknown;
+    return typeof gc === 'function' ? (gc as () => void) : undefined;
+  } catch (err) {
+    log.debug(`full collection not available: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** Starts the check (an unref'd timer); answers how to stop it. `release` drops what is kept for the next burst. */
+export function trimAfterBursts(release: () => void = () => undefined): () => void {
   const trim = loadTrim();
   if (!trim) return () => undefined;
+  let fullGc: (() => void) | undefined | null = null; // made at the first trim: a context costs ~2 ms
   let last = process.cpuUsage();
   /** CPU was spent since the last trim: there may be something to give back. */
   let busySince = false;
@@ -42,6 +60,9 @@ export function trimAfterBursts(): () => void {
     }
     if (!busySince) return;
     busySince = false;
+    release();
+    if (fullGc === null) fullGc = loadFullGc();
+    fullGc?.();
     trim(0);
   }, CHECK_EVERY_MS).unref();
   return () => clearInterval(timer);

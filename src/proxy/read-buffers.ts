@@ -129,6 +129,11 @@ export function givePooled(buf: Buffer): void {
   if (copies.length < MAX_POOLED_COPIES) copies.push(buf);
 }
 
+/** Lets the pooled buffers go (the process is quiet: the next burst makes new ones). */
+export function releasePooled(): void {
+  copies.length = 0;
+}
+
 /** Whether a read of `n` bytes filled the shared buffer (the direction is in bulk). */
 export function filledShared(bytes: Buffer): boolean {
   return bytes.length === SHARED_SIZE && isShared(bytes);
