@@ -17,8 +17,12 @@ const OWN_SIZE = 256 * 1024;
 /** Own buffers alive at once per thread (each relay direction in bulk holds one until it closes). */
 const MAX_OWN = 32;
 
-/** Read into by every adopted socket of this thread; never referenced past a reader's call. */
-const shared = Buffer.allocUnsafeSlow(SHARED_SIZE);
+/**
+ * Read into by every adopted socket of this thread and by the HTTP/1 upstream connections
+ * (upstream-pool.ts); never referenced past a reader's call.
+ */
+export const sharedReadBuffer = Buffer.allocUnsafeSlow(SHARED_SIZE);
+const shared = sharedReadBuffer;
 let ownAlive = 0;
 /** Copies of shared views on their way out, given back by their write's callback. */
 const copies: Buffer[] = [];
@@ -100,7 +104,7 @@ export function isShared(bytes: Buffer): boolean {
 
 /** `bytes`, copied if it is a view of the shared read buffer. */
 export function owned(bytes: Buffer): Buffer {
-  return bytes.buffer === shared.buffer ? Buffer.from(bytes) : bytes;
+  return isShared(bytes) ? Buffer.from(bytes) : bytes;
 }
 
 /**
@@ -108,7 +112,7 @@ export function owned(bytes: Buffer): Buffer {
  * once written. Answers what `write` answers (false: wait for 'drain').
  */
 export function writeCopy(to: Socket, bytes: Buffer, done?: () => void): boolean {
-  if (bytes.buffer !== shared.buffer) return done ? to.write(bytes, done) : to.write(bytes);
+  if (!isShared(bytes)) return done ? to.write(bytes, done) : to.write(bytes);
   const copy = takePooled();
   bytes.copy(copy);
   return to.write(copy.subarray(0, bytes.length), () => {

@@ -21,7 +21,7 @@ import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstre
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
 import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
-import { attachReader, detachReader, givePooled, isShared, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
+import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
 import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
@@ -247,7 +247,7 @@ export class Connection {
     this.input = this.input === undefined ? chunk : Buffer.concat([this.input, chunk]);
     this.pump();
     // A read into the shared buffer (read-buffers.ts): what waits for the next turn is copied out.
-    if (this.input !== undefined && isShared(this.input)) this.input = Buffer.from(this.input);
+    if (this.input !== undefined) this.input = owned(this.input);
     this.settle();
   };
 

@@ -4,6 +4,7 @@
 // any other answer keeps the connection HTTP, each later request judged on its own.
 import type { Socket } from 'node:net';
 import type { UpstreamConnection } from './upstream-pool.js';
+import { writeCopy } from '../read-buffers.js';
 import { forwardReads } from '../tcp/relay.js';
 
 /**
@@ -30,7 +31,7 @@ export function runTunnel(client: Socket, up: UpstreamConnection, clientBytes: B
   };
   let upstreamClosed = false;
   up.carryRaw({
-    onData: (bytes) => client.write(Buffer.from(bytes)), // the read buffer is shared: copied
+    onData: (bytes) => writeCopy(client, bytes), // a view of the shared read buffer: written from a pooled copy
     onEnd: () => client.end(),
     onClose: (err) => {
       close(err);

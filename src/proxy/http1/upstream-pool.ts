@@ -10,9 +10,13 @@ import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { connectTls, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
+import { sharedReadBuffer } from '../read-buffers.js';
 
-/** Every upstream read lands here. Handlers run synchronously and copy what they keep before the next read. */
-const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+/**
+ * Every upstream read lands in the thread's shared read buffer (read-buffers.ts), as the downstream
+ * reads do. Handlers run synchronously and copy what they keep before the next read.
+ */
+const READ_BUFFER = sharedReadBuffer;
 
 /** What the pool keeps at most idle per destination (and source address). */
 export const MAX_IDLE_PER_KEY = 1024;
