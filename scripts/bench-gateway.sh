@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # `make bench`, the ingress gateway: the same keep-alive HTTP load (wrk), every request carrying
-# Istio's sample token (groups-scope.jwt, RS256), in one run, two ways:
+# Istio's sample token (groups-scope.jwt, RS256), in one run, three ways:
 #   nginx   : nginx (worker_processes 1) as a reverse proxy, passing the requests on (no JWT check);
+#   floor   : scripts/node-floor-relay.mjs, bytes copied between connection pairs by Node with no
+#             HTTP at all: what Node itself costs per request, the floor of any proxy on Node;
 #   gateway : `pilot-agent proxy router` validating the JWT (RequestAuthentication), matching the
 #             VirtualService rule on `@request.auth.claims.groups` and routing;
-# both to the same upstream, nginx serving a 1 KiB file. All in one network namespace made here
+# all to the same upstream, nginx serving a 1 KiB file. Each one's CPU per request is printed split
+# into kernel (system calls and the network stack run in them) and user time. All in one network namespace made here
 # (removed on exit); with 2+ CPUs the proxy under test gets CPU 1, wrk and the upstream CPU 0.
 # The access logs are off on both sides (nginx `access_log off`, mesh config `accessLogFile: ""`).
 #   scripts/bench-gateway.sh          (needs root; without it, says so and exits 0)
 # Environment: PILOT_AGENT_BIN, BENCH_ROUNDS (3), BENCH_DURATION (5), BENCH_WARMUP (1),
 # BENCH_CONNECTIONS (32), BENCH_THREADS (1), BENCH_PIN (1), BENCH_CONCURRENCY (the gateway's --concurrency, 1),
-# BENCH_GATEWAY_NODE_ARGS (node flags for the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+# BENCH_GATEWAY_NODE_ARGS (node flags for the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
+# BENCH_PROFILE (1; 0 = no profile: after the measurements, the gateway is profiled under the same load).
 # Target, reported: gateway >= nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,22 +51,34 @@ nginx_worker=$worker
 echo 'mesh="ingressgateway"' > "$work/gw/etc/mesh/pod/labels"
 echo 'accessLogFile: ""' > "$work/gw/etc/mesh/config/mesh"
 gateway_resources 8000 /1k 127.0.0.1 8080 "jwks: '$(tr -d '\n' < "$jwt_dir/jwks.json")'" > "$work/gw/etc/mesh/resources/gateway.yaml"
-cd "$work/gw" # the gateway reads ./etc/mesh/... from its working directory
-# As users run it (the node flags of its first line); with BENCH_GATEWAY_NODE_ARGS through node.
-run=("$agent")
-# shellcheck disable=SC2046,SC2086,SC2206,SC2207 # node flags, split on spaces
-[ -z "${BENCH_GATEWAY_NODE_ARGS:-}" ] || run=("$node" $(shebang_flags "$agent") ${BENCH_GATEWAY_NODE_ARGS} "$agent")
-env POD_NAMESPACE=mesh-system ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} \
-  "${run[@]}" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr > "$work/gateway.log" 2>&1 &
-gateway=$!
-pids+=("$gateway")
-cd - > /dev/null
-if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
-  echo "bench-gateway: the gateway did not become ready:" >&2
-  cat "$work/gateway.log" >&2
-  exit 1
-fi
+# start_gateway [ENV...] [RUN...]: `RUN proxy router` in the namespace on the proxy's CPU, from the
+# gateway's directory (it reads ./etc/mesh/...), through `env POD_NAMESPACE=mesh-system ENV...`;
+# RUN is bin/pilot-agent as users run it (the node flags of its first line) unless given. Waits until
+# it is ready; sets $gateway (the node process: env, ip netns exec and taskset exec in turn).
+start_gateway() {
+  local envs=() run=()
+  while [ $# -gt 0 ] && [[ $1 == *=* ]]; do envs+=("$1"); shift; done
+  run=("$@")
+  [ ${#run[@]} -gt 0 ] || run=("$agent")
+  (cd "$work/gw" && exec env POD_NAMESPACE=mesh-system ${envs[@]+"${envs[@]}"} ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} \
+    "${run[@]}" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr >> "$work/gateway.log" 2>&1) &
+  gateway=$!
+  pids+=("$gateway")
+  if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
+    echo "bench-gateway: the gateway did not become ready:" >&2
+    cat "$work/gateway.log" >&2
+    exit 1
+  fi
+}
+# With BENCH_GATEWAY_NODE_ARGS: through node, with those flags after the ones of its first line.
+# shellcheck disable=SC2046,SC2086 # node flags, split on spaces
+if [ -n "${BENCH_GATEWAY_NODE_ARGS:-}" ]; then start_gateway "$node" $(shebang_flags "$agent") ${BENCH_GATEWAY_NODE_ARGS} "$agent"; else start_gateway; fi
 wait_port "$ns" 127.0.0.1 8001
+# shellcheck disable=SC2046 # node flags, split on spaces
+ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} "$node" $(shebang_flags "$agent") "$PWD/scripts/node-floor-relay.mjs" 8002 8080 &
+floor=$!
+pids+=("$floor")
+wait_port "$ns" 127.0.0.1 8002
 token=$(cat "$jwt_dir/groups-scope.jwt")
 check=$(ip netns exec "$ns" "$node" -e "fetch('http://127.0.0.1:8000/1k.html', { headers: { authorization: 'Bearer $token' } }).then((r) => console.log(r.status), (e) => console.log(e.message))")
 if [ "$check" != 200 ]; then
@@ -70,13 +86,12 @@ if [ "$check" != 200 ]; then
   cat "$work/gateway.log" >&2
   exit 1
 fi
-# env, ip netns exec and taskset exec in turn: $gateway is the node process itself.
 
 # ---- measurements
-declare -A url_of=([nginx]=http://127.0.0.1:8001/1k.html [gateway]=http://127.0.0.1:8000/1k.html)
-declare -A proxy_of=([nginx]=$nginx_worker [gateway]=$gateway)
-declare -A rps p50 p99 errs sent cpu_ticks cpu_ns
-setups=(nginx gateway)
+declare -A url_of=([nginx]=http://127.0.0.1:8001/1k.html [floor]=http://127.0.0.1:8002/1k.html [gateway]=http://127.0.0.1:8000/1k.html)
+declare -A proxy_of=([nginx]=$nginx_worker [floor]=$floor [gateway]=$gateway)
+declare -A rps p50 p99 errs sent cpu_ticks sys_ticks cpu_ns
+setups=(nginx floor gateway)
 run_wrk() { # setup
   local s=$1
   local wrk=(ip netns exec "$ns" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" -H "Authorization: Bearer $token")
@@ -97,9 +112,9 @@ counters=$(ip netns exec "$ns" "$agent" request GET stats 2>/dev/null | grep -E 
 
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring"
-row() { printf '%-34s %9s %8s %8s %10s\n' "$@"; }
+row() { printf '%-40s %9s %8s %8s %10s\n' "$@"; }
 row setup req/s "p50 ms" "p99 ms" "proxy CPU"
-declare -A label=([nginx]='nginx, 1 worker (no JWT check)' [gateway]='gateway (JWT + claim route)')
+declare -A label=([nginx]='nginx, 1 worker (no JWT check)' [floor]='node floor: a byte relay (no HTTP)' [gateway]='gateway (JWT + claim route)')
 # shellcheck disable=SC2086 # the per-round lists split on spaces
 for s in "${setups[@]}"; do
   row "${label[$s]}" "$(printf '%.0f' "$(median ${rps[$s]})")" "$(printf '%.2f' "$(median ${p50[$s]})")" \
@@ -109,6 +124,27 @@ done
 r_nginx=$(median $round_ratio)
 printf 'throughput gateway/nginx  %6sx  (median of per-round ratios)  target >= 1.00: %s\n' "$r_nginx" \
   "$(awk -v r="$r_nginx" 'BEGIN { print (r >= 1) ? "met" : "MISSED" }')"
+for s in "${setups[@]}"; do
+  printf 'CPU per request, %-8s %6s us = %s\n' "$s" "$(cpu_us_per_request "$s")" "$(cpu_split_per_request "$s")"
+done
+echo '(the floor is Node alone; the gateway minus the floor is its HTTP/1.1 engine, policy and routing)'
 printf 'gateway RSS %s MiB; its counters: %s\n' "$gw_rss" "${counters:-?}"
 error_notes "${setups[@]}"
+
+# ---- where the time goes: a CPU profile of the gateway (unbundled, so that functions are named by
+# their source files) under the same load for BENCH_DURATION s, summarized by scripts/profile-summary.mjs
+if [ "${BENCH_PROFILE:-1}" != 0 ]; then
+  stop_pids "$gateway"
+  forget "$gateway"
+  mkdir -p "$work/prof"
+  # shellcheck disable=SC2046 # node flags, split on spaces
+  start_gateway PILOT_AGENT_UNBUNDLED=1 "$node" $(shebang_flags "$agent") --cpu-prof --cpu-prof-dir="$work/prof" "$agent"
+  ip netns exec "$ns" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" -H "Authorization: Bearer $token" -d"${duration}s" "${url_of[gateway]}" > /dev/null
+  ip netns exec "$ns" "$agent" request POST quitquitquit > /dev/null 2>&1 || true
+  stop_pids "$gateway"
+  forget "$gateway"
+  echo
+  echo "== where the gateway's CPU goes under that load (node --cpu-prof; socket calls are kernel time)"
+  for f in "$work"/prof/*.cpuprofile; do node scripts/profile-summary.mjs "$f" --top 15; done
+fi
 exit 0

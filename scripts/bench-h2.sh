@@ -118,7 +118,7 @@ if [ "${grpc_check[direct]}" != ok ]; then
 fi
 
 # ---- measurements: setups are WORKLOAD-PATH
-declare -A rps p50 p99 errs sent cpu_ticks cpu_ns ratios
+declare -A rps p50 p99 errs sent cpu_ticks sys_ticks cpu_ns ratios
 workloads=(http grpc)
 setups=()
 for w in "${workloads[@]}"; do for p in "${paths[@]}"; do setups+=("$w-$p"); done; done

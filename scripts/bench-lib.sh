@@ -35,6 +35,7 @@ wait_port() { # ns host port: until a TCP connect succeeds (10 s)
   return 1
 }
 ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; } # utime + stime
+sys_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $13 }'; } # stime: system calls, and the network stack they run
 rss_mib() { awk -v f="${2:-VmRSS}" '$1 == f ":" { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 now_ns() { date +%s%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -152,21 +153,31 @@ error_notes() {
 
 # measure SETUP PID CMD...: runs CMD, its stdout into $out; adds PID's CPU time (none if PID is empty)
 # and the wall time to the caller's cpu_ticks[SETUP] and cpu_ns[SETUP].
+# Of that CPU time, the kernel's share (stime) goes to sys_ticks[SETUP].
 measure() {
-  local s=$1 pid=$2 c0=0 c1=0 t0 t1
+  local s=$1 pid=$2 c0=0 c1=0 k0=0 k1=0 t0 t1
   shift 2
-  [ -z "$pid" ] || c0=$(ticks "$pid")
+  [ -z "$pid" ] || { c0=$(ticks "$pid"); k0=$(sys_ticks "$pid"); }
   t0=$(now_ns)
   out=$("$@")
   t1=$(now_ns)
-  [ -z "$pid" ] || c1=$(ticks "$pid")
+  [ -z "$pid" ] || { c1=$(ticks "$pid"); k1=$(sys_ticks "$pid"); }
   cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
   cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
+  sys_ticks[$s]=$(( ${sys_ticks[$s]:-0} + k1 - k0 ))
 }
 core_pct() { awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; } # TICKS NS
 cpu_pct() { core_pct "${cpu_ticks[$1]}" "${cpu_ns[$1]}"; } # SETUP: what measure counted, as % of one core
 # SETUP: the proxy's CPU time per request over the measured runs (what measure counted / sent), in µs.
-cpu_us_per_request() { awk -v c="${cpu_ticks[$1]}" -v hz="$(getconf CLK_TCK)" -v n="${sent[$1]}" 'BEGIN { if (n > 0) printf "%.1f", c / hz / n * 1e6; else print "n/a" }'; }
+cpu_us_per_request() { us_per_request "${cpu_ticks[$1]}" "${sent[$1]}"; }
+us_per_request() { awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", c / hz / n * 1e6; else print "n/a" }'; } # TICKS REQUESTS
+# SETUP: that CPU time per request split where it ran: "K kernel + U user" (µs). The kernel's share is
+# the system calls and, on loopback and veth, the receiving side's network stack run in them; the
+# user share is node (V8, libuv, OpenSSL) and our code, or nginx's.
+cpu_split_per_request() {
+  printf '%s kernel + %s user' "$(us_per_request "${sys_ticks[$1]:-0}" "${sent[$1]}")" \
+    "$(us_per_request "$(( ${cpu_ticks[$1]} - ${sys_ticks[$1]:-0} ))" "${sent[$1]}")"
+}
 
 verdict() { if [ "$1" = 1 ]; then echo "met"; else echo "MISSED"; fi; }
 
@@ -269,11 +280,7 @@ start_sidecar() {
   # shellcheck disable=SC2046,SC2086,SC2206,SC2207 # flags, split on spaces
   [ -z "${BENCH_SIDECAR_NODE_ARGS:-}" ] || run=("$node" $(shebang_flags "$agent") ${BENCH_SIDECAR_NODE_ARGS} "$agent")
   [ "${BENCH_CONCURRENCY:-1}" = default ] || conc=(--concurrency "${BENCH_CONCURRENCY:-1}")
-  if ! ip netns exec "$ns" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$log" 2>&1; then
-    echo "$bench_name: the capture rules failed in $ns:" >&2
-    cat "$log" >&2
-    exit 1
-  fi
+  apply_capture "$ns" "$log"
   ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups -- \
     env "$@" "${run[@]}" proxy ${conc[@]+"${conc[@]}"} --log_target stderr >> "$log" 2>&1 &
   started=$!
@@ -281,6 +288,15 @@ start_sidecar() {
   if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
     echo "$bench_name: the sidecar in $ns did not become ready:" >&2
     cat "$log" >&2
+    exit 1
+  fi
+}
+# apply_capture NS LOG: the sidecar's capture rules in NS (`pilot-agent mesh-iptables`, every port
+# both ways, the agent's own ports excluded), its output into LOG; exits 1 if they fail.
+apply_capture() {
+  if ! ip netns exec "$1" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 > "$2" 2>&1; then
+    echo "$bench_name: the capture rules failed in $1:" >&2
+    cat "$2" >&2
     exit 1
   fi
 }

@@ -39,7 +39,6 @@ threads=${BENCH_THREADS:-1}
 target=0.85
 
 bench_preamble bench-mtls
-hz=$(getconf CLK_TCK)
 
 # ---- namespaces: one veth pair, one /24; each pod's default route is the other end
 client="pa-bench-mtls-client-$$"
@@ -156,19 +155,24 @@ fi
 
 # ---- measurements
 declare -A url_of=([mtls]=http://198.19.6.3:8080/1k.html [plaintext]=http://198.19.6.3:8090/1k.html)
-declare -A rps p50 p99 errs cpu_client cpu_server cpu_ns sent
+# cpu_client, cpu_server: each sidecar's CPU ticks; cpu_ticks and sys_ticks: both sidecars', all and kernel.
+declare -A rps p50 p99 errs cpu_client cpu_server cpu_ticks sys_ticks cpu_ns sent
 setups=(plaintext mtls)
 run_wrk() { # setup
-  local s=$1 out t0 t1 cc0 cc1 cs0 cs1
+  local s=$1 out t0 t1 cc0 cc1 cs0 cs1 k0 k1
   local wrk=(ip netns exec "$client" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
   "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
   cc0=$(ticks "${sidecar_of[client]}") cs0=$(ticks "${sidecar_of[server]}")
+  k0=$(( $(sys_ticks "${sidecar_of[client]}") + $(sys_ticks "${sidecar_of[server]}") ))
   t0=$(now_ns)
   out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
   t1=$(now_ns)
   cc1=$(ticks "${sidecar_of[client]}") cs1=$(ticks "${sidecar_of[server]}")
+  k1=$(( $(sys_ticks "${sidecar_of[client]}") + $(sys_ticks "${sidecar_of[server]}") ))
   cpu_client[$s]=$(( ${cpu_client[$s]:-0} + cc1 - cc0 ))
   cpu_server[$s]=$(( ${cpu_server[$s]:-0} + cs1 - cs0 ))
+  cpu_ticks[$s]=$(( ${cpu_client[$s]} + ${cpu_server[$s]} ))
+  sys_ticks[$s]=$(( ${sys_ticks[$s]:-0} + k1 - k0 ))
   cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
   record_wrk "$s" "$out"
 }
@@ -204,11 +208,9 @@ row "mTLS (:8080, ISTIO_MUTUAL)" "${m_rps[mtls]}" "${m_p50[mtls]}" "${m_p99[mtls
 echo
 printf 'throughput mTLS/plaintext  %6sx    (median of per-round ratios)  target >= %s (at most 15%% cost): %s\n' "$r_mtls" "$target" \
   "$(verdict "$(awk -v r="$r_mtls" -v t="$target" 'BEGIN { print (r >= t) }')")"
-per_rq() { # setup: CPU µs of both sidecars per request wrk completed, over the measured runs
-  awk -v c=$(( ${cpu_client[$1]} + ${cpu_server[$1]} )) -v hz="$hz" -v n="${sent[$1]}" 'BEGIN { if (n > 0) printf "%.0f", 1e6 * c / hz / n; else print "?" }'
-}
-printf 'sidecar CPU per request    plaintext %s us, mTLS %s us (client + server; less sensitive to a busy host than req/s)\n' \
-  "$(per_rq plaintext)" "$(per_rq mtls)"
+printf 'sidecar CPU per request    plaintext %s us = %s, mTLS %s us = %s\n' \
+  "$(cpu_us_per_request plaintext)" "$(cpu_split_per_request plaintext)" "$(cpu_us_per_request mtls)" "$(cpu_split_per_request mtls)"
+echo '                           (client + server, per request wrk completed; less sensitive to a busy host than req/s)'
 printf 'server sidecar mTLS handshakes while measuring: %s (wrk: %s connections x %s runs incl. warm-ups; pooled upstream connections are reused)\n' \
   "$( [[ "$hs_before$hs_after" =~ ^[0-9]+$ ]] && echo $((hs_after - hs_before)) || echo '?')" "$conns" "$((2 * rounds))"
 printf 'wrk sent %s requests over mTLS, %s in plaintext (+ warm-ups)\n' "${sent[mtls]}" "${sent[plaintext]}"

@@ -9,6 +9,11 @@
 #             wrk (uid 0) -> the peer, captured to 15001;
 #   sidecar-c1: the same from a second pod whose sidecar runs --concurrency 1 (equal cores: one
 #             worker, like the one nginx worker);
+#   nginx-captured: nginx in the sidecar's place, for reference: a third pod with the same capture
+#             rules, nginx running as uid 1337 on 15001 and passing every captured request to the
+#             peer (it cannot read the original destination; there is only one). The sidecar pays
+#             the capture (NAT and connection tracking on every packet), the plain nginx does not;
+#             this one does, as the sidecar does.
 # and raw TCP throughput (N MiB one way to a sink in the peer), direct and through the sidecar.
 # Then (BENCH_PROFILE=1, the default) a CPU profile of the --concurrency 1 sidecar under the same load
 # for BENCH_DURATION s, summarized by scripts/profile-summary.mjs (the unbundled build, so that the
@@ -22,6 +27,7 @@
 # Topology (made here, removed on exit, failure or Ctrl-C; processes ended by their own PIDs):
 #   plain pod 198.19.3.2 --veth-- 198.19.3.1 peer 198.19.2.1 --veth-- 198.19.2.2 captured pod (default)
 #                                            peer 198.19.5.1 --veth-- 198.19.5.2 captured pod (c1)
+#                                            peer 198.19.7.1 --veth-- 198.19.7.2 captured pod (nginx)
 #
 #   scripts/bench-proxy.sh          (needs root; without it, says so and exits 0)
 # Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
@@ -47,18 +53,22 @@ bench_preamble bench-proxy
 # ---- namespaces
 pod="pa-bench-pod-$$"     # captured: rules + sidecar (default settings)
 pod1="pa-bench-pod1-$$"   # captured: rules + sidecar --concurrency 1
+pod2="pa-bench-pod2-$$"   # captured: rules + nginx as uid 1337 on 15001
 plain="pa-bench-plain-$$" # no rules: direct and nginx
 peer="pa-bench-peer-$$"
-bench_setup bench-proxy "$pod" "$pod1" "$plain" "$peer"
+bench_setup bench-proxy "$pod" "$pod1" "$pod2" "$plain" "$peer"
 veth_link "$pod" pod0 198.19.2.2 "$peer" peer0 198.19.2.1
 veth_link "$plain" plain0 198.19.3.2 "$peer" peer1 198.19.3.1
 veth_link "$pod1" pod0 198.19.5.2 "$peer" peer2 198.19.5.1
+veth_link "$pod2" pod0 198.19.7.2 "$peer" peer3 198.19.7.1
 
 # ---- configuration files
-mkdir -p "$work/www" "$work/peer" "$work/proxy"
+mkdir -p "$work/www" "$work/peer" "$work/proxy" "$work/proxy-captured"
+chmod 777 "$work/proxy-captured" # its nginx runs as 1337
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
 nginx_static_conf "$work/peer" 8080
 nginx_proxy_conf "$work/proxy" 127.0.0.1:8000 198.19.3.1:8080
+nginx_proxy_conf "$work/proxy-captured" 15001 198.19.7.1:8080
 cat > "$work/sink.cjs" <<'EOF'
 // Counts what each connection sends; at its end, answers the count and closes.
 require('net').createServer({ allowHalfOpen: true }, (s) => {
@@ -98,6 +108,10 @@ nginx_worker=$worker
 wait_port "$peer" 198.19.2.1 8080
 wait_port "$peer" 198.19.2.1 8081
 wait_port "$plain" 127.0.0.1 8000
+apply_capture "$pod2" "$work/capture-nginx.log"
+start_nginx "$pod2" "$work/proxy-captured" ${pin_proxy[@]+"${pin_proxy[@]}"} setpriv --reuid=1337 --regid=1337 --clear-groups --
+nginx_captured_worker=$worker
+wait_port "$pod2" 127.0.0.1 15001
 
 BENCH_CONCURRENCY=default start_sidecar "$pod" "$work/sidecar.log"
 sidecar=$started
@@ -106,12 +120,12 @@ sidecar_c1=$started
 workers=$(grep -o 'in [0-9]* worker(s)' "$work/sidecar.log" | head -1 | grep -o '[0-9]*')
 
 # ---- measurements
-declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod [sidecar-c1]=$pod1)
+declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod [sidecar-c1]=$pod1 [nginx-captured]=$pod2)
 declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.0.1:8000/1k.html
-  [sidecar]=http://198.19.2.1:8080/1k.html [sidecar-c1]=http://198.19.5.1:8080/1k.html)
-declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar [sidecar-c1]=$sidecar_c1)
-declare -A rps p50 p99 errs cpu_ticks cpu_ns tcp sent
-setups=(direct nginx sidecar sidecar-c1)
+  [sidecar]=http://198.19.2.1:8080/1k.html [sidecar-c1]=http://198.19.5.1:8080/1k.html [nginx-captured]=http://198.19.7.1:8080/1k.html)
+declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar [sidecar-c1]=$sidecar_c1 [nginx-captured]=$nginx_captured_worker)
+declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns tcp sent
+setups=(direct nginx sidecar sidecar-c1 nginx-captured)
 run_wrk() { # setup
   local s=$1
   local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
@@ -135,6 +149,7 @@ for ((r = 1; r <= rounds; r++)); do
     round_ratio[$s]+="$(ratio "$(last "${rps[$s]}")" "$(last "${rps[nginx]}")") "
     round_dp99[$s]+="$(awk -v a="$(last "${p99[$s]}")" -v b="$(last "${p99[nginx]}")" 'BEGIN { print a - b }') "
   done
+  round_ratio[captured]+="$(ratio "$(last "${rps[sidecar-c1]}")" "$(last "${rps[nginx-captured]}")") "
   printf '   round %d: %s sidecar/nginx %sx, sidecar-c1/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" \
     "$(last "${round_ratio[sidecar]}")" "$(last "${round_ratio[sidecar-c1]}")"
 done
@@ -151,8 +166,8 @@ stop_sidecar "$pod1" "$sidecar_c1"
 # ---- the table
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
-# shellcheck disable=SC2086
 declare -A r_nginx dp99
+# shellcheck disable=SC2086 # the per-round lists split on spaces
 for s in sidecar sidecar-c1; do r_nginx[$s]=$(median ${round_ratio[$s]}); dp99[$s]=$(printf '%+.2f' "$(median ${round_dp99[$s]})"); done
 rss_ok=$(awk -v a="$sidecar_rss" -v b="$sidecar_rss_tcp" 'BEGIN { print (a * 1.048576 <= 80 && b * 1.048576 <= 80) }')
 tcp_direct=n/a tcp_sidecar=n/a
@@ -166,12 +181,18 @@ row "direct (no proxy)" "${m_rps[direct]}" "${m_p50[direct]}" "${m_p99[direct]}"
 row "nginx, 1 worker, in the pod" "${m_rps[nginx]}" "${m_p50[nginx]}" "${m_p99[nginx]}" "$(cpu_pct nginx)" "$nginx_rss MiB"
 row "sidecar, default settings" "${m_rps[sidecar]}" "${m_p50[sidecar]}" "${m_p99[sidecar]}" "$(cpu_pct sidecar)" "$sidecar_rss MiB"
 row "sidecar, --concurrency 1" "${m_rps[sidecar-c1]}" "${m_p50[sidecar-c1]}" "${m_p99[sidecar-c1]}" "$(cpu_pct sidecar-c1)" "$sidecar_c1_rss MiB"
+row "nginx in the sidecar's place" "${m_rps[nginx-captured]}" "${m_p50[nginx-captured]}" "${m_p99[nginx-captured]}" "$(cpu_pct nginx-captured)" -
 echo
 for s in sidecar sidecar-c1; do
   printf '%-11s throughput/nginx %6sx    (median of per-round ratios)  target >= 1.00: %s\n' "$s" "${r_nginx[$s]}" "$(verdict "$(awk -v r="${r_nginx[$s]}" 'BEGIN { print (r >= 1) }')")"
   printf '%-11s p99 - nginx      %6s ms  (median of per-round differences)  target <= 1 ms: %s\n' "$s" "${dp99[$s]}" "$(verdict "$(awk -v d="${dp99[$s]}" 'BEGIN { print (d <= 1) }')")"
-  printf '%-11s CPU per request  %6s us  (nginx: %s us)\n' "$s" "$(cpu_us_per_request "$s")" "$(cpu_us_per_request nginx)"
+  printf '%-11s CPU per request  %6s us  = %s  (nginx: %s us = %s)\n' "$s" "$(cpu_us_per_request "$s")" "$(cpu_split_per_request "$s")" \
+    "$(cpu_us_per_request nginx)" "$(cpu_split_per_request nginx)"
 done
+# shellcheck disable=SC2086
+printf 'nginx in the sidecar'"'"'s place: CPU per request %s us = %s; sidecar-c1/it %sx (median of per-round ratios)\n' \
+  "$(cpu_us_per_request nginx-captured)" "$(cpu_split_per_request nginx-captured)" "$(median ${round_ratio[captured]})"
+echo '                           (the capture'"'"'s NAT and connection tracking are its kernel time above the plain nginx'"'"'s)'
 printf 'throughput sidecar/direct  %6sx\n' "$(ratio "${m_rps[sidecar]}" "${m_rps[direct]}")"
 printf 'sidecar RSS                %6s MiB after HTTP, %s MiB after TCP   target after a load <= 80 MB: %s\n' "$sidecar_rss" "$sidecar_rss_tcp" "$(verdict "$rss_ok")"
 printf '                           (after TCP: %s MiB private/anon + %s MiB file-backed, mostly the node binary, shared)\n' "$sidecar_anon" "$sidecar_file"
