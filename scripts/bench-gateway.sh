@@ -7,8 +7,9 @@
 #   gateway : `pilot-agent proxy router` validating the JWT (RequestAuthentication), matching the
 #             VirtualService rule on `@request.auth.claims.groups` and routing;
 # all to the same upstream, nginx serving a 1 KiB file. Each one's CPU per request is printed split
-# into kernel (system calls and the network stack run in them) and user time. All in one network namespace made here
-# (removed on exit); with 2+ CPUs the proxy under test gets CPU 1, wrk and the upstream CPU 0.
+# into kernel (system calls and the network stack run in them) and user time. All in one network
+# namespace made here (removed on exit); with 2+ CPUs the proxy under test gets CPU 1, wrk and the
+# upstream CPU 0.
 # The access logs are off on both sides (nginx `access_log off`, mesh config `accessLogFile: ""`).
 #   scripts/bench-gateway.sh          (needs root; without it, says so and exits 0)
 # Environment: PILOT_AGENT_BIN, BENCH_ROUNDS (3), BENCH_DURATION (5), BENCH_WARMUP (1),
