@@ -35,7 +35,7 @@ wait_port() { # ns host port: until a TCP connect succeeds (10 s)
   return 1
 }
 ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; } # utime + stime
-sys_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $13 }'; } # stime: system calls, and the network stack they run
+stime_of() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $13 }'; } # stime: system calls, and the network stack they run
 rss_mib() { awk -v f="${2:-VmRSS}" '$1 == f ":" { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 now_ns() { date +%s%N; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -157,11 +157,11 @@ error_notes() {
 measure() {
   local s=$1 pid=$2 c0=0 c1=0 k0=0 k1=0 t0 t1
   shift 2
-  [ -z "$pid" ] || { c0=$(ticks "$pid"); k0=$(sys_ticks "$pid"); }
+  [ -z "$pid" ] || { c0=$(ticks "$pid"); k0=$(stime_of "$pid"); }
   t0=$(now_ns)
   out=$("$@")
   t1=$(now_ns)
-  [ -z "$pid" ] || { c1=$(ticks "$pid"); k1=$(sys_ticks "$pid"); }
+  [ -z "$pid" ] || { c1=$(ticks "$pid"); k1=$(stime_of "$pid"); }
   cpu_ticks[$s]=$(( ${cpu_ticks[$s]:-0} + c1 - c0 ))
   cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
   sys_ticks[$s]=$(( ${sys_ticks[$s]:-0} + k1 - k0 ))
