@@ -65,11 +65,7 @@ start_gateway() {
     "${run[@]}" proxy router --concurrency "${BENCH_CONCURRENCY:-1}" --log_target stderr >> "$work/gateway.log" 2>&1) &
   gateway=$!
   pids+=("$gateway")
-  if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
-    echo "bench-gateway: the gateway did not become ready:" >&2
-    cat "$work/gateway.log" >&2
-    exit 1
-  fi
+  wait_ready "$ns" "$work/gateway.log" "the gateway"
 }
 # With BENCH_GATEWAY_NODE_ARGS: through node, with those flags after the ones of its first line.
 # shellcheck disable=SC2046,SC2086 # node flags, split on spaces

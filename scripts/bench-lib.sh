@@ -285,9 +285,14 @@ start_sidecar() {
     env "$@" "${run[@]}" proxy ${conc[@]+"${conc[@]}"} --log_target stderr >> "$log" 2>&1 &
   started=$!
   pids+=("$started")
-  if ! ip netns exec "$ns" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
-    echo "$bench_name: the sidecar in $ns did not become ready:" >&2
-    cat "$log" >&2
+  wait_ready "$ns" "$log" "the sidecar in $ns"
+}
+# wait_ready NS LOG WHAT: until the agent in NS answers ready (`pilot-agent wait`, 15 s); else says
+# WHAT did not become ready, shows LOG and exits 1.
+wait_ready() {
+  if ! ip netns exec "$1" "$agent" wait --periodMillis 100 --timeoutSeconds 15 > /dev/null 2>&1; then
+    echo "$bench_name: $3 did not become ready:" >&2
+    cat "$2" >&2
     exit 1
   fi
 }
