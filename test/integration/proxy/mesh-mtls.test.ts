@@ -7,13 +7,13 @@
 // are mounted files (FILE_MOUNTED_CERTS) signed by a root made here; A's are replaced while it
 // runs and the next connection shows the new one. cert_expiry_seconds matches the certificate.
 import assert from 'node:assert/strict';
-import { createHash, X509Certificate } from 'node:crypto';
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { chownSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { grpcCallsIn, H2_APPS, type GrpcResult } from '../../helpers/h2-fixtures.js';
-import { createRootCa, issueWorkloadCert, writeCertFiles, type TestCa, type WorkloadCertSet } from '../../helpers/mesh-certs.js';
+import { createIntermediateCa, createRootCa, issueWorkloadCert, writeCertFiles, type TestCa, type WorkloadCertSet } from '../../helpers/mesh-certs.js';
 import { createMeshNetwork, NODE_V4, type MeshNetwork, type MeshPodNamespace } from '../../helpers/mesh-network.js';
 import { netnsSkip } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
@@ -538,5 +538,54 @@ describe('identity from Istio\'s CA API, renewed while traffic flows', { skip: n
     assert.notEqual(now.serial, first.serial, 'no renewal within 15 s');
     const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/` }])]);
     assert.equal((JSON.parse(r.stdout) as HttpAnswer[])[0]!.status, 200);
+  });
+});
+
+describe('mutual TLS through an intermediate CA, with keys in their legacy PEM forms', { skip: netnsSkip }, () => {
+  // As with Istio's plugged-in CA or cert-manager: the leaves are signed by an intermediate, each
+  // cert-chain.pem sends leaf + intermediate, root-cert.pem holds the root only; and the keys are
+  // what those tools write by default: PKCS#1 for RSA (`BEGIN RSA PRIVATE KEY`), SEC1 for EC.
+  let net: MeshNetwork;
+  let a: SidecarPod<MeshPodNamespace>;
+  let b: SidecarPod<MeshPodNamespace>;
+  let aCert: WorkloadCertSet;
+
+  const legacyKey = (set: WorkloadCertSet, type: 'pkcs1' | 'sec1'): WorkloadCertSet =>
+    ({ ...set, keyPem: createPrivateKey(set.keyPem).export({ format: 'pem', type }) as string });
+
+  before(async () => {
+    net = createMeshNetwork();
+    const intermediate = await createIntermediateCa(await createRootCa());
+    aCert = legacyKey(await issueWorkloadCert(intermediate, { spiffeId: id('sleep'), keyType: 'rsa-2048' }), 'pkcs1');
+    const bCert = legacyKey(await issueWorkloadCert(intermediate, { spiffeId: id('httpbin'), keyType: 'ecdsa-p384' }), 'sec1');
+    assert.match(aCert.keyPem, /BEGIN RSA PRIVATE KEY/);
+    assert.match(bCert.keyPem, /BEGIN EC PRIVATE KEY/);
+    const pod = (sa: string, labels: string, resources: string, cert: WorkloadCertSet, prepare?: (p: MeshPodNamespace) => Promise<void>) =>
+      startSidecarPod<MeshPodNamespace>({
+        namespace: () => net.addPod(),
+        files: { 'etc/mesh/pod/labels': labels, 'etc/mesh/resources/mesh.yaml': resources },
+        env: ['POD_NAMESPACE=default', `SERVICE_ACCOUNT=${sa}`, 'FILE_MOUNTED_CERTS=true'],
+        ...(prepare ? { prepare } : {}),
+        beforeStart: (dir) => mount(dir, cert),
+      });
+    a = await pod('sleep', 'app="sleep"\n', A_RESOURCES, aCert);
+    b = await pod('httpbin', 'app="httpbin"\n', B_RESOURCES.split('---')[0]!, bCert,
+      (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])));
+    assert.equal(b.pod.address, B);
+  });
+
+  after(() => {
+    a?.close();
+    b?.close();
+    net?.close();
+  });
+
+  it('A reaches STRICT B: each side sends its intermediate and verifies the other\'s to the root', () => {
+    const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/headers` }])]);
+    const answer = (JSON.parse(r.stdout) as HttpAnswer[])[0]!;
+    assert.equal(answer.status, 200, answer.body);
+    const xfcc = (JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'] ?? '';
+    const hash = createHash('sha256').update(new X509Certificate(aCert.chainPem).raw).digest('hex');
+    assert.equal(xfcc, `By=${id('httpbin')};Hash=${hash};Subject="";URI=${id('sleep')}`);
   });
 });
