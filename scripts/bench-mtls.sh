@@ -27,6 +27,11 @@
 # BENCH_PIN (1; 0 = no CPU pinning), BENCH_CONCURRENCY (each sidecar's --concurrency, 1),
 # BENCH_SIDECAR_NODE_ARGS (node flags for both sidecars, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof":
 # a directory uid 1337 can write; relative paths are the pod dirs, removed on exit).
+# For reference, Node's floor of the same path: two byte relays (scripts/node-floor-relay.mjs, no HTTP,
+# no policy) in two namespaces of their own (no capture), mutual TLS between them with the pods'
+# certificates or plaintext, in front of an nginx like the server pod's; what Node's TLS itself costs
+# per request. The relays make one upstream connection per client connection, so each of their runs
+# starts with wrk's 32 TLS handshakes (their p99 shows it in short runs); the sidecars pool theirs.
 # Target, reported and never fatal: throughput mTLS/plaintext >= 0.85 (mTLS costs at most 15%).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,15 +45,19 @@ target=0.85
 
 bench_preamble bench-mtls
 
-# ---- namespaces: one veth pair, one /24; each pod's default route is the other end
+# ---- namespaces: one veth pair, one /24; each pod's default route is the other end. The floor's
+# two namespaces (no capture rules, no sidecar) are linked the same way.
 client="pa-bench-mtls-client-$$"
 server="pa-bench-mtls-server-$$"
-bench_setup bench-mtls "$client" "$server"
+fclient="pa-bench-mtls-fclient-$$"
+fserver="pa-bench-mtls-fserver-$$"
+bench_setup bench-mtls "$client" "$server" "$fclient" "$fserver"
 veth_link "$client" eth0 198.19.6.2 "$server" eth0 198.19.6.3
 ip -n "$server" route add default via 198.19.6.2
+veth_link "$fclient" eth0 198.19.9.2 "$fserver" eth0 198.19.9.3
 
 # ---- certificates: a root, and a leaf per pod with only its SPIFFE URI SAN
-mkdir -p "$work/ca" "$work/www" "$work/nginx" "$work/client/etc/certs" "$work/server/etc/certs" "$work/client/etc/mesh/resources"
+mkdir -p "$work/ca" "$work/www" "$work/nginx" "$work/nginx-floor" "$work/client/etc/certs" "$work/server/etc/certs" "$work/client/etc/mesh/resources"
 ca=$work/ca
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$ca/root.key" 2> /dev/null
 openssl req -x509 -new -key "$ca/root.key" -sha256 -days 2 -subj "/O=pilot-agent bench/CN=bench root CA" \
@@ -73,6 +82,7 @@ done
 # ---- configuration files
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
 nginx_static_conf "$work/nginx" 8080
+nginx_static_conf "$work/nginx-floor" 127.0.0.1:8080
 sed -i 's/listen 8080;/listen 8080; listen 8090;/' "$work/nginx/nginx.conf"
 grep -q 'listen 8090;' "$work/nginx/nginx.conf" || { echo "bench-mtls: could not add port 8090 to the nginx conf" >&2; exit 1; }
 cat > "$work/client/etc/mesh/resources/mesh.yaml" <<'EOF'
@@ -109,6 +119,36 @@ EOF
 start_nginx "$server" "$work/nginx" ${pin_load[@]+"${pin_load[@]}"}
 wait_port "$server" 127.0.0.1 8080
 wait_port "$server" 127.0.0.1 8090
+
+# Node's floor of the same path: two byte relays (scripts/node-floor-relay.mjs, no HTTP) on the
+# sidecars' CPU, mutual TLS between them with the pods' certificates (:18443), or plaintext (:18444),
+# in front of an nginx like the server pod's. client_proxy_of / server_proxy_of: the two proxies of
+# each setup (the relays here, the sidecars below).
+start_nginx "$fserver" "$work/nginx-floor" ${pin_load[@]+"${pin_load[@]}"}
+declare -A client_proxy_of server_proxy_of
+floor_relay() { # ns log relay-args...: a relay on the proxy's CPU; sets $started
+  local ns=$1 log=$2
+  shift 2
+  # shellcheck disable=SC2046 # node flags, split on spaces
+  ip netns exec "$ns" ${pin_proxy[@]+"${pin_proxy[@]}"} "$node" $(shebang_flags "$agent") "$PWD/scripts/node-floor-relay.mjs" "$@" > "$log" 2>&1 &
+  started=$!
+  pids+=("$started")
+}
+floor_relay "$fserver" "$work/floor-server-tls.log" 0.0.0.0:18443 8080 --accept-tls "$work/server/etc/certs"
+server_proxy_of[floor-tls]=$started
+floor_relay "$fserver" "$work/floor-server-plain.log" 0.0.0.0:18444 8080
+server_proxy_of[floor-plain]=$started
+floor_relay "$fclient" "$work/floor-client-tls.log" 18001 198.19.9.3:18443 --connect-tls "$work/client/etc/certs"
+client_proxy_of[floor-tls]=$started
+floor_relay "$fclient" "$work/floor-client-plain.log" 18002 198.19.9.3:18444
+client_proxy_of[floor-plain]=$started
+wait_port "$fserver" 127.0.0.1 8080
+for p in 18443 18444; do wait_port "$fserver" 198.19.9.3 "$p"; done
+for p in 18001 18002; do wait_port "$fclient" 127.0.0.1 "$p"; done
+for p in 18001 18002; do
+  ip netns exec "$fclient" "$node" "$work/get.cjs" "http://127.0.0.1:$p/1k.html" 1024 || {
+    echo "bench-mtls: a request through the floor relays (:$p) failed" >&2; cat "$work"/floor-*.log >&2; exit 1; }
+done
 
 declare -A sidecar_of ns_of=([client]=$client [server]=$server)
 for sa in client server; do
@@ -154,21 +194,26 @@ if [ "$h2" -ne "$h1" ]; then
 fi
 
 # ---- measurements
-declare -A url_of=([mtls]=http://198.19.6.3:8080/1k.html [plaintext]=http://198.19.6.3:8090/1k.html)
-# cpu_client, cpu_server: each sidecar's CPU ticks; cpu_ticks and sys_ticks: both sidecars', all and kernel.
+declare -A url_of=([mtls]=http://198.19.6.3:8080/1k.html [plaintext]=http://198.19.6.3:8090/1k.html
+  [floor-tls]=http://127.0.0.1:18001/1k.html [floor-plain]=http://127.0.0.1:18002/1k.html)
+declare -A load_ns_of=([mtls]=$client [plaintext]=$client [floor-tls]=$fclient [floor-plain]=$fclient)
+client_proxy_of[mtls]=${sidecar_of[client]} client_proxy_of[plaintext]=${sidecar_of[client]}
+server_proxy_of[mtls]=${sidecar_of[server]} server_proxy_of[plaintext]=${sidecar_of[server]}
+# cpu_client, cpu_server: each proxy's CPU ticks; cpu_ticks and sys_ticks: both proxies', all and kernel.
 declare -A rps p50 p99 errs cpu_client cpu_server cpu_ticks sys_ticks cpu_ns sent
-setups=(plaintext mtls)
+setups=(plaintext mtls floor-plain floor-tls)
 run_wrk() { # setup
   local s=$1 out t0 t1 cc0 cc1 cs0 cs1 k0 k1
-  local wrk=(ip netns exec "$client" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
+  local c=${client_proxy_of[$s]} v=${server_proxy_of[$s]}
+  local wrk=(ip netns exec "${load_ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
   "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  cc0=$(ticks "${sidecar_of[client]}") cs0=$(ticks "${sidecar_of[server]}")
-  k0=$(( $(stime_of "${sidecar_of[client]}") + $(stime_of "${sidecar_of[server]}") ))
+  cc0=$(ticks "$c") cs0=$(ticks "$v")
+  k0=$(( $(stime_of "$c") + $(stime_of "$v") ))
   t0=$(now_ns)
   out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
   t1=$(now_ns)
-  cc1=$(ticks "${sidecar_of[client]}") cs1=$(ticks "${sidecar_of[server]}")
-  k1=$(( $(stime_of "${sidecar_of[client]}") + $(stime_of "${sidecar_of[server]}") ))
+  cc1=$(ticks "$c") cs1=$(ticks "$v")
+  k1=$(( $(stime_of "$c") + $(stime_of "$v") ))
   cpu_client[$s]=$(( ${cpu_client[$s]:-0} + cc1 - cc0 ))
   cpu_server[$s]=$(( ${cpu_server[$s]:-0} + cs1 - cs0 ))
   cpu_ticks[$s]=$(( ${cpu_client[$s]} + ${cpu_server[$s]} ))
@@ -181,13 +226,14 @@ echo "== bench-mtls: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s war
 echo "   client pod -> client sidecar -> server sidecar -> nginx; mtls: :8080 (ISTIO_MUTUAL), plaintext: :8090 (DISABLE)"
 echo "   sidecars: $agent, --concurrency ${BENCH_CONCURRENCY:-1}; CPU pinning: ${pin_proxy[*]:-none} for both sidecars, ${pin_load[*]:-none} for the load side"
 echo "   proof: server mTLS handshakes $h0 -> $h1 after a request to :8080, -> $h2 after one to :8090"
-round_ratio=''
+round_ratio='' floor_ratio=''
 hs_before=$(handshakes)
 for ((r = 1; r <= rounds; r++)); do
   for s in "${setups[@]}"; do run_wrk "$s"; done
   rr=$(ratio "$(last "${rps[mtls]}")" "$(last "${rps[plaintext]}")")
-  round_ratio+="$rr "
-  printf '   round %d: %s mtls/plaintext %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr"
+  fr=$(ratio "$(last "${rps[floor-tls]}")" "$(last "${rps[floor-plain]}")")
+  round_ratio+="$rr " floor_ratio+="$fr "
+  printf '   round %d: %s mtls/plaintext %sx, floor tls/plain %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr" "$fr"
 done
 hs_after=$(handshakes)
 for sa in client server; do stop_sidecar "${ns_of[$sa]}" "${sidecar_of[$sa]}"; done
@@ -195,22 +241,29 @@ for sa in client server; do stop_sidecar "${ns_of[$sa]}" "${sidecar_of[$sa]}"; d
 # ---- the table
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
-# shellcheck disable=SC2086
-r_mtls=$(median $round_ratio)
+# shellcheck disable=SC2086 # the per-round lists split on spaces
+r_mtls=$(median $round_ratio) r_floor=$(median $floor_ratio)
 echo
-echo "== results: medians of $rounds rounds; sidecar CPU = % of one core while measuring"
-row() { printf '%-30s %9s %8s %8s %11s %11s\n' "$@"; }
+echo "== results: medians of $rounds rounds; client/server CPU = each proxy's % of one core while measuring"
+row() { printf '%-36s %9s %8s %8s %11s %11s\n' "$@"; }
 row setup req/s "p50 ms" "p99 ms" "client CPU" "server CPU"
 row "plaintext (:8090, DISABLE)" "${m_rps[plaintext]}" "${m_p50[plaintext]}" "${m_p99[plaintext]}" \
   "$(core_pct "${cpu_client[plaintext]}" "${cpu_ns[plaintext]}")" "$(core_pct "${cpu_server[plaintext]}" "${cpu_ns[plaintext]}")"
 row "mTLS (:8080, ISTIO_MUTUAL)" "${m_rps[mtls]}" "${m_p50[mtls]}" "${m_p99[mtls]}" \
   "$(core_pct "${cpu_client[mtls]}" "${cpu_ns[mtls]}")" "$(core_pct "${cpu_server[mtls]}" "${cpu_ns[mtls]}")"
+row "node floor: two byte relays, plain" "${m_rps[floor-plain]}" "${m_p50[floor-plain]}" "${m_p99[floor-plain]}" \
+  "$(core_pct "${cpu_client[floor-plain]}" "${cpu_ns[floor-plain]}")" "$(core_pct "${cpu_server[floor-plain]}" "${cpu_ns[floor-plain]}")"
+row "node floor: two byte relays, mTLS" "${m_rps[floor-tls]}" "${m_p50[floor-tls]}" "${m_p99[floor-tls]}" \
+  "$(core_pct "${cpu_client[floor-tls]}" "${cpu_ns[floor-tls]}")" "$(core_pct "${cpu_server[floor-tls]}" "${cpu_ns[floor-tls]}")"
 echo
 printf 'throughput mTLS/plaintext  %6sx    (median of per-round ratios)  target >= %s (at most 15%% cost): %s\n' "$r_mtls" "$target" \
   "$(verdict "$(awk -v r="$r_mtls" -v t="$target" 'BEGIN { print (r >= t) }')")"
 printf 'sidecar CPU per request    plaintext %s us = %s, mTLS %s us = %s\n' \
   "$(cpu_us_per_request plaintext)" "$(cpu_split_per_request plaintext)" "$(cpu_us_per_request mtls)" "$(cpu_split_per_request mtls)"
 echo '                           (client + server, per request wrk completed; less sensitive to a busy host than req/s)'
+printf 'node floor, mTLS/plaintext %6sx    (two byte relays on Node, mutual TLS between them or not: no HTTP, no policy)\n' "$r_floor"
+printf 'floor CPU per request      plaintext %s us = %s, mTLS %s us = %s\n' \
+  "$(cpu_us_per_request floor-plain)" "$(cpu_split_per_request floor-plain)" "$(cpu_us_per_request floor-tls)" "$(cpu_split_per_request floor-tls)"
 printf 'server sidecar mTLS handshakes while measuring: %s (wrk: %s connections x %s runs incl. warm-ups; pooled upstream connections are reused)\n' \
   "$( [[ "$hs_before$hs_after" =~ ^[0-9]+$ ]] && echo $((hs_after - hs_before)) || echo '?')" "$conns" "$((2 * rounds))"
 printf 'wrk sent %s requests over mTLS, %s in plaintext (+ warm-ups)\n' "${sent[mtls]}" "${sent[plaintext]}"
