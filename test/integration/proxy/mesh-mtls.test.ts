@@ -106,6 +106,14 @@ async function mount(dir: string, set: WorkloadCertSet): Promise<void> {
 
 interface HttpAnswer { readonly status: number; readonly body: string }
 
+/** B's app on 8080 (the echo server), started in B's namespace before its sidecar. */
+const echoApp8080 = (p: MeshPodNamespace): Promise<void> =>
+  untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin']));
+
+/** One GET from inside a pod namespace that must get an answer (captured outbound when the pod has a sidecar). */
+const getFrom = (from: MeshPodNamespace, url: string): HttpAnswer =>
+  (JSON.parse(from.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url }])]).stdout) as HttpAnswer[])[0]!;
+
 describe('mutual TLS between two sidecars, in network namespaces', { skip: netnsSkip }, () => {
   let net: MeshNetwork;
   let ca: TestCa;
@@ -406,7 +414,7 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
       namespace: () => net.addPod(),
       files: { 'etc/mesh/pod/labels': 'app="httpbin"\n', 'etc/mesh/resources/mesh.yaml': B_RESOURCES.split('---')[0]! },
       env: ['POD_NAMESPACE=default', 'SERVICE_ACCOUNT=httpbin', 'FILE_MOUNTED_CERTS=true'],
-      prepare: (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])),
+      prepare: echoApp8080,
       beforeStart: (dir) => mount(dir, cert),
     });
     d = net.addPod();
@@ -503,8 +511,7 @@ describe('identity from Istio\'s CA API, renewed while traffic flows', { skip: n
       rmSync(rootDir, { recursive: true, force: true });
     }
     a = await caPod('sleep', 'app="sleep"\n', A_RESOURCES);
-    b = await caPod('httpbin', 'app="httpbin"\n', B_RESOURCES.split('---')[0]!,
-      (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])));
+    b = await caPod('httpbin', 'app="httpbin"\n', B_RESOURCES.split('---')[0]!, echoApp8080);
     assert.equal(b.pod.address, B);
   });
 
@@ -518,10 +525,7 @@ describe('identity from Istio\'s CA API, renewed while traffic flows', { skip: n
   it('each sidecar asks the CA for its SPIFFE id, and A reaches STRICT B over mutual TLS', async () => {
     assert.equal((await certsOf(a)).identity, id('sleep'));
     assert.equal((await certsOf(b)).identity, id('httpbin'));
-    const answer = (() => {
-      const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/headers` }])]);
-      return (JSON.parse(r.stdout) as HttpAnswer[])[0]!;
-    })();
+    const answer = getFrom(a.pod, `http://${B}:8080/headers`);
     assert.equal(answer.status, 200, answer.body);
     assert.match(answer.body, /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep/);
     const calls = caLog.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -536,8 +540,7 @@ describe('identity from Istio\'s CA API, renewed while traffic flows', { skip: n
       now = await certsOf(a);
     }
     assert.notEqual(now.serial, first.serial, 'no renewal within 15 s');
-    const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/` }])]);
-    assert.equal((JSON.parse(r.stdout) as HttpAnswer[])[0]!.status, 200);
+    assert.equal(getFrom(a.pod, `http://${B}:8080/`).status, 200);
   });
 });
 
@@ -569,8 +572,7 @@ describe('mutual TLS through an intermediate CA, with keys in their legacy PEM f
         beforeStart: (dir) => mount(dir, cert),
       });
     a = await pod('sleep', 'app="sleep"\n', A_RESOURCES, aCert);
-    b = await pod('httpbin', 'app="httpbin"\n', B_RESOURCES.split('---')[0]!, bCert,
-      (p) => untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin'])));
+    b = await pod('httpbin', 'app="httpbin"\n', B_RESOURCES.split('---')[0]!, bCert, echoApp8080);
     assert.equal(b.pod.address, B);
   });
 
@@ -581,8 +583,7 @@ describe('mutual TLS through an intermediate CA, with keys in their legacy PEM f
   });
 
   it('A reaches STRICT B: each side sends its intermediate and verifies the other\'s to the root', () => {
-    const r = a.pod.exec(process.execPath, [join(FIXTURES, 'http-requests.mjs'), JSON.stringify([{ url: `http://${B}:8080/headers` }])]);
-    const answer = (JSON.parse(r.stdout) as HttpAnswer[])[0]!;
+    const answer = getFrom(a.pod, `http://${B}:8080/headers`);
     assert.equal(answer.status, 200, answer.body);
     const xfcc = (JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'] ?? '';
     const hash = createHash('sha256').update(new X509Certificate(aCert.chainPem).raw).digest('hex');
