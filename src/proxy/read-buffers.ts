@@ -22,7 +22,6 @@ const MAX_OWN = 32;
  * (upstream-pool.ts); never referenced past a reader's call.
  */
 export const sharedReadBuffer = Buffer.allocUnsafeSlow(SHARED_SIZE);
-const shared = sharedReadBuffer;
 let ownAlive = 0;
 /** Copies of shared views on their way out, given back by their write's callback. */
 const copies: Buffer[] = [];
@@ -52,7 +51,7 @@ export function adoptAccepted(socket: Socket): Socket {
   if (!handle || socket.destroyed || socket.readableFlowing) return socket;
   const slot: Slot = { reader: undefined, own: undefined };
   const onread: OnReadOpts = {
-    buffer: () => slot.own ?? shared,
+    buffer: () => slot.own ?? sharedReadBuffer,
     callback: (n: number, buf: Uint8Array): boolean => {
       slot.reader?.((buf as Buffer).subarray(0, n));
       return true;
@@ -99,7 +98,7 @@ export function detachReader(socket: Socket, reader: Reader): void {
 
 /** Whether `bytes` is a view of the shared read buffer (to copy before keeping it). */
 export function isShared(bytes: Buffer): boolean {
-  return bytes.buffer === shared.buffer;
+  return bytes.buffer === sharedReadBuffer.buffer;
 }
 
 /** `bytes`, copied if it is a view of the shared read buffer. */

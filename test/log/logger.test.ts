@@ -27,7 +27,6 @@ describe('logger', () => {
   cyclic['self'] = cyclic;
   const fields = { port: 53, gone: undefined, fn: () => 1, big: 10n, cyclic, text: 'a b' };
 
-
   it('writes JSON lines: level, time, scope, the fields in order, msg; what JSON cannot show is left out or named', () => {
     const file = logTo(true);
     scope('dns').info('hello', fields);

@@ -10,13 +10,9 @@ import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { connectTls, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
+// Every upstream read lands in the thread's shared read buffer, as the downstream reads do. Handlers
+// run synchronously and copy what they keep before the next read.
 import { sharedReadBuffer } from '../read-buffers.js';
-
-/**
- * Every upstream read lands in the thread's shared read buffer (read-buffers.ts), as the downstream
- * reads do. Handlers run synchronously and copy what they keep before the next read.
- */
-const READ_BUFFER = sharedReadBuffer;
 
 /** What the pool keeps at most idle per destination (and source address). */
 export const MAX_IDLE_PER_KEY = 1024;
@@ -85,7 +81,7 @@ export class UpstreamConnection {
         else this.sink?.onResponseEnd();
       },
     }, pool.maxHeadBytes);
-    const onread = { buffer: READ_BUFFER, callback: (n: number): boolean => this.onRead(n) };
+    const onread = { buffer: sharedReadBuffer, callback: (n: number): boolean => this.onRead(n) };
     // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
     this.socket = trackUpstream(tls ? connectTls(dst, tls, pool.stats, { onread }) : connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
     this.socket.on('error', (err: NodeJS.ErrnoException) => {
@@ -148,7 +144,7 @@ export class UpstreamConnection {
 
   private onRead(n: number): boolean {
     if (this.raw) {
-      if (this.raw.onData(READ_BUFFER.subarray(0, n))) return true;
+      if (this.raw.onData(sharedReadBuffer.subarray(0, n))) return true;
       this.paused = true;
       return false;
     }
@@ -158,7 +154,7 @@ export class UpstreamConnection {
       return false;
     }
     this.answered = true;
-    const err = this.parser.execute(READ_BUFFER, n);
+    const err = this.parser.execute(sharedReadBuffer, n);
     if (err) {
       this.fail(err);
       sink.onReadDone();
