@@ -12,6 +12,7 @@ import type { Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import { scope } from '../log/logger.js';
 import type { DirectionStats } from '../proxy/stats.js';
+import { adoptTlsReads } from '../proxy/read-buffers.js';
 import { readClientHello } from '../proxy/tls/client-hello.js';
 import { serverForName, sniIndex, type TlsServerPlan } from './listener-plan.js';
 import type { DomainIndex } from './routing/hosts.js';
@@ -107,6 +108,7 @@ export class TlsTermination {
     const stats = this.o.stats;
     // ALPN as Istio's gateways offer it on HTTPS servers: HTTP/2 first, HTTP/1.1 for the rest.
     const tls = new (process.getBuiltinModule('node:tls').TLSSocket)(raw, { isServer: true, secureContext: chosen.context, ALPNProtocols: ['h2', 'http/1.1'] });
+    adoptTlsReads(tls);
     let handshakes = 0;
     tls.on('error', (err: NodeJS.ErrnoException) => {
       if (handshakes === 0) this.failed(raw, err.message, tls);

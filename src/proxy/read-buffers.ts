@@ -34,6 +34,12 @@ export type Reader = (bytes: Buffer) => void;
 interface Slot {
   reader: Reader | undefined;
   own: Buffer | undefined;
+  /** A TLS socket's reads nobody could take yet, oldest first (adoptTlsReads). */
+  held?: Buffer[] | undefined;
+  /** The TLS socket's end, kept until what is held is taken. */
+  endHeld?: (() => void) | undefined;
+  /** A TLS socket: it reads into the shared buffer only (TLS hands on at most 16 KiB a read anyway). */
+  readonly tls?: true;
 }
 
 const slots = new WeakMap<Socket, Slot>();
@@ -75,6 +81,103 @@ export function adoptAccepted(socket: Socket): Socket {
   return adopted;
 }
 
+/** Where net.Socket keeps an `onread` buffer and callback: under symbols of Node's own, found once on a probe. */
+interface OnreadKeys {
+  readonly buffer: symbol;
+  readonly callback: symbol;
+}
+let onreadKeys: OnreadKeys | null | undefined;
+
+function findOnreadKeys(): OnreadKeys | null {
+  if (onreadKeys !== undefined) return onreadKeys;
+  const probe = new Socket({ onread: { buffer: Buffer.alloc(1), callback: () => true } } as ConstructorParameters<typeof Socket>[0]);
+  const named = new Map(Object.getOwnPropertySymbols(probe).map((s) => [s.description, s]));
+  probe.destroy();
+  const buffer = named.get('kBuffer');
+  const callback = named.get('kBufferCb');
+  onreadKeys = buffer && callback ? { buffer, callback } : null;
+  return onreadKeys;
+}
+
+/** The stream handle under a socket, as far as reading into reused memory goes. */
+interface UserBufferHandle {
+  useUserBuffer?: (buffer: Uint8Array) => void;
+}
+
+/**
+ * Makes a TLS socket that wraps an accepted connection (made by us, so Node gave it no `onread`)
+ * read its plaintext into the shared buffer, as adopted sockets do: no Buffer, no 'data' event and
+ * no stream bookkeeping per read. False when this Node does not allow it: the socket then reads with
+ * 'data' events, as before. Unlike a TCP socket, a TLS socket hands on everything it decrypted
+ * from one read of the network even after a pause: what comes while it is paused (or while nobody
+ * reads it) is copied and held, and given to its reader, in order and before its end, once it flows.
+ */
+export function adoptTlsReads(socket: Socket): boolean {
+  const keys = findOnreadKeys();
+  const handle = (socket as unknown as { _handle?: UserBufferHandle | null })._handle;
+  if (!keys || typeof handle?.useUserBuffer !== 'function' || slots.has(socket) || socket.destroyed) return false;
+  const slot: Slot = { reader: undefined, own: undefined, tls: true };
+  const fields = socket as unknown as Record<symbol, unknown>;
+  fields[keys.buffer] = sharedReadBuffer;
+  fields[keys.callback] = (n: number): boolean => {
+    const view = sharedReadBuffer.subarray(0, n);
+    if (slot.held === undefined && slot.reader !== undefined && !socket.isPaused()) {
+      slot.reader(view);
+      return true;
+    }
+    (slot.held ??= []).push(Buffer.from(view));
+    return false; // Node stops reading the network until the socket is resumed
+  };
+  // Node ends the stream with push(null): held back while reads are held, or the end would come first.
+  const push = socket.push;
+  socket.push = function (chunk: unknown, encoding?: BufferEncoding): boolean {
+    if (chunk !== null || slot.held === undefined) return push.call(this, chunk, encoding);
+    slot.endHeld = () => {
+      push.call(this, null);
+      socket.read(0);
+    };
+    return false;
+  };
+  handle.useUserBuffer(sharedReadBuffer);
+  slots.set(socket, slot);
+  socket.on('resume', () => giveHeld(socket, slot));
+  return true;
+}
+
+/** What a TLS socket held, to its reader while it flows; then its end, if that came meanwhile, or more reads. */
+function giveHeld(socket: Socket, slot: Slot): void {
+  if (slot.held === undefined) return;
+  while (slot.held !== undefined && slot.reader !== undefined && !socket.isPaused() && !socket.destroyed) {
+    const next = slot.held.shift()!;
+    if (slot.held.length === 0) slot.held = undefined;
+    slot.reader(next);
+  }
+  if (slot.held !== undefined || socket.isPaused() || socket.destroyed) return;
+  const end = slot.endHeld;
+  slot.endHeld = undefined;
+  if (end) end();
+  else socket.resume(); // reading stopped when the first of them was held
+}
+
+/**
+ * `socket` goes to a reader of its own handle (node:http2's session), which reads what the socket's
+ * stream buffered first: what a TLS socket held goes there, in order (the socket paused, or a
+ * flowing stream would hand it to nobody), and its reader is let go.
+ */
+export function returnHeld(socket: Socket): void {
+  const slot = slots.get(socket);
+  if (!slot) return;
+  slot.reader = undefined;
+  const held = slot.held;
+  if (held === undefined) return;
+  slot.held = undefined;
+  socket.pause();
+  for (const bytes of held) socket.push(bytes);
+  const end = slot.endHeld;
+  slot.endHeld = undefined;
+  end?.();
+}
+
 /**
  * Whoever reads `socket` from now on (undefined: nobody; keep it paused). False when the socket
  * was not adopted: the caller reads it with 'data' events.
@@ -83,6 +186,7 @@ export function setReader(socket: Socket, reader: Reader | undefined): boolean {
   const slot = slots.get(socket);
   if (!slot) return false;
   slot.reader = reader;
+  if (reader !== undefined && slot.held !== undefined) process.nextTick(giveHeld, socket, slot);
   return true;
 }
 
@@ -148,7 +252,7 @@ export function filledShared(bytes: Buffer): boolean {
  */
 export function takeOwnBuffer(socket: Socket): boolean {
   const slot = slots.get(socket);
-  if (!slot || slot.own || ownAlive >= MAX_OWN || socket.destroyed) return slot?.own !== undefined;
+  if (!slot || slot.tls || slot.own || ownAlive >= MAX_OWN || socket.destroyed) return slot?.own !== undefined;
   slot.own = Buffer.allocUnsafeSlow(OWN_SIZE);
   ownAlive++;
   return true;

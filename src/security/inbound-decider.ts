@@ -63,6 +63,10 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
       draft.upstream = `${dst.address}:${dst.port}`;
       draft.connectionSecurityPolicy = peer ? 'mutual_tls' : 'none';
       if (peer) draft.peer = peer.principal;
+      if (security.idle) { // an mTLS peer and no policy: its record and its XFCC, nothing to check
+        security.passIdle(draft);
+        return { kind: 'forward', address: dst.address, port: dst.port, setHeaders: [[XFCC, xfccValue(peer!, self())]] };
+      }
       const outcome = security.check(req, context(dst, req.socket.remoteAddress, peer), draft);
       return outcome instanceof Promise ? outcome.then((o) => forward(req, o, dst, peer)) : forward(req, outcome, dst, peer);
     },

@@ -18,6 +18,7 @@ import { DEFAULT_HTTP1_SETTINGS, KEEP_ALIVE_TIMEOUT_MS, type HttpConnectionHandl
 import type { DirectionStats } from '../stats.js';
 import { peerOf, uriSans } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
+import { returnHeld } from '../read-buffers.js';
 import { Http2Exchange } from './exchange.js';
 import { Http1Upstream } from './http1-upstream.js';
 import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
@@ -70,6 +71,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
 
   /** Takes over a connection whose first bytes (`head`: the preface, perhaps more) were read. */
   accept(socket: Socket, head: Buffer): void {
+    returnHeld(socket); // what came after the head, if any, goes behind it
     if (head.length > 0) socket.unshift(head);
     // A server-side TLSSocket made outside a tls.Server (mesh mTLS, the gateway's per-SNI contexts)
     // keeps `secureConnecting` true after its handshake; node:http2 would wait for a 'secureConnect'

@@ -6,6 +6,7 @@
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import type { DirectionStats, MtlsFailureReason } from '../stats.js';
+import { adoptTlsReads } from '../read-buffers.js';
 import { MESH_ALPN_SERVER } from './mesh-alpn.js';
 import type { MeshContexts } from './mesh-credentials.js';
 import { peerFromSocket, setPeer, type PeerIdentity } from './peer-identity.js';
@@ -47,6 +48,7 @@ export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions
   const tls = new (process.getBuiltinModule('node:tls').TLSSocket)(raw, {
     isServer: true, secureContext: o.contexts.context, requestCert: true, rejectUnauthorized: true, ALPNProtocols: [...MESH_ALPN_SERVER],
   });
+  adoptTlsReads(tls);
   let secured = false;
   let ended = false;
   const fail = (reason: string, kind: MtlsFailureReason): void => {
