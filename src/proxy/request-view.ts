@@ -10,6 +10,11 @@ import { headersObject } from './http1/headers.js';
 export class RequestView {
   /** The whole body has arrived. */
   complete = false;
+  /**
+   * The decision being made for this request (gateway/decisions.ts), kept on it: a field of the
+   * class, so setting it does not change the object's shape per request.
+   */
+  decisionDraft: unknown = undefined;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(

@@ -64,6 +64,8 @@ export type UpstreamTlsFor = (dst: Endpoint, host: string | undefined, http: boo
 export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
   /** TLS settings per plan key, certificate serial and protocol: the same object while nothing changed (the pool's key). */
   const made = new Map<string, UpstreamTls | LocalReply>();
+  /** The same, by plan object and protocol: what the hot path asks (no key to build and compare per request). */
+  let madeForPlan = { http: new WeakMap<object, UpstreamTls | LocalReply>(), tcp: new WeakMap<object, UpstreamTls | LocalReply>() };
   const fileContexts = new Map<string, SecureContext>();
   let madeFor: MeshContexts | undefined;
 
@@ -72,12 +74,18 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
   const settings = (plan: Exclude<OriginationPlan, { kind: 'plaintext' }>, http: boolean): UpstreamTls | LocalReply => {
     const contexts = src.contexts();
     if (contexts !== madeFor) { // a new certificate: new connections use it, pooled ones go on
-      made.clear();
+      forgetMade();
       madeFor = contexts;
     }
+    const forPlan = http ? madeForPlan.http : madeForPlan.tcp;
+    const same = forPlan.get(plan);
+    if (same) return same;
     const key = `${plan.key}|${http ? 'h' : 't'}`;
     const known = made.get(key);
-    if (known) return known;
+    if (known) {
+      forPlan.set(plan, known);
+      return known;
+    }
     let result: UpstreamTls | LocalReply;
     if (plan.kind === 'istio-mutual') {
       if (!contexts) {
@@ -113,7 +121,12 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
       };
     }
     made.set(key, result);
+    forPlan.set(plan, result);
     return result;
+  };
+  const forgetMade = (): void => {
+    made.clear();
+    madeForPlan = { http: new WeakMap(), tcp: new WeakMap() };
   };
 
   // Plans per destination and Host, while the resources stay the same: working one out scans the
@@ -126,7 +139,7 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
       // New resources: plans, and the TLS settings made from files, are made again (a DestinationRule's
       // files are read when the configuration that names them comes into force).
       if (generation !== plansFor) {
-        made.clear();
+        forgetMade();
         fileContexts.clear();
       }
       plans.clear();

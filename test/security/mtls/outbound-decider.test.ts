@@ -58,6 +58,18 @@ describe('upstreamTlsFor', () => {
     assert.deepEqual((tlsFor(dst, undefined, false) as UpstreamTls).alpn, ['istio-peer-exchange', 'istio']);
   });
 
+  it('a new certificate: new settings with its context for the same plan (new connections use it), then the same object again', async () => {
+    const { src, state } = source({ plan: MUTUAL, contexts: await contexts() });
+    const tlsFor = upstreamTlsFor(src);
+    const before = tlsFor(dst, 'b', true) as UpstreamTls;
+    state.contexts = await contexts();
+    const after = tlsFor(dst, 'b', true) as UpstreamTls;
+    assert.notEqual(after, before);
+    assert.equal(after.secureContext, state.contexts.context);
+    assert.notEqual(after.key, before.key, 'another pool key: pooled connections of the old certificate are not reused for new requests');
+    assert.equal(tlsFor(dst, 'b', true), after);
+  });
+
   it('without a certificate, ISTIO_MUTUAL is a 503 naming the rule, counted and said once: never plaintext', () => {
     const { src, warnings } = source({ plan: MUTUAL });
     const tlsFor = upstreamTlsFor(src);
