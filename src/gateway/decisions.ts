@@ -81,15 +81,61 @@ function isoNow(): string {
   return clockIso;
 }
 
+/**
+ * A place in the ring: every field of a Decision present (undefined when a decision has none), so
+ * that one object, made once and long-lived, takes decision after decision. Keeping the decisions
+ * themselves kept every request's draft alive past the young generation, hundreds per second into
+ * the old one: the collector's work, and page faults as the old generation grew and shrank.
+ */
+type DecisionField = keyof Decision;
+type Slot = { [K in DecisionField]: Decision[K] | undefined };
+
+function emptySlot(): Slot {
+  return {
+    time: '', listener: '', method: '', authority: '', path: '', jwt: '', principal: undefined, authz: '', route: undefined,
+    routeName: undefined, flag: undefined, details: undefined, upstream: undefined, source: undefined, peer: undefined,
+    connectionSecurityPolicy: undefined, status: undefined, durationMs: 0,
+  };
+}
+
+/** Copies `d` into `slot`, every field (a field `d` lacks is cleared: the slot held another decision). */
+function fill(slot: Slot, d: Decision): void {
+  slot.time = d.time;
+  slot.listener = d.listener;
+  slot.method = d.method;
+  slot.authority = d.authority;
+  slot.path = d.path;
+  slot.jwt = d.jwt;
+  slot.principal = d.principal;
+  slot.authz = d.authz;
+  slot.route = d.route;
+  slot.routeName = d.routeName;
+  slot.flag = d.flag;
+  slot.details = d.details;
+  slot.upstream = d.upstream;
+  slot.source = d.source;
+  slot.peer = d.peer;
+  slot.connectionSecurityPolicy = d.connectionSecurityPolicy;
+  slot.status = d.status;
+  slot.durationMs = d.durationMs;
+}
+
+/** The decision a slot holds, as a Decision of its own (the fields it has, no undefined ones). */
+function copyOut(slot: Slot): Decision {
+  const d: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(slot)) if (v !== undefined) d[k] = v;
+  return d as unknown as Decision;
+}
+
 /** A ring of the last decisions plus counts by stage and outcome. */
 export class DecisionLog {
-  private readonly ring: (Decision | undefined)[];
+  private readonly ring: (Slot | undefined)[];
   private next = 0;
   /** `stage` → `outcome` → count. Outcomes are short words: absent/valid/invalid, allowed/denied, routed/no_route... */
   readonly counts = new Map<DecisionStage, Map<string, number>>();
 
   constructor(readonly capacity = DECISION_LOG_SIZE) {
-    this.ring = new Array<Decision | undefined>(capacity);
+    this.ring = new Array<Slot | undefined>(capacity);
   }
 
   count(stage: DecisionStage, outcome: string): void {
@@ -143,14 +189,14 @@ export class DecisionLog {
     (req as WithDraft).decisionDraft = undefined;
     if (status !== undefined) draft.status = status;
     draft.durationMs = durationMs;
-    // Complete now: the draft is the decision (no copy per request).
+    // Complete now: the draft is the decision, the ring keeps a copy (the draft dies young).
     const decision = draft as Decision;
     this.record(decision);
     return decision;
   }
 
   record(decision: Decision): void {
-    this.ring[this.next] = decision;
+    fill(this.ring[this.next] ??= emptySlot(), decision);
     this.next = (this.next + 1) % this.capacity;
   }
 
@@ -174,8 +220,8 @@ export class DecisionLog {
   recent(limit = this.capacity): Decision[] {
     const out: Decision[] = [];
     for (let i = 0; i < this.capacity; i++) {
-      const d = this.ring[(this.next + i) % this.capacity];
-      if (d) out.push(d);
+      const slot = this.ring[(this.next + i) % this.capacity];
+      if (slot) out.push(copyOut(slot));
     }
     return out.slice(Math.max(0, out.length - limit));
   }

@@ -32,6 +32,14 @@ export function xfccValue(peer: PeerIdentity, self: string | undefined): string 
   return `${self ? `By=${self};` : ''}Hash=${peer.certHash};Subject="";URI=${peer.spiffeId}`;
 }
 
+/** `address:port` of a connection's destination, made once per connection (the decision log keeps it). */
+const upstreams = new WeakMap<Endpoint, string>();
+function upstreamOf(dst: Endpoint): string {
+  let text = upstreams.get(dst);
+  if (text === undefined) upstreams.set(dst, (text = `${dst.address}:${dst.port}`));
+  return text;
+}
+
 /** This workload's SPIFFE id (XFCC's `By`), when it holds a certificate. */
 export type SelfIdentity = () => string | undefined;
 
@@ -60,7 +68,7 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
         return plain.kind === 'forward' && req.headers[XFCC] !== undefined ? { ...plain, removeHeaders: STRIP_XFCC } : plain;
       }
       const draft = decisions.begin(req, 'inbound');
-      draft.upstream = `${dst.address}:${dst.port}`;
+      draft.upstream = upstreamOf(dst);
       draft.connectionSecurityPolicy = peer ? 'mutual_tls' : 'none';
       if (peer) draft.peer = peer.principal;
       if (security.idle) { // an mTLS peer and no policy: its record and its XFCC, nothing to check

@@ -26,11 +26,26 @@ describe('DecisionLog', () => {
     draft.authz = 'allowed: no policies';
     draft.route = 'vs mesh-system/app rule 0';
     const decision = log.complete(req, 200, 1.5);
-    assert.equal(decision, log.recent()[0], 'the same object: no copy per request');
+    assert.deepEqual(log.recent()[0], decision, 'kept as it was answered');
     assert.deepEqual({ ...decision, time: '' }, {
       time: '', listener: 'gateway_8080', method: 'GET', authority: 'example.com', path: '/headers', jwt: 'valid',
       principal: 'iss/sub', authz: 'allowed: no policies', route: 'vs mesh-system/app rule 0', status: 200, durationMs: 1.5,
     });
+  });
+
+  it('keeps every field of a decision, and none of the one before it in the same place of the ring', () => {
+    const log = new DecisionLog(1);
+    const full: Required<Decision> = {
+      time: '2026-11-25T00:00:00.000Z', listener: 'inbound', method: 'POST', authority: 'a.example', path: '/p', jwt: 'valid',
+      principal: 'iss/sub', authz: 'denied: policy x', route: 'rule 0', routeName: 'named', flag: 'RBAC', details: 'rbac_access_denied',
+      upstream: '10.0.0.1:80', source: '10.0.0.9', peer: 'cluster.local/ns/a/sa/b', connectionSecurityPolicy: 'mutual_tls',
+      status: 403, durationMs: 2.5,
+    };
+    log.record(full);
+    assert.deepEqual(log.recent(), [full]);
+    const bare: Decision = { time: full.time, listener: 'gateway_8080', method: 'GET', authority: 'b', path: '/', jwt: 'absent', authz: 'allowed', durationMs: 1 };
+    log.record(bare);
+    assert.deepEqual(log.recent(), [bare]);
   });
 
   it('an abandoned request has no status; a request never begun is not recorded', () => {
