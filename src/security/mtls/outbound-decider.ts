@@ -167,8 +167,12 @@ export function outboundDecider(tlsFor: UpstreamTlsFor): RequestDecider {
       const tls = tlsFor(dst, hostOf(req), true);
       if (tls?.kind === 'reply') return tls;
       // Envoy's default for an outbound connection manager: a client's XFCC is not passed on.
-      const strip = req.headers[XFCC] !== undefined ? { removeHeaders: STRIP_XFCC } : {};
-      return { kind: 'forward', address: dst.address, port: dst.port, ...strip, ...(tls ? { tls } : {}) };
+      // One literal per case (no spreads: this is every outbound request).
+      const { address, port } = dst;
+      if (req.headers[XFCC] !== undefined) {
+        return tls ? { kind: 'forward', address, port, removeHeaders: STRIP_XFCC, tls } : { kind: 'forward', address, port, removeHeaders: STRIP_XFCC };
+      }
+      return tls ? { kind: 'forward', address, port, tls } : { kind: 'forward', address, port };
     },
     connectionUpstream: (facts: ConnectionFacts) => tlsFor(facts.destination, undefined, false),
   };

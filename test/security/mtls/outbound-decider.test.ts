@@ -116,4 +116,11 @@ describe('outboundDecider', () => {
     assert.deepEqual(v.removeHeaders, ['x-forwarded-client-cert']);
     assert.ok(decider.connectionUpstream?.({ source: '10.0.0.9', destination: dst, kind: 'tcp' }));
   });
+
+  it('to a plaintext destination: the original destination alone, a client\'s XFCC dropped all the same', () => {
+    const decider = outboundDecider(upstreamTlsFor(source({ plan: PLAIN }).src));
+    assert.deepEqual(decider.decide(request({ host: 'b' }), dst), { kind: 'forward', address: '10.0.0.2', port: 80 });
+    assert.deepEqual(decider.decide(request({ host: 'b', 'x-forwarded-client-cert': 'By=forged' }), dst),
+      { kind: 'forward', address: '10.0.0.2', port: 80, removeHeaders: ['x-forwarded-client-cert'] });
+  });
 });
