@@ -164,6 +164,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     const cluster = `cluster.${direction}`;
     add(`${cluster}.upstream_cx_total`, d.upstreamCxTotal);
     add(`${cluster}.upstream_cx_active`, d.upstreamCxActive);
+    add(`${cluster}.upstream_rq_active`, d.upstreamRqActive);
     add(`${cluster}.upstream_cx_connect_fail`, d.upstreamCxConnectFail);
     add(`${cluster}.upstream_cx_connect_timeout`, d.upstreamCxConnectTimeout);
     add(`${cluster}.upstream_rq_error`, d.upstreamRqErrors);

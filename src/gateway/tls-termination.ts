@@ -109,6 +109,9 @@ export class TlsTermination {
     // ALPN as Istio's gateways offer it on HTTPS servers: HTTP/2 first, HTTP/1.1 for the rest.
     const tls = new (process.getBuiltinModule('node:tls').TLSSocket)(raw, { isServer: true, secureContext: chosen.context, ALPNProtocols: ['h2', 'http/1.1'] });
     adoptTlsReads(tls);
+    // The TLS socket's end is the connection's: when it closes (a reset the HTTP/2 session saw
+    // first, a refusal), the TCP socket under it closes too, and with it the connection's count.
+    tls.once('close', () => raw.destroy());
     let handshakes = 0;
     tls.on('error', (err: NodeJS.ErrnoException) => {
       if (handshakes === 0) this.failed(raw, err.message, tls);

@@ -7,6 +7,7 @@
 // while the client says nothing: the moment its bytes may be an HTTP request, that connection is
 // closed (HTTP requests go through the keep-alive pool, each after its own decision), so a client
 // that sends half a head holds nothing at the application.
+import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
 import {
@@ -82,7 +83,7 @@ export function admitDownstream(downstream: Socket, stats: DirectionStats, open:
   if (!budget.tryAcquire()) {
     stats.cxOverflow++;
     refused?.(downstream);
-    downstream.resetAndDestroy();
+    resetSocket(downstream);
     return false;
   }
   stats.cxTotal++;
@@ -200,7 +201,7 @@ export class CaptureListener {
     if (!dst || (this.o.ownPorts.has(dst.port) && isLocalAddress(dst.address, this.o.localAddresses()))) {
       // Not captured traffic (a direct connection to the listener) or a loop back into the proxy.
       this.o.stats.loopsRefused++;
-      downstream.resetAndDestroy();
+      resetSocket(downstream);
       return;
     }
     destinations.set(downstream, dst);
@@ -232,7 +233,7 @@ export class CaptureListener {
     if (!contexts) { // a peer sidecar expects mTLS this workload cannot answer
       stats.mtlsNoIdentity++;
       log.warn(`inbound mutual TLS from ${downstream.remoteAddress ?? '?'} refused: this workload holds no certificate`);
-      downstream.resetAndDestroy();
+      resetSocket(downstream);
       return;
     }
     acceptMeshTls(downstream, head, {
@@ -250,7 +251,7 @@ export class CaptureListener {
   private refusePlaintext(downstream: Socket, dst: Endpoint, what: string): void {
     this.o.stats.of(this.o.direction).mtlsPlaintextRefused++;
     log.debug(`inbound ${what} from ${downstream.remoteAddress ?? '?'} to port ${dst.port} refused: PeerAuthentication STRICT`);
-    downstream.resetAndDestroy();
+    resetSocket(downstream);
   }
 
   /** The TLS an outbound connection carried as TCP needs (undefined: plaintext), or why it cannot go at all. */
@@ -339,7 +340,7 @@ export class CaptureListener {
         stats.upstreamCxConnectFail++;
         upstream?.destroy();
         tcpLog?.write(FLAG.UF, connectError);
-        downstream.resetAndDestroy();
+        resetSocket(downstream);
         return;
       }
       upstream.off('readable', onUpstreamFirst);

@@ -128,6 +128,8 @@ export class DirectionStats {
   // Upstream connections (to the original destination).
   upstreamCxTotal = 0;
   upstreamCxActive = 0;
+  /** Requests (HTTP/1.1 requests, HTTP/2 streams, tunnels they became) open on upstream connections now. */
+  upstreamRqActive = 0;
   upstreamCxConnectFail = 0;
   upstreamCxConnectTimeout = 0;
   /** Requests failed for an upstream reason (refused, reset, timeout): answered 503 or reset. */

@@ -26,6 +26,8 @@ export interface SidecarPodOptions<P extends Namespace & { close(): void } = Pod
   readonly writable?: boolean;
   /** More `mesh-iptables` flags (`--redirect-dns`...). */
   readonly iptablesArgs?: readonly string[];
+  /** False: no capture rules (a gateway, which clients reach on its own ports). */
+  readonly capture?: boolean;
   /** `NAME=value` for the sidecar's environment. */
   readonly env?: readonly string[];
   /** After `proxy`: `--concurrency 2`... */
@@ -69,9 +71,11 @@ export async function startSidecarPod<P extends Namespace & { close(): void } = 
       writeFileSync(join(dir, file), text);
     }
     if (o.writable) chownSync(dir, 1337, 1337);
-    const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337', ...(o.iptablesArgs ?? [])],
-      { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
-    assert.equal(init.code, 0, init.stderr);
+    if (o.capture !== false) {
+      const init = await runCli(['mesh-iptables', '-m', 'REDIRECT', '-i', '*', '-b', '*', '-d', '15020,15021,15090', '-u', '1337', '-g', '1337', ...(o.iptablesArgs ?? [])],
+        { prefix: ['ip', 'netns', 'exec', pod.name], env: cleanEnv() });
+      assert.equal(init.code, 0, init.stderr);
+    }
     await o.prepare?.(pod);
     await o.beforeStart?.(dir);
     const sidecar = pod.start('env', ['-C', dir, ...(o.env ?? []), 'setpriv', '--reuid=1337', '--regid=1337', '--clear-groups', '--',

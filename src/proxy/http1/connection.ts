@@ -924,8 +924,12 @@ export class Connection {
   private clientEnded = false;
 
   /**
-   * The client closed its side (it may still read). The requests it sent whole are answered, in
-   * order, then the connection ends; one it had not finished sending is abandoned.
+   * The client sent its FIN. As Envoy and nginx read it, the client is gone: whatever it still had
+   * in flight (a request going upstream, waiting for its answer, or answering) ends now, its
+   * upstream connection closed, rather than holding the application's work for a client that
+   * closed its socket (a FIN and nothing more costs a client nothing; every request it leaves
+   * behind would cost the proxy and the app until answered). With nothing in flight, the
+   * connection ends cleanly.
    */
   private readonly onEnd = (): void => {
     if (this.closed) return;
@@ -938,11 +942,11 @@ export class Connection {
     const cut = this.receiving;
     if (cut && !cut.reqComplete) {
       this.receiving = undefined;
-      if (cut.headSent || cut.up) { // on its way upstream: cut short
-        this.socket.destroy();
-        return;
-      }
       this.abandon(cut, true);
+    }
+    if (this.queue.some((ex) => ex.begun && !ex.done)) {
+      this.socket.destroy(); // onClose: each one DC, its upstream connection closed
+      return;
     }
     this.settle();
   };

@@ -2,6 +2,7 @@
 // upstream carry raw bytes both ways until both have ended: back-pressure each way, a FIN passed on
 // as a FIN, an error on either side ending both. Only a switch the upstream confirmed gets here:
 // any other answer keeps the connection HTTP, each later request judged on its own.
+import { resetSocket } from '../../net/reset.js';
 import type { Socket } from 'node:net';
 import type { UpstreamConnection } from './upstream-pool.js';
 import { writeCopy } from '../read-buffers.js';
@@ -19,8 +20,8 @@ export function runTunnel(client: Socket, up: UpstreamConnection, clientBytes: B
   const close = (err: Error | undefined): void => {
     error ??= err;
     if (err) {
-      if (!client.destroyed) client.resetAndDestroy();
-      if (!upstream.destroyed) upstream.resetAndDestroy();
+      if (!client.destroyed) resetSocket(client);
+      if (!upstream.destroyed) resetSocket(upstream);
     }
   };
   const oneClosed = (): void => {

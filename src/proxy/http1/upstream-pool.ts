@@ -66,6 +66,8 @@ export class UpstreamConnection {
   private interim = false;
   private paused = false;
   private raw: RawSink | undefined;
+  /** Carrying a request (or the tunnel it became): counted in upstream_rq_active until it ends. */
+  private busy = false;
   private readonly parser: ResponseParser;
 
   constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined, tls: UpstreamTls | undefined) {
@@ -104,6 +106,7 @@ export class UpstreamConnection {
       if (this.sink) this.fail(closedError());
     });
     this.socket.on('close', () => {
+      this.idleNow();
       if (this.raw) {
         this.raw.onClose(undefined);
         return;
@@ -115,7 +118,7 @@ export class UpstreamConnection {
 
   /** From now on reads go to `raw` as they come (a tunnel); the connection is never pooled again. */
   carryRaw(raw: RawSink): void {
-    this.sink = undefined;
+    this.sink = undefined; // the request goes on as the tunnel: still busy until the connection closes
     this.keepAlive = false;
     this.raw = raw;
     this.resume();
@@ -123,6 +126,10 @@ export class UpstreamConnection {
 
   /** Takes the response of the request about to be written. */
   attach(sink: ResponseSink): void {
+    if (!this.busy) {
+      this.busy = true;
+      this.pool.stats.upstreamRqActive++;
+    }
     this.sink = sink;
     this.answered = false;
     this.interim = false;
@@ -139,7 +146,15 @@ export class UpstreamConnection {
 
   destroy(): void {
     this.sink = undefined;
+    this.idleNow();
     this.socket.destroy();
+  }
+
+  /** Its request is over (answered, cut, or the connection gone): no longer counted as active. */
+  idleNow(): void {
+    if (!this.busy) return;
+    this.busy = false;
+    this.pool.stats.upstreamRqActive--;
   }
 
   private onRead(n: number): boolean {
@@ -171,6 +186,7 @@ export class UpstreamConnection {
   private fail(err: NodeJS.ErrnoException): void {
     const sink = this.sink;
     this.sink = undefined;
+    this.idleNow();
     this.socket.destroy();
     sink?.onUpstreamError(err, this.uses > 0 && !this.answered);
   }
@@ -210,6 +226,7 @@ export class UpstreamPool {
   /** Back to the pool after a complete response, if it may carry another. */
   release(c: UpstreamConnection): void {
     c.sink = undefined;
+    c.idleNow();
     if (!c.keepAlive || c.socket.destroyed) {
       c.destroy();
       return;

@@ -5,9 +5,13 @@
 // nothing is consumed, so no WINDOW_UPDATE goes out for it), trailers carried both ways. A failure
 // always ends the stream with an answer or a reset, never a hang: before the response began, 503
 // (a gRPC call: UNAVAILABLE), 504 on the route's time-out; after, the client's stream is reset.
+// An end is passed on only when it is one: a request or response cut short (a reset, a closed
+// connection) is never ended on the other side as if whole: that side is reset instead
+// (resetStream: RST_STREAM without the END_STREAM node's own close sends first). When the client
+// goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { H2 } from './node-http2.js';
+import { H2, resetStream } from './node-http2.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
@@ -30,9 +34,11 @@ const END_STREAM = H2.FLAG_END_STREAM;
 
 /**
  * Moves a body from `from` to `to` with back-pressure (`from` paused while `to` is full), counting
- * its bytes, ending `to` when `from` ends: what pipe() does, with two listeners instead of seven.
+ * its bytes, and calls `ended` when `from` ends: what pipe() does, with two listeners instead of
+ * seven. The caller decides what that end means (node ends an HTTP/2 stream's readable side on a
+ * reset too).
  */
-function relayBody(from: Readable, to: Writable, count: (bytes: number) => void): void {
+function relayBody(from: Readable, to: Writable, count: (bytes: number) => void, ended: () => void): void {
   const resume = (): void => { from.resume(); };
   from.on('data', (chunk: Buffer) => {
     count(chunk.length);
@@ -42,8 +48,13 @@ function relayBody(from: Readable, to: Writable, count: (bytes: number) => void)
     }
   });
   // An empty body's end may have come already (node reads END_STREAM on a DATA frame at once).
-  if (from.readableEnded) to.end();
-  else from.once('end', () => to.end());
+  if (from.readableEnded) ended();
+  else from.once('end', ended);
+}
+
+/** An HTTP/2 stream's readable side ended with END_STREAM, not with a reset or a closed connection (node ends it for those too, the code set first). */
+function endedWhole(s: { readonly rstCode?: number | undefined }): boolean {
+  return s.rstCode === undefined || s.rstCode === H2.NO_ERROR;
 }
 
 /** Response header lines of a node header object (pseudo-headers out, repeated values kept). */
@@ -77,6 +88,10 @@ export class Http2Exchange {
   /** The client's request ended (END_STREAM seen). */
   private reqEnded: boolean;
   private responded = false;
+  /** The response's end went to the client: the upstream's part is over. */
+  private respDone = false;
+  /** The HTTP/1.1 leg's response was read to its end (its connection may be pooled again). */
+  private h1Complete = false;
   private status: number | undefined;
   private grpcStatus: number | undefined;
   private flags = 0;
@@ -111,9 +126,14 @@ export class Http2Exchange {
   private pipeBody(up: Writable): void {
     if (this.bodyless) return;
     const s = this.owner.stats;
-    relayBody(this.stream, up, (n) => {
+    const stream = this.stream;
+    relayBody(stream, up, (n) => {
       this.bytesIn += n;
       s.rqBodyBytes += n;
+    }, () => {
+      // A client that reset its stream or closed its connection mid-body: the upstream request is
+      // cancelled when the stream closes, never ended here as if its body were whole.
+      if (endedWhole(stream)) up.end();
     });
   }
 
@@ -165,7 +185,7 @@ export class Http2Exchange {
     } catch (err) {
       if (this.responded) {
         log.error(`HTTP/2 request failed after its answer began: ${(err as Error).message}`);
-        this.stream.close(H2.INTERNAL_ERROR);
+        resetStream(this.stream, H2.INTERNAL_ERROR);
       } else {
         this.reply(decisionFailed(err as Error));
       }
@@ -243,16 +263,19 @@ export class Http2Exchange {
     this.upLocal = route.local;
     const up = route.session.request(headers, this.bodyless ? { endStream: true } : { endStream: false, waitForTrailers: true });
     this.up = up;
+    const stats = this.owner.stats;
+    stats.upstreamRqActive++;
     up.once('close', () => {
+      stats.upstreamRqActive--;
       route.release();
       if (this.done) return;
       const code = up.rstCode;
       if (!this.responded) {
         this.upstreamFailed(Object.assign(new Error(`upstream reset the stream (code ${code ?? '?'})`), { code: 'ECONNRESET' }), undefined, code);
-      } else if (!this.stream.writableEnded && code !== undefined && code !== H2.NO_ERROR) {
-        this.flags |= FLAG.UC;
-        this.details = upstreamFailureDetails('connection_termination', undefined, true);
-        this.stream.close(resetCodeFor(code));
+      } else if (!this.respDone) {
+        // Closed before its end reached the client: a reset, or a connection gone (node closes a
+        // stream with data still unread only after its end, so this is never a whole answer).
+        this.responseCut(resetCodeFor(code));
       }
     });
     up.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 upstream stream error: ${err.message}`));
@@ -261,7 +284,11 @@ export class Http2Exchange {
       else up.sendTrailers({});
     });
     up.once('response', (h: IncomingHttpHeaders, flags: number) => {
-      if (this.responseHead(Number(h[':status']), headerLines(h), (flags & END_STREAM) !== 0)) relayBody(up, this.stream, this.countOut);
+      if (!this.responseHead(Number(h[':status']), headerLines(h), (flags & END_STREAM) !== 0)) return;
+      relayBody(up, this.stream, this.countOut, () => {
+        if (endedWhole(up)) this.responseEnded();
+        else this.responseCut(resetCodeFor(up.rstCode));
+      });
     });
     up.once('trailers', (t: IncomingHttpHeaders) => {
       this.respTrailers = t;
@@ -274,13 +301,13 @@ export class Http2Exchange {
     const req = this.req!;
     const up = this.owner.http1.request(target, req.method, path, upstreamHttp1Headers(req, lines, !this.bodyless));
     this.h1Up = up;
+    const stats = this.owner.stats;
+    stats.upstreamRqActive++;
+    up.once('close', () => { stats.upstreamRqActive--; });
     up.on('error', (err: NodeJS.ErrnoException) => {
       if (this.done) return;
       if (!this.responded) this.upstreamFailed(err);
-      else if (!this.stream.writableEnded) {
-        this.flags |= FLAG.UC;
-        this.stream.close(H2.INTERNAL_ERROR);
-      }
+      else if (!this.respDone) this.responseCut(H2.INTERNAL_ERROR);
     });
     up.once('socket', (s: Socket) => {
       const note = (): void => { this.upLocal = hostPort(s.localAddress, s.localPort); };
@@ -291,14 +318,41 @@ export class Http2Exchange {
       const bodyless = req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
       res.on('error', () => { /* the request's error handler answers */ });
       res.once('end', () => {
+        this.h1Complete = res.complete;
         this.respTrailers = res.trailers;
         if (req.grpc) this.grpcStatus ??= grpcStatusOf(res.trailers['grpc-status']);
       });
-      if (this.responseHead(res.statusCode ?? 502, res.rawHeaders, bodyless)) relayBody(res, this.stream, this.countOut);
-      else res.resume();
+      // The connection closed before the response's end (node:http's 'aborted'): the client's stream is reset, never ended.
+      res.once('close', () => {
+        if (!res.complete && !this.done && this.responded && !this.respDone) this.responseCut(H2.INTERNAL_ERROR);
+      });
+      if (this.responseHead(res.statusCode ?? 502, res.rawHeaders, bodyless)) {
+        relayBody(res, this.stream, this.countOut, () => {
+          if (res.complete) this.responseEnded();
+          else this.responseCut(H2.INTERNAL_ERROR);
+        });
+      } else {
+        this.h1Complete = true;
+        res.resume();
+      }
     });
     if (this.bodyless) up.end();
     else this.pipeBody(up);
+  }
+
+  /** The upstream's response reached its end: the client's stream ends (its trailers follow when it takes them). */
+  private responseEnded(): void {
+    if (this.done || this.respDone) return;
+    this.respDone = true;
+    this.stream.end();
+  }
+
+  /** The upstream's response was cut short after its head went out: the client's stream is reset, not ended. */
+  private responseCut(code: number): void {
+    if (this.done || this.respDone) return;
+    this.flags |= FLAG.UC;
+    this.details = upstreamFailureDetails('connection_termination', undefined, true);
+    resetStream(this.stream, code);
   }
 
   private readonly countOut = (n: number): void => {
@@ -321,6 +375,7 @@ export class Http2Exchange {
     // waiting for them costs a frame per response, which a plain HTTP/2 client does not pay.
     const trailers = !ended && this.req!.teTrailers;
     this.stream.respond(headers, { endStream: ended, waitForTrailers: trailers });
+    if (ended) this.respDone = true;
     if (trailers) {
       this.stream.once('wantTrailers', () => {
         const t = this.respTrailers;
@@ -355,9 +410,9 @@ export class Http2Exchange {
   private timedOut(): void {
     if (this.gone) return;
     this.owner.stats.upstreamRqTimeouts++;
-    this.up?.close(H2.CANCEL);
+    this.cancelUpstream();
     if (this.responded) {
-      this.stream.close(H2.CANCEL);
+      resetStream(this.stream, H2.CANCEL);
       return;
     }
     this.reply({ kind: 'reply', status: 504, body: 'upstream request timeout\n', flag: 'UT', details: 'upstream_response_timeout' });
@@ -369,16 +424,14 @@ export class Http2Exchange {
     this.done = true;
     if (this.timer) clearTimeout(this.timer);
     const stream = this.stream;
-    const finished = this.responded && stream.rstCode === H2.NO_ERROR;
+    const finished = this.respDone && endedWhole(stream);
     if (!finished) {
-      if (this.up && !this.up.closed) this.up.close(H2.CANCEL);
-      // A request cut short must not stay half-sent on a keep-alive connection to the app.
-      if (this.h1Up && !this.h1Up.destroyed) this.h1Up.destroy();
-      if (!this.responded || stream.rstCode !== undefined) {
-        if ((this.flags & (FLAG.UC | FLAG.UT)) === 0) {
-          this.flags |= FLAG.DC;
-          this.details ??= 'downstream_remote_disconnect';
-        }
+      // Whatever the upstream request is still doing (its body on the way, its response unread or
+      // paused by flow control) ends now: nothing stays open for a client that is gone.
+      this.cancelUpstream();
+      if ((this.flags & (FLAG.UC | FLAG.UT)) === 0) {
+        this.flags |= FLAG.DC;
+        this.details ??= 'downstream_remote_disconnect';
       }
     }
     const status = this.responded ? this.status : undefined;
@@ -396,6 +449,15 @@ export class Http2Exchange {
       }
     }
     if (this.owner.accessLog) this.log(status, note || undefined, ms);
+  }
+
+  /**
+   * Ends the upstream request unless it is over: an HTTP/2 stream is reset with CANCEL; an HTTP/1.1
+   * leg whose response was not read to its end is closed (never back in the pool half-read).
+   */
+  private cancelUpstream(): void {
+    if (this.up && !this.up.closed) resetStream(this.up, H2.CANCEL);
+    if (this.h1Up && !this.h1Complete && !this.h1Up.destroyed) this.h1Up.destroy();
   }
 
   private log(status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {

@@ -95,11 +95,21 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     }
     // The session reads the socket's handle itself, from the bytes the socket buffered (the sniffed
     // head) on. The socket is resumed only after that hand-over (a resume before it would race the
-    // session for them): from then on its end of stream is seen, and a client's FIN (the listener
-    // allows half-open connections) closes the session once its streams are done, not at the idle
-    // time-out.
+    // session for them): from then on its end of stream is seen. HTTP/2 has no half-close: a
+    // client's FIN (the listener allows half-open connections) means it is gone, as Envoy reads it,
+    // so the session and its streams end now (each stream's upstream request cancelled), not when
+    // their upstreams answer or at the idle time-out.
     setImmediate(() => socket.resume());
-    socket.once('end', () => session.close());
+    socket.once('end', () => {
+      session.destroy();
+      // The socket too: a TLS socket reset under a session can end without the session ever
+      // closing it (its 'close' never comes), which would hold the connection and its count.
+      socket.destroy();
+    });
+    socket.once('close', () => {
+      if (!session.destroyed) session.destroy();
+      this.sessions.delete(session);
+    });
     this.stats.cxHttp2++;
     const facts = this.factsOf(socket);
     const counts: SessionStreams = { open: 0, total: 0, premature: 0 };

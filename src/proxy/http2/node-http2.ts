@@ -14,3 +14,26 @@ export const H2 = {
   ENHANCE_YOUR_CALM: 0xb,
   FLAG_END_STREAM: 0x1,
 } as const;
+
+/** Node's name for the native stream under an Http2Stream (a symbol private to node, found by its description once). */
+let handleSymbol: symbol | undefined;
+
+interface NativeStream {
+  rstStream(code: number): void;
+}
+
+/**
+ * RST_STREAM with `code`, and never an END_STREAM before it. node's `close(code)` and `destroy()`
+ * end the writable side first when it is still open: the peer reads DATA with END_STREAM (a whole
+ * request body, a whole response) and then a reset of a stream that is already closed, which it
+ * ignores. A proxy cutting a stream short must say so, so the reset goes to nghttp2 directly (what
+ * node's own close does, minus the end), then node closes its side as usual.
+ */
+export function resetStream(stream: import('node:http2').Http2Stream, code: number): void {
+  if (stream.closed || stream.destroyed) return;
+  handleSymbol ??= Object.getOwnPropertySymbols(stream).find((s) => s.description === 'kHandle');
+  const native = handleSymbol === undefined ? undefined : (stream as unknown as Record<symbol, NativeStream | undefined>)[handleSymbol];
+  // A stream still pending (no id yet) has sent nothing: node's close is right for it.
+  if (native !== undefined && typeof native.rstStream === 'function') native.rstStream(code);
+  stream.close(code);
+}

@@ -1,6 +1,7 @@
 // Raw TCP between two sockets, both ways, with back-pressure and half-close: a FIN from one side is
 // passed on as a FIN and the other direction keeps flowing until it ends too. An error or reset on
 // either side resets the other (so a client sees a refused upstream as a reset).
+import { resetSocket } from '../../net/reset.js';
 import type { Socket } from 'node:net';
 import { filledShared, isShared, setReader, takeOwnBuffer, writeCopy } from '../read-buffers.js';
 
@@ -59,7 +60,7 @@ export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: Rela
       error = err;
       fromB = other === a;
     }
-    if (!other.destroyed) other.resetAndDestroy();
+    if (!other.destroyed) resetSocket(other);
   };
   a.on('error', onError(b));
   b.on('error', onError(a));

@@ -1,0 +1,353 @@
+// Clients that go away, and upstreams that do: whatever state a request is in (mid request body,
+// sent whole and waiting, after the response head, stalled on a full window), when the client that asked for it goes away
+// (close, reset, HTTP/2 GOAWAY or RST_STREAM, TLS close) the upstream request must end within one
+// second; when the upstream goes away mid-answer, the client must see the answer end early, never
+// look whole. On one pod network (mesh-network.ts): A (sidecar, meshed) calls P (no sidecar)
+// outbound and B (sidecar, meshed) over mutual TLS; P calls B inbound in plaintext and the gateway G,
+// which routes to P's app. The app (test/fixtures/disconnect-app.mjs) says when each request began
+// and ended; the clients (disconnect-client.mjs) say when they went away. Afterwards each proxy's
+// active upstream connections and requests are back to their count before, and nothing escaped as
+// an uncaught error.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { chownSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { mountCredential } from '../../helpers/gateway.js';
+import { createRootCa, issueWorkloadCert, writeCertFiles, type TestCa, type WorkloadCertSet } from '../../helpers/mesh-certs.js';
+import { createMeshNetwork, type MeshNetwork, type MeshPodNamespace } from '../../helpers/mesh-network.js';
+import { netnsSkip } from '../../helpers/pod-netns.js';
+import { repoRoot } from '../../helpers/repo.js';
+import { runCli } from '../../helpers/run-cli.js';
+import { startSidecarPod, type SidecarPod } from '../../helpers/sidecar-pod.js';
+
+const FIXTURES = join(repoRoot, 'test', 'fixtures');
+const APP = join(FIXTURES, 'disconnect-app.mjs');
+const CLIENT = join(FIXTURES, 'disconnect-client.mjs');
+/** The pods' addresses, in the order they join the network. */
+const B = '198.18.10.3';
+const P = '198.18.10.4';
+const G = '198.18.10.5';
+const H1 = 7201;
+const H2 = 7202;
+const TCP = 7203;
+/** Where nothing listens: the proxy's connection to the app is refused. */
+const REFUSED = 7299;
+/** How long an upstream may take to see its client's departure. */
+const WITHIN_MS = 1000;
+/** How long the proxies' active counters may take to come back after a batch (a busy CI host included). */
+const COUNTS_MS = 3000;
+const NGHTTP2_CANCEL = 8;
+
+const A_RESOURCES = `apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: b, namespace: default}
+spec:
+  hosts: [b.default.svc.cluster.local]
+  addresses: [${B}]
+  ports: [{number: ${H1}, name: http, protocol: HTTP}, {number: ${H2}, name: http2, protocol: HTTP2}, {number: ${TCP}, name: tcp, protocol: TCP}]
+  resolution: STATIC
+  location: MESH_INTERNAL
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: b, namespace: default}
+spec:
+  host: b.default.svc.cluster.local
+  trafficPolicy:
+    tls: {mode: ISTIO_MUTUAL}
+`;
+
+const G_RESOURCES = `apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: mesh-system}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: ["*"]
+    tls: {mode: SIMPLE, credentialName: localhost}
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: to-p, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [gw]
+  http:
+  - match: [{uri: {prefix: /h2/}}]
+    route: [{destination: {host: ${P}, port: {number: ${H2}}}}]
+  - match: [{uri: {prefix: /refused/}}]
+    route: [{destination: {host: ${P}, port: {number: ${REFUSED}}}}]
+  - route: [{destination: {host: ${P}, port: {number: ${H1}}}}]
+`;
+
+type Proto = 'h1' | 'h2' | 'tcp' | 'ws';
+type Phase = 'ok' | 'body' | 'wait' | 'head' | 'stall' | 'upgrade' | 'early' | 'refused' | 'cut' | 'reset';
+type How = 'fin' | 'rst' | 'goaway' | 'rst_stream';
+
+interface Case {
+  readonly id: string;
+  readonly proto: Proto;
+  readonly host: string;
+  readonly port: number;
+  readonly phase: Phase;
+  readonly how?: How;
+  readonly prefix?: string;
+  readonly tls?: { readonly ca: string; readonly servername: string };
+  /** What the upstream speaks (for the expectations): h1, h2 or tcp. */
+  readonly upstream: 'h1' | 'h2' | 'tcp';
+}
+
+interface Event {
+  readonly id: string;
+  readonly event: 'open' | 'closed' | 'disconnected' | 'result' | 'failed';
+  readonly t: number;
+  readonly complete?: boolean;
+  readonly rstCode?: number;
+  readonly outcome?: string;
+  readonly error?: string;
+}
+
+const HOWS: Record<Proto, readonly How[]> = { h1: ['fin', 'rst'], h2: ['fin', 'rst', 'goaway', 'rst_stream'], tcp: ['fin', 'rst'], ws: ['fin', 'rst'] };
+const PHASES: Record<Proto, readonly Phase[]> = { h1: ['body', 'wait', 'head', 'stall'], h2: ['body', 'wait', 'head', 'stall'], tcp: ['early', 'body', 'head', 'stall'], ws: ['upgrade', 'head', 'stall'] };
+
+interface Target {
+  readonly host: string;
+  /** Where each client protocol goes, and what the upstream behind it speaks. */
+  readonly routes: readonly { readonly proto: Proto; readonly port: number; readonly upstream: 'h1' | 'h2' | 'tcp'; readonly prefix?: string; readonly refused?: true }[];
+  readonly tls?: Case['tls'];
+}
+
+/** Every client protocol × upstream × state × way of leaving, and the reverse cases (the upstream leaves). */
+function matrix(name: string, t: Target): Case[] {
+  const out: Case[] = [];
+  for (const r of t.routes) {
+    const base = { proto: r.proto, host: t.host, port: r.port, upstream: r.upstream, ...(r.prefix ? { prefix: r.prefix } : {}), ...(t.tls ? { tls: t.tls } : {}) };
+    const tag = `${name}.${r.proto}-${r.upstream}${t.tls ? '-tls' : ''}`;
+    if (r.refused) { // the app's port is closed: the client gets its answer (503, a reset), nothing stays behind
+      out.push({ ...base, id: `${tag}.refused`, phase: 'refused' });
+      continue;
+    }
+    for (const phase of PHASES[r.proto]) for (const how of HOWS[r.proto]) out.push({ ...base, id: `${tag}.${phase}.${how}`, phase, how });
+    for (const phase of ['cut', 'reset'] as const) out.push({ ...base, id: `${tag}.${phase}`, phase });
+  }
+  return out;
+}
+
+/** DISCONNECT_CASES=<regex> runs only the cases whose id matches (to look at one). */
+const only = process.env['DISCONNECT_CASES'] ? new RegExp(process.env['DISCONNECT_CASES']) : undefined;
+
+/** Runs the cases from inside `from`; resolves with the clients' events. */
+function runClients(from: MeshPodNamespace, cases: readonly Case[], serial: boolean): Promise<Event[]> {
+  const child = from.start('env', [`SERIAL=${serial ? 1 : 0}`, process.execPath, CLIENT, JSON.stringify(cases)]);
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  return new Promise((resolve) => child.once('close', () => resolve(parseEvents(out))));
+}
+
+function parseEvents(text: string): Event[] {
+  return text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Event);
+}
+
+/** The app's events, as it prints them. */
+function appEvents(child: ChildProcess): () => Event[] {
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+  return () => parseEvents(out);
+}
+
+/** What went wrong with one case, or undefined. */
+function judge(c: Case, client: readonly Event[], app: readonly Event[]): string | undefined {
+  const mine = client.filter((e) => e.id === c.id);
+  const failed = mine.find((e) => e.event === 'failed');
+  if (failed) return `never reached its state: ${failed.error}`;
+  if (c.phase === 'refused') {
+    const result = mine.find((e) => e.event === 'result');
+    return result && result.outcome !== 'hung' ? undefined : `the client got no answer (${result?.error ?? 'no result'})`;
+  }
+  if (c.phase === 'cut' || c.phase === 'reset') {
+    const result = mine.find((e) => e.event === 'result');
+    if (!result) return 'no result';
+    // A stream that looks whole when the upstream went away is the finding; TCP passes a FIN on as a FIN, a reset as a reset.
+    const expected = c.proto === 'tcp' || c.proto === 'ws' ? (c.phase === 'reset' ? ['reset'] : ['fin', 'reset']) : ['cut'];
+    return expected.includes(result.outcome!) ? undefined : `the client saw the answer end as "${result.outcome}"`;
+  }
+  const gone = mine.find((e) => e.event === 'disconnected');
+  if (!gone) return 'the client never went away';
+  const opened = app.find((e) => e.id === c.id && e.event === 'open');
+  if (!opened) return c.phase === 'early' ? undefined : 'the request never reached the app';
+  const closed = app.find((e) => e.id === c.id && e.event === 'closed');
+  if (!closed) return `the app still holds it (the client left at ${gone.t})`;
+  const late = closed.t - gone.t;
+  if (late > WITHIN_MS) return `the app saw the end ${late} ms after the client left`;
+  if (c.upstream === 'h2' && c.proto === 'h2' && closed.rstCode !== NGHTTP2_CANCEL) return `the upstream stream ended with code ${closed.rstCode}, not CANCEL`;
+  if (closed.complete) return 'the app\'s answer completed';
+  return undefined;
+}
+
+/** `name: value` lines of a proxy's /stats. */
+async function stats(ns: MeshPodNamespace): Promise<Map<string, number>> {
+  const r = await runCli(['request', 'GET', '/stats'], { prefix: ['ip', 'netns', 'exec', ns.name] });
+  assert.equal(r.code, 0, r.stderr);
+  return new Map(r.stdout.split('\n').filter((l) => l.includes(': ')).map((l) => {
+    const [name, value] = l.split(': ');
+    return [name!, Number(value)];
+  }));
+}
+
+/** The counters that must come back to where they were. */
+const ACTIVE = ['upstream_cx_active', 'upstream_rq_active'];
+function activeOf(s: Map<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, value] of s) {
+    if (ACTIVE.some((a) => name.endsWith(`.${a}`)) || name.endsWith('.downstream_rq_active') || name.endsWith('.downstream_cx_active')) out[name] = value;
+  }
+  return out;
+}
+
+async function mount(dir: string, set: WorkloadCertSet): Promise<void> {
+  await writeCertFiles(join(dir, 'etc', 'certs'), set);
+  for (const f of readdirSync(join(dir, 'etc', 'certs'))) chownSync(join(dir, 'etc', 'certs', f), 1337, 1337);
+}
+
+describe('clients and upstreams that go away: nothing is left open', { skip: netnsSkip }, () => {
+  let net: MeshNetwork;
+  let ca: TestCa;
+  let a: SidecarPod<MeshPodNamespace>;
+  let b: SidecarPod<MeshPodNamespace>;
+  let p: MeshPodNamespace;
+  let g: SidecarPod<MeshPodNamespace>;
+  let bApp: () => Event[];
+  let pApp: () => Event[];
+
+  const meshedPod = async (sa: string, labels: string, resources: string, prepare?: (ns: MeshPodNamespace) => Promise<void>): Promise<SidecarPod<MeshPodNamespace>> => {
+    const cert = await issueWorkloadCert(ca, { spiffeId: `spiffe://cluster.local/ns/default/sa/${sa}` });
+    return startSidecarPod<MeshPodNamespace>({
+      namespace: () => net.addPod(),
+      files: { 'etc/mesh/pod/labels': labels, 'etc/mesh/resources/mesh.yaml': resources },
+      env: ['POD_NAMESPACE=default', `SERVICE_ACCOUNT=${sa}`, 'FILE_MOUNTED_CERTS=true'],
+      // One worker: each worker pools its own upstream connections, so with one the count before
+      // and after compares exactly (the soak in `make differential` runs the default two).
+      args: ['--concurrency', '1'],
+      prepare: async (ns) => { await prepare?.(ns); },
+      beforeStart: (dir) => mount(dir, cert),
+    });
+  };
+
+  /** Starts the app in `ns` and answers a reader of its events once it listens. */
+  const startApp = async (ns: MeshPodNamespace): Promise<() => Event[]> => {
+    const child = ns.start(process.execPath, [APP, '0.0.0.0']);
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => process.stderr.write(`[disconnect-app ${ns.name}] ${d}`));
+    child.once('exit', (code, signal) => process.stderr.write(`[disconnect-app ${ns.name}] exited (${code ?? signal})\n`));
+    let first = '';
+    await new Promise<void>((resolve, reject) => {
+      child.once('exit', (code) => reject(new Error(`disconnect-app exited with ${code}`)));
+      child.stdout!.setEncoding('utf8').once('data', (d: string) => { first = d; resolve(); });
+    });
+    assert.match(first, /^listening/);
+    return appEvents(child);
+  };
+
+  before(async () => {
+    net = createMeshNetwork();
+    ca = await createRootCa();
+    a = await meshedPod('sleep', 'app="sleep"\n', A_RESOURCES);
+    b = await meshedPod('b', 'app="b"\n', '', async (ns) => { bApp = await startApp(ns); });
+    assert.equal(b.pod.address, B);
+    p = net.addPod();
+    assert.equal(p.address, P);
+    pApp = await startApp(p);
+    g = await startSidecarPod<MeshPodNamespace>({
+      namespace: () => net.addPod(),
+      files: { 'etc/mesh/pod/labels': 'mesh="ingressgateway"\n', 'etc/mesh/resources/gateway.yaml': G_RESOURCES },
+      env: ['POD_NAMESPACE=mesh-system'],
+      args: ['router', '--concurrency', '1'],
+      capture: false,
+      beforeStart: (dir) => mountCredential(dir, 'localhost'),
+    });
+    assert.equal(g.pod.address, G);
+  });
+
+  after(() => {
+    for (const x of [a, b, g]) x?.close();
+    net?.close();
+  });
+
+  /**
+   * Runs a batch from `from` and checks every case against the app that serves it, then the proxies'
+   * active counters against their values before.
+   */
+  const batch = async (from: MeshPodNamespace, all: readonly Case[], app: () => Event[], proxies: readonly SidecarPod<MeshPodNamespace>[]): Promise<void> => {
+    const cases = only ? all.filter((c) => only.test(c.id)) : all;
+    // One whole request per HTTP route first: the connections a proxy keeps (a pooled HTTP/1.1
+    // connection, an HTTP/2 session to the app) are open before the count is taken.
+    const warm = [...new Map(cases.filter((c) => c.proto === 'h1' || c.proto === 'h2')
+      .map((c) => [`${c.proto}|${c.port}|${c.prefix ?? ''}|${c.upstream}`, { ...c, id: `${c.id}.warm`, phase: 'ok' as const }])).values()];
+    const warmed = await runClients(from, warm, true);
+    assert.deepEqual(warmed.filter((e) => e.outcome !== 'complete').map((e) => `${e.id}: ${e.outcome ?? e.error}`), [], 'whole requests get whole answers');
+    const before = await Promise.all(proxies.map(async (x) => activeOf(await stats(x.pod))));
+    // Clients leave all at once; upstreams that go away do so one at a time (a closed HTTP/2 session carries every stream to its app).
+    const reverse = (c: Case): boolean => c.phase === 'cut' || c.phase === 'reset' || c.phase === 'refused';
+    const client = [...await runClients(from, cases.filter((c) => !reverse(c)), false), ...await runClients(from, cases.filter(reverse), true)];
+    const events = app();
+    const problems = cases.map((c) => [c.id, judge(c, client, events)] as const).filter(([, why]) => why !== undefined);
+    // Whatever the proxies still hold must go within COUNTS_MS (the upstream ends were checked per
+    // case above; this is every counter coming back, read until it does).
+    const leaks: string[] = [];
+    for (const [i, x] of proxies.entries()) {
+      const over = async (): Promise<string[]> => Object.entries(activeOf(await stats(x.pod)))
+        .filter(([name, value]) => value > (before[i]![name] ?? 0))
+        .map(([name, value]) => `${x.pod.name} ${name}: ${before[i]![name] ?? 0} before, ${value} after`);
+      const deadline = Date.now() + COUNTS_MS;
+      let now = await over();
+      while (now.length > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        now = await over();
+      }
+      leaks.push(...now);
+      if (leaks.some((l) => l.startsWith(x.pod.name))) leaks.push(`${x.pod.name} sockets: ${x.pod.exec('ss', ['-tan', 'state', 'all', 'exclude', 'time-wait'], { allowFailure: true }).stdout.replace(/\s+/g, ' ')}`);
+      const uncaught = (x.stderr().match(/uncaught error/g) ?? []).length;
+      if (uncaught > 0) leaks.push(`${x.pod.name}: ${uncaught} uncaught errors: ${x.stderr().split('\n').filter((l) => l.includes('uncaught')).slice(0, 3).join(' | ')}`);
+    }
+    assert.deepEqual({ failures: problems.map(([id, why]) => `${id}: ${why}`), leaks }, { failures: [], leaks: [] },
+      `${problems.length} of ${cases.length} cases failed`);
+  };
+
+  const sidecarRoutes = (host: string): Target => ({
+    host,
+    routes: [
+      { proto: 'h1', port: H1, upstream: 'h1' }, { proto: 'h2', port: H2, upstream: 'h2' }, { proto: 'h2', port: H1, upstream: 'h1' },
+      { proto: 'tcp', port: TCP, upstream: 'tcp' }, { proto: 'ws', port: H1, upstream: 'h1' },
+      { proto: 'h1', port: REFUSED, upstream: 'h1', refused: true }, { proto: 'h2', port: REFUSED, upstream: 'h2', refused: true },
+      { proto: 'tcp', port: REFUSED, upstream: 'tcp', refused: true },
+    ],
+  });
+
+  it('outbound (A to P, plaintext)', async () => {
+    await batch(a.pod, matrix('out', sidecarRoutes(P)), pApp, [a]);
+  });
+
+  it('inbound (P to B, plaintext)', async () => {
+    await batch(p, matrix('in', sidecarRoutes(B)), bApp, [b]);
+  });
+
+  it('outbound and inbound over mutual TLS (A to B)', async () => {
+    await batch(a.pod, matrix('mtls', sidecarRoutes(B)), bApp, [a, b]);
+  });
+
+  it('the gateway (P to G to P), plaintext and TLS', async () => {
+    const routes: Target['routes'] = [
+      { proto: 'h1', port: 8080, upstream: 'h1' }, { proto: 'h2', port: 8080, upstream: 'h2', prefix: '/h2' },
+      { proto: 'h2', port: 8080, upstream: 'h1' }, { proto: 'ws', port: 8080, upstream: 'h1' },
+      { proto: 'h1', port: 8080, upstream: 'h1', prefix: '/refused', refused: true }, { proto: 'h2', port: 8080, upstream: 'h2', prefix: '/refused', refused: true },
+    ];
+    const tls = { ca: readFileSync(join(FIXTURES, 'localhost.crt'), 'utf8'), servername: 'localhost' };
+    const tlsRoutes: Target['routes'] = [
+      { proto: 'h1', port: 8443, upstream: 'h1' }, { proto: 'h2', port: 8443, upstream: 'h2', prefix: '/h2' }, { proto: 'h2', port: 8443, upstream: 'h1' },
+    ];
+    await batch(p, [...matrix('gw', { host: G, routes }), ...matrix('gw', { host: G, routes: tlsRoutes, tls })], pApp, [g]);
+  });
+});
