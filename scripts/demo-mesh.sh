@@ -10,9 +10,11 @@
 # Each sidecar asks the CA for its certificate (CA_ADDR, the token and root files as Istio's injector
 # mounts them). The demo shows the TLS on the wire (tcpdump on httpbin's link), the STRICT refusal of
 # the plaintext client, the principal policy allowing sleep and denying other (HTTP/1.1 and a gRPC
-# call, HTTP/2 at layer 7 inside the mutual TLS), and the counters.
+# call, HTTP/2 at layer 7 inside the mutual TLS), and the counters. The processes' output goes to log
+# files (scripts/demo-logs.sh) in DEMO_MESH_LOGS (scripts/demo.sh sets it), else in a directory of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/demo-logs.sh
 agent="$PWD/bin/pilot-agent"
 app="$PWD/test/fixtures/echo-app.mjs"
 h2apps="$PWD/test/fixtures/h2-apps.mjs"
@@ -21,18 +23,20 @@ node=$(command -v node)
 id=$$
 nodens="pa-mesh-node-$id"
 work=$(mktemp -d)
+logs_init "${DEMO_MESH_LOGS:-$(mktemp -d "${TMPDIR:-/tmp}/pilot-agent-demo-mesh.XXXXXX")/logs}"
 pids=()
 namespaces=("$nodens")
 step() { printf '\n== %s\n' "$*"; }
 
 cleanup() {
+  local status=$?
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$work"
+  logs_on_failure "$status"
 }
 trap cleanup EXIT
-start() { "$@" > /dev/null & pids+=($!); }
 
 ip netns add "$nodens"
 ip -n "$nodens" link set lo up
@@ -56,8 +60,9 @@ pod() {
 in_ns() { local ns="pa-mesh-$1-$id"; shift; ip netns exec "$ns" "$@"; }
 
 step "a CA on the node that speaks Istio's CA API (gRPC, CreateCertificate)"
-start ip netns exec "$nodens" "$node" test/fixtures/test-ca.mjs --listen 198.20.0.1:15012 --root-out "$work/root-cert.pem" --token demo-token
+start ca ip netns exec "$nodens" "$node" test/fixtures/test-ca.mjs --listen 198.20.0.1:15012 --root-out "$work/root-cert.pem" --token demo-token
 for _ in $(seq 50); do [ -s "$work/root-cert.pem" ] && break; sleep 0.1; done
+echo "   its log: $(log_of ca)"
 
 # meshed NAME N SA RESOURCES: a pod with its init rules and its sidecar (uid 1337), certificates from the CA.
 meshed() {
@@ -69,9 +74,9 @@ meshed() {
   echo demo-token > "$dir/var/run/secrets/tokens/istio-token"
   cp "$work/root-cert.pem" "$dir/var/run/secrets/istio/root-cert.pem"
   chmod -R a+rX "$work"
-  in_ns "$1" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 >/dev/null
+  quiet "$1-init" in_ns "$1" "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090
   # The sidecar reads ./etc/... and ./var/run/... from its working directory.
-  start env -C "$dir" POD_NAMESPACE=default SERVICE_ACCOUNT="$3" CA_ADDR=198.20.0.1:15012 \
+  start "$1-sidecar" env -C "$dir" POD_NAMESPACE=default SERVICE_ACCOUNT="$3" CA_ADDR=198.20.0.1:15012 \
     ip netns exec "pa-mesh-$1-$id" setpriv --reuid=1337 --regid=1337 --clear-groups -- "$node" "$agent" proxy --log_target stderr
 }
 
@@ -111,11 +116,12 @@ spec:
 step "three meshed pods (sleep, httpbin, other) and a plaintext one (legacy); each sidecar gets its identity from the CA"
 pod legacy 5
 meshed httpbin 3 httpbin "$httpbin_policies"
-start ip netns exec "pa-mesh-httpbin-$id" "$node" "$app" 0.0.0.0 8080 httpbin
-start ip netns exec "pa-mesh-httpbin-$id" "$node" "$h2apps" 0.0.0.0 httpbin # gRPC on 7070
+start httpbin-app ip netns exec "pa-mesh-httpbin-$id" "$node" "$app" 0.0.0.0 8080 httpbin
+start httpbin-grpc-app ip netns exec "pa-mesh-httpbin-$id" "$node" "$h2apps" 0.0.0.0 httpbin # gRPC on 7070
 meshed sleep 2 sleep "$mesh_to_httpbin"
 meshed other 4 other "$mesh_to_httpbin"
-for p in httpbin sleep other; do in_ns "$p" "$agent" wait --periodMillis 100 --timeoutSeconds 20; done
+for p in httpbin sleep other; do quiet "$p-sidecar" in_ns "$p" "$agent" wait --periodMillis 100 --timeoutSeconds 20; done
+echo "   ready; the sidecars' logs: $(log_of '{httpbin,sleep,other}-sidecar')"
 for p in sleep httpbin; do
   printf '   %-8s ' "$p"
   in_ns "$p" "$agent" request GET certs | "$node" -e "let t = ''; process.stdin.on('data', (d) => t += d).on('end', () => {
@@ -125,7 +131,7 @@ done
 get() { "$node" -e "fetch(process.argv[1]).then(async (r) => console.log(r.status, (await r.text()).trim()), (e) => console.log('failed:', e.cause?.code ?? e.message))" "$1"; }
 
 step "sleep -> httpbin over mutual TLS, while tcpdump watches httpbin's link"
-start ip netns exec "$nodens" tcpdump -i v3 -n --immediate-mode -U -s 0 -w "$work/wire.pcap" tcp 2>/dev/null
+start tcpdump ip netns exec "$nodens" tcpdump -i v3 -n --immediate-mode -U -s 0 -w "$work/wire.pcap" tcp
 sleep 1
 in_ns sleep "$node" -e "fetch('http://198.20.0.3:8080/headers').then(async (r) => { const h = (await r.json()).headers; console.log('   ', r.status, 'x-forwarded-client-cert:', h['x-forwarded-client-cert']); })"
 sleep 0.5

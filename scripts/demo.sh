@@ -10,9 +10,12 @@
 # calls the gateway with no token, a bad token and the two sample tokens, with and without a policy
 # that requires one, and `pilot-agent request GET /debug/decisions` shows why each got its answer.
 # Last, scripts/demo-mesh.sh: mutual TLS between meshed pods (identity from a CA, STRICT, principals).
+# What the agents and apps print goes to log files under the demo's directory (scripts/demo-logs.sh):
+# named as each starts, kept at the end, their ends printed if the demo fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gateway-resources.sh
+. scripts/demo-logs.sh
 agent="$PWD/bin/pilot-agent"
 app="$PWD/test/fixtures/echo-app.mjs"
 node=$(command -v node)
@@ -20,17 +23,21 @@ id=$$
 pod="pa-demo-pod-$id"
 peer="pa-demo-peer-$id"
 gw="pa-demo-gw-$id"
-gwdir=$(mktemp -d)
+demo=$(mktemp -d "${TMPDIR:-/tmp}/pilot-agent-demo.XXXXXX")
+gwdir="$demo/gateway"
+logs_init "$demo/logs"
 pids=()
 step() { printf '\n== %s\n' "$*"; }
 
 cleanup() {
+  local status=$?
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true # before their files go
   ip netns del "$pod" 2>/dev/null || true
   ip netns del "$peer" 2>/dev/null || true
   ip netns del "$gw" 2>/dev/null || true
   rm -rf "$gwdir"
+  logs_on_failure "$status"
 }
 trap cleanup EXIT
 
@@ -56,20 +63,22 @@ in_pod() { ip netns exec "$pod" "$@"; }
 in_peer() { ip netns exec "$peer" "$@"; }
 http_get() { "$node" -e "fetch(process.argv[1]).then(async (r) => process.stdout.write(r.status + ' ' + await r.text()), (e) => console.log('failed:', e.cause?.code ?? e.message))" "$1"; }
 tcp_ping() { "$node" -e "const s=require('net').connect(+process.argv[2], process.argv[1], () => s.end('ping\n')); s.pipe(process.stdout); s.on('error', (e) => console.log('failed:', e.code))" "$1" "$2"; }
-# `ip netns exec` execs its command, so $! is the process itself (ended by PID on exit).
-start() { "$@" > /dev/null & pids+=($!); }
+# `ip netns exec` execs its command, so $! (in `start`) is the process itself (ended by PID on exit).
 
 step "init container: pilot-agent mesh-iptables -i '*' -b '*' -d 15020,15021,15090 (explained, then applied)"
 in_pod "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090 --dry-run | sed -n '/^# Families/,/^#$/p'
-in_pod "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090
+quiet pod-init in_pod "$agent" mesh-iptables -i '*' -b '*' -d 15020,15021,15090
+echo "   $(grep -o 'mesh rules applied (.*)' "$(log_of pod-init)" | tail -n 1); log: $(log_of pod-init)"
 
 step "the peer service and the app"
-start ip netns exec "$peer" "$node" "$app" 198.19.0.1 8080 peer
-start ip netns exec "$pod" "$node" "$app" 0.0.0.0 9080 app
+start peer ip netns exec "$peer" "$node" "$app" 198.19.0.1 8080 peer
+start app ip netns exec "$pod" "$node" "$app" 0.0.0.0 9080 app
+echo "   logs: $(log_of peer), $(log_of app)"
 
 step "the sidecar: pilot-agent proxy, as uid 1337; pilot-agent wait"
-start ip netns exec "$pod" setpriv --reuid=1337 --regid=1337 --clear-groups -- "$node" "$agent" proxy --log_target stderr
-in_pod "$agent" wait --periodMillis 100 --timeoutSeconds 15
+start sidecar ip netns exec "$pod" setpriv --reuid=1337 --regid=1337 --clear-groups -- "$node" "$agent" proxy --log_target stderr
+quiet sidecar in_pod "$agent" wait --periodMillis 100 --timeoutSeconds 15
+echo "   ready; its log: $(log_of sidecar)"
 
 step "app -> peer, HTTP (captured, through 15001)"
 in_pod bash -c "$(declare -f http_get); node=$node; http_get http://198.19.0.1:8080/hello"
@@ -92,11 +101,12 @@ echo 'mesh="ingressgateway"' > "$gwdir/etc/mesh/pod/labels"
 gateway_resources 8080 /headers 198.19.1.2 9080 'jwksUri: http://127.0.0.1:9999/jwks.json' > "$gwdir/etc/mesh/resources/gateway.yaml"
 sed -n '/^---$/!p' "$gwdir/etc/mesh/resources/gateway.yaml" | grep -E '^(kind|  - match|    - uri|        "@request|    - destination|    jwksUri)' | sed 's/^/   /'
 in_gw() { ip netns exec "$gw" "$@"; }
-start ip netns exec "$gw" "$node" -e "require('http').createServer((q, r) => r.end(require('fs').readFileSync('$jwt/jwks.json'))).listen(9999, '127.0.0.1')"
+start jwks ip netns exec "$gw" "$node" -e "require('http').createServer((q, r) => r.end(require('fs').readFileSync('$jwt/jwks.json'))).listen(9999, '127.0.0.1')"
 cd "$gwdir"  # the gateway reads ./etc/mesh/... from its working directory
-start env POD_NAMESPACE=mesh-system FILE_DEBOUNCE_DURATION=50ms ip netns exec "$gw" "$node" "$agent" proxy router --log_target stderr
+start gateway env POD_NAMESPACE=mesh-system FILE_DEBOUNCE_DURATION=50ms ip netns exec "$gw" "$node" "$agent" proxy router --log_target stderr
 cd - > /dev/null
-in_gw "$agent" wait --periodMillis 100 --timeoutSeconds 15
+quiet gateway in_gw "$agent" wait --periodMillis 100 --timeoutSeconds 15
+echo "   ready; its log: $(log_of gateway)"
 call() {
   local label=$1; shift
   printf '   %-46s -> ' "$label"
@@ -128,6 +138,6 @@ step "why: pilot-agent request GET /debug/decisions (last 3)"
 in_gw "$agent" request GET '/debug/decisions?limit=3' | "$node" -e "let t = ''; process.stdin.on('data', (d) => t += d).on('end', () => {
   for (const d of JSON.parse(t).decisions) console.log('  ', d.status, 'jwt=' + d.jwt, '|', d.authz, '|', d.route ?? '-'); })"
 
-scripts/demo-mesh.sh
+DEMO_MESH_LOGS="$demo_logs/mesh" scripts/demo-mesh.sh
 
-step "done: the namespaces and processes are removed"
+step "done: the namespaces and processes are removed; the logs stay in $demo_logs"

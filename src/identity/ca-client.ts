@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { AgentError } from '../errors/agent-error.js';
 import { parseCaAddress } from './ca-address.js';
+import { caChannelCredentials } from './ca-credentials.js';
 import { certificateService, type IstioCertificateRequest, type IstioCertificateResponse } from './ca-proto.js';
 
 export interface CaClientOptions {
@@ -13,6 +14,11 @@ export interface CaClientOptions {
   readonly address: string;
   /** PEM file with the root(s) the CA's serving certificate must lead to. */
   readonly rootCertFile: string;
+  /**
+   * MESHD_SAN: the name the CA's certificate must hold; default the host of `address` (an address is
+   * then checked as an IP SAN). Sent as SNI only when it is a DNS name (net/server-name.ts).
+   */
+  readonly serverName?: string;
   /** The service-account token sent as `authorization: Bearer`; re-read on every call. */
   readonly tokenFile: string;
   /** Sent as `ClusterID` metadata (CLUSTER_ID). */
@@ -62,11 +68,11 @@ interface CertificateClient {
 const statusName = (code: number): string => grpc.status[code] ?? `status ${code}`;
 
 /** A gRPC failure as the operator should read it: the address, and whether the CA answered at all. */
-function callError(address: string, rootCertFile: string, err: grpc.ServiceError): AgentError {
+function callError(address: string, rootCertFile: string, name: string, err: grpc.ServiceError): AgentError {
   const status = `${statusName(err.code)}: ${err.details || err.message}`;
   if (err.code === grpc.status.UNAVAILABLE || err.code === grpc.status.DEADLINE_EXCEEDED) {
     return new AgentError('ERR_CA_UNREACHABLE',
-      `CA ${address} unreachable (${status}); its certificate is checked against ${rootCertFile}`, { cause: err });
+      `CA ${address} unreachable (${status}); its certificate is checked against ${rootCertFile} and must name ${name}`, { cause: err });
   }
   if (err.code === grpc.status.RESOURCE_EXHAUSTED && /received message larger than max/i.test(err.details)) {
     return new AgentError('ERR_CA_REFUSED', `CA ${address} answered more than MESH_GPRC_MAXRECVMSGSIZE allows (${status})`, { cause: err });
@@ -76,10 +82,11 @@ function callError(address: string, rootCertFile: string, err: grpc.ServiceError
 
 /** Asks the CA to sign `request.csrPem`; resolves with cert_chain as sent (leaf first, root last). */
 export async function requestCertificate(options: CaClientOptions, request: CertificateRequest): Promise<string[]> {
-  parseCaAddress(options.address);
+  const { host } = parseCaAddress(options.address);
   const [token, root] = await Promise.all([readToken(options.tokenFile), readCaRoot(options.rootCertFile)]);
   const Client = grpc.makeGenericClientConstructor(certificateService, 'IstioCertificateService');
-  const client = new Client(options.address, grpc.credentials.createSsl(root),
+  const name = options.serverName || host;
+  const client = new Client(options.address, caChannelCredentials(root, name),
     options.maxReceiveMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxReceiveMessageBytes } : {});
   const metadata = new grpc.Metadata();
   metadata.set('authorization', `Bearer ${token}`);
@@ -93,7 +100,7 @@ export async function requestCertificate(options: CaClientOptions, request: Cert
     const response = await new Promise<IstioCertificateResponse>((resolve, reject) => {
       const deadline = Date.now() + (options.timeoutMs ?? 15_000);
       (client as unknown as CertificateClient).CreateCertificate(message, metadata, { deadline }, (err, value) => {
-        if (err) reject(callError(options.address, options.rootCertFile, err));
+        if (err) reject(callError(options.address, options.rootCertFile, name, err));
         else resolve(value ?? { cert_chain: [] });
       });
     });

@@ -27,7 +27,7 @@ export const DEFAULT_CA_ROOT_FILE = 'var/run/secrets/istio/root-cert.pem';
 
 /** The variables this module reads. */
 export type IdentityEnvValues = Pick<EnvValues,
-  | 'PROV_CERT' | 'FILE_MOUNTED_CERTS' | 'CA_ADDR' | 'CA_ROOT_CA' | 'JWT_POLICY' | 'CLUSTER_ID'
+  | 'PROV_CERT' | 'FILE_MOUNTED_CERTS' | 'CA_ADDR' | 'CA_ROOT_CA' | 'MESHD_SAN' | 'JWT_POLICY' | 'CLUSTER_ID'
   | 'TRUST_DOMAIN' | 'POD_NAMESPACE' | 'SERVICE_ACCOUNT' | 'SECRET_TTL' | 'SECRET_GRACE_PERIOD_RATIO'
   | 'SECRET_GRACE_PERIOD_RATIO_JITTER' | 'OUTPUT_CERTS' | 'ECC_SIGNATURE_ALGORITHM' | 'ECC_CURVE'
   | 'WORKLOAD_RSA_KEY_SIZE' | 'PKCS8_KEY' | 'MESH_GPRC_MAXRECVMSGSIZE' | 'MESH_GPRC_MAXSTREAMS'>;
@@ -88,6 +88,7 @@ export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: Sco
     client: {
       address: choice.address,
       rootCertFile: resolve(cwd, env.CA_ROOT_CA || DEFAULT_CA_ROOT_FILE),
+      ...(env.MESHD_SAN !== '' ? { serverName: env.MESHD_SAN } : {}),
       tokenFile: tokenFileFor(env.JWT_POLICY, cwd),
       clusterId: env.CLUSTER_ID,
       maxReceiveMessageBytes,

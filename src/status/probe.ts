@@ -28,6 +28,7 @@ import { http2 } from '../proxy/http2/node-http2.js';
 import { networkInterfaces } from 'node:os';
 import type { AppProbe, GrpcProbe, HttpGetProbe, TcpSocketProbe } from './app-probers.js';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
+import { serverNameIndication } from '../net/server-name.js';
 
 export interface ProbeEnv {
   /** INSTANCE_IP: the pod IP; '' outside a pod. */
@@ -322,7 +323,7 @@ export class AppProber {
       // Without keep-alive: `agent: false` opens a fresh connection for this request only.
       agent: (https ? this.#keepAliveHttpsAgent() : this.#httpAgent) ?? false,
       // As the kubelet: the app's certificate is not verified. SNI only for a name, not an address.
-      ...(https ? { ...NO_VERIFY, servername: isIP(target.host) ? '' : target.host } : {}),
+      ...(https ? { ...NO_VERIFY, servername: serverNameIndication(target.host) ?? '' } : {}),
     };
     const req = (https ? process.getBuiltinModule('node:https').request : httpRequest)(options, AppProber.#onResponse(ok));
     req.on('error', fail);
@@ -346,7 +347,7 @@ export class AppProber {
 
     const socket: TLSSocket = process.getBuiltinModule('node:tls').connect({
       host: target.host, port: probe.port, ...NO_VERIFY, ALPNProtocols: ['h2', 'http/1.1'],
-      servername: isIP(target.host) ? '' : target.host,
+      servername: serverNameIndication(target.host) ?? '',
       ...(target.localAddress ? { localAddress: target.localAddress } : {}),
     });
     let cancel = (): void => { socket.destroy(); };

@@ -4,7 +4,7 @@
 // is never skipped silently: the chain always, and the peer's names when they are known. A failed
 // handshake fails the connection (the request gets 503): nothing falls back to plaintext.
 import type { PeerCertificate, SecureContext, TLSSocket } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
-import type { OnReadOpts } from 'node:net';
+import { isIP, type OnReadOpts } from 'node:net';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { isCertificateError } from './inbound-mtls.js';
@@ -19,7 +19,7 @@ export interface UpstreamTls {
   /** SNI; undefined: none (an IP-only destination). */
   readonly servername: string | undefined;
   readonly alpn: readonly string[];
-  /** The peer must hold one of these as a URI or DNS SAN; empty: the chain alone (and, for SIMPLE/MUTUAL, the SNI name). */
+  /** The peer must hold one of these as a URI, DNS or IP SAN; empty: the chain alone (and, for SIMPLE/MUTUAL, the SNI name). */
   readonly subjectAltNames: readonly string[];
   /** SIMPLE/MUTUAL with insecureSkipVerify: the chain is not checked (the operator said so). */
   readonly insecureSkipVerify: boolean;
@@ -34,16 +34,21 @@ export interface TlsHandshakeError extends NodeJS.ErrnoException {
   tlsHandshake?: true;
 }
 
-function dnsSans(cert: PeerCertificate): string[] {
-  return (cert.subjectaltname ?? '').split(', ').filter((s) => s.startsWith('DNS:')).map((s) => s.slice(4));
+function sans(cert: PeerCertificate, prefix: 'DNS:' | 'IP Address:'): string[] {
+  return (cert.subjectaltname ?? '').split(', ').filter((s) => s.startsWith(prefix)).map((s) => s.slice(prefix.length));
 }
+
+/** An address in the list is an IP SAN, compared as node compares addresses (any IPv6 spelling). */
+const holdsIp = (want: string, cert: PeerCertificate): boolean =>
+  isIP(want) !== 0 && process.getBuiltinModule('node:tls').checkServerIdentity(want, cert) === undefined;
 
 /** The identity check after the chain: a SAN from the list, or (TLS to a named service) the SNI name. */
 function identityCheck(t: UpstreamTls) {
   return (host: string, cert: PeerCertificate): Error | undefined => {
     if (t.subjectAltNames.length > 0) {
-      const held = [...uriSans(cert), ...dnsSans(cert)];
-      if (t.subjectAltNames.some((want) => held.includes(want))) return undefined;
+      const held = [...uriSans(cert), ...sans(cert, 'DNS:')];
+      if (t.subjectAltNames.some((want) => held.includes(want) || holdsIp(want, cert))) return undefined;
+      held.push(...sans(cert, 'IP Address:'));
       return Object.assign(new Error(`the upstream's certificate names ${held.join(', ') || 'nothing'}, none of ${t.subjectAltNames.join(', ')}`),
         { code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
     }
