@@ -192,6 +192,17 @@ note_cpu() {
   sys_us[$1]+="$(us_per_request "$run_sys" "$2") "
   run_ticks=''
 }
+# run_wrk SETUP [WRK-ARG...]: wrk -t$threads -c$conns (and WRK-ARGs) from ns_of[SETUP] to url_of[SETUP]
+# on the load side's CPU: a warm-up of $warmup s, then $duration s measured (measure: the CPU of
+# proxy_of[SETUP], one PID or several) and recorded (record_wrk).
+run_wrk() {
+  local s=$1
+  shift
+  local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" "$@")
+  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
+  measure "$s" "${proxy_of[$s]:-}" "${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}"
+  record_wrk "$s" "$out"
+}
 core_pct() { awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; } # TICKS NS
 cpu_pct() { core_pct "${cpu_ticks[$1]}" "${cpu_ns[$1]}"; } # SETUP: what measure counted, as % of one core
 # SETUP: the proxy's CPU time per request over the measured runs (what measure counted / sent), in µs.
@@ -337,7 +348,9 @@ builds_banner() {
   for b in "${builds[@]}"; do
     line+=" $(build_name "$b") ${agent_of[$b]} ($(revision_of "${agent_of[$b]}")),"
   done
-  if [ ${#builds[@]} -gt 1 ]; then line+=' alternated round by round'; else line+=' (PILOT_AGENT_BASELINE: none)'; fi
+  if [ ${#builds[@]} -gt 1 ]; then line+=' alternated round by round'
+  elif [ -n "${PILOT_AGENT_BASELINE:-}" ]; then line+=' the baseline left out of this bench (see the note at the end)'
+  else line+=' no baseline (PILOT_AGENT_BASELINE)'; fi
   echo "$line"
 }
 build_name() { if [ "$1" = base ]; then echo baseline; else echo new; fi; }

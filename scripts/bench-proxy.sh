@@ -149,13 +149,6 @@ fi
 declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns sent
 # shellcheck disable=SC2207 # setup names have no spaces
 setups=(direct nginx $(and_baseline sidecar sidecar-c1) nginx-captured)
-run_wrk() { # setup
-  local s=$1
-  local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
-  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  measure "$s" "${proxy_of[$s]:-}" "${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}"
-  record_wrk "$s" "$out"
-}
 run_tcp() { # setup: MiB/s into rps[tcp-SETUP], the proxy's CPU per MiB into usr_us and sys_us[tcp-SETUP]
   local s=$1 host=${url_of[$1]#http://}
   host=${host%%:*}
