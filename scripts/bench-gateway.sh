@@ -28,9 +28,6 @@ cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 . scripts/gateway-resources.sh
 jwt_dir=$PWD/test/fixtures/jwt
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
-warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNECTIONS:-32}
 threads=${BENCH_THREADS:-1}
 

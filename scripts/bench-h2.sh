@@ -40,9 +40,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 grpc_js=$PWD/node_modules/@grpc/grpc-js
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
-warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNECTIONS:-8}
 streams=${BENCH_STREAMS:-16}
 

@@ -33,8 +33,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 idle=${BENCH_IDLE_SECONDS:-60}
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
 protocols=(h1 h2)
 if [ "${BENCH_IDLE_H2:-1}" = 0 ]; then protocols=(h1); fi
 declare -A what=([h1]=HTTP/1.1 [h2]=HTTP/2 [first1s]='first 1 s' [first4s]='first 4 s' [steady]='steady (4 s on)')

@@ -293,6 +293,12 @@ ensure_bench_tools() {
   fi
 }
 
+# The shape of a data-plane bench's runs: BENCH_ROUNDS rounds (3), each run measured for BENCH_DURATION s
+# (5) after BENCH_WARMUP s of the same load (1).
+rounds=${BENCH_ROUNDS:-3}
+duration=${BENCH_DURATION:-5}
+warmup=${BENCH_WARMUP:-1}
+
 # The build under test: PILOT_AGENT_BIN (default bin/pilot-agent of this checkout; another tree's bin/
 # works), absolute (the sidecars run in directories of their own).
 agent=$(realpath "${PILOT_AGENT_BIN:-$PWD/bin/pilot-agent}")

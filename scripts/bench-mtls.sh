@@ -44,9 +44,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
-warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNECTIONS:-32}
 threads=${BENCH_THREADS:-1}
 target=0.85
