@@ -156,7 +156,7 @@ stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counter() { awk -F': ' -v k="$1" '$1 == k { print $2 }' <<< "$stats"; }
 rq=$(counter http.outbound.downstream_rq_total)
 if [ ${#builds[@]} -gt 1 ]; then # whether the baseline proxied HTTP/2 at layer 7 too (an older one may relay it as TCP)
-  base_rq=$(ip netns exec "$base_pod" "$agent" request GET stats 2>/dev/null | awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' || true)
+  base_rq=$(outbound_http_requests "$base_pod")
 fi
 stop_sidecar "$pod" "$sidecar"
 if [ ${#builds[@]} -gt 1 ]; then stop_sidecar "$base_pod" "${proxy_of[sidecar@base]}"; fi

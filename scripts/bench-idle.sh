@@ -71,9 +71,7 @@ done
 wait_port "$peer" 198.19.20.1 8080
 wait_port "$peer" 198.19.20.1 8081
 for k in "${keys[@]}"; do
-  b=new
-  if [[ $k == *@base ]]; then b=base; fi
-  as_build "$b" start_sidecar "${pod_of[$k]}" "$work/sidecar-$k.log"
+  as_build "$(build_of "$k")" start_sidecar "${pod_of[$k]}" "$work/sidecar-$k.log"
   proxy_of[$k]=$started
 done
 
@@ -125,7 +123,7 @@ window() {
     END { printf "%d %s %d\n", n, (k > 0) ? sprintf("%.2f", v[int((k - 1) * 0.99) + 1] / 1000) : "n/a", failed }'
 }
 # window_setup KEY WINDOW: the setup that holds KEY's figures of WINDOW: PROTOCOL-WINDOW[@base].
-window_setup() { if [[ $1 == *@base ]]; then echo "${1%@base}-$2@base"; else echo "$1-$2"; fi; }
+window_setup() { of_build "${1%@base}-$2" "$(build_of "$1")"; }
 # record KEY: the windows of the burst just run: rate, p99 and the CPU per request (note_cpu) of each.
 declare -A rps p99 errs
 record() {
@@ -159,29 +157,35 @@ for ((r = 1; r <= rounds; r++)); do
   for k in "${keys[@]}"; do
     burst "$k" "$work/h2load.log"
     record "$k"
-    b=new
-    if [[ $k == *@base ]]; then b=base; fi
     line=()
     for w in "${windows[@]}"; do
       s=$(window_setup "$k" "$w")
       line+=("${what[$w]} $(last_total "$s") µs/req (p99 $(last "${p99[$s]}") ms)")
     done
-    echo "   round $r ${what[${k%@base}]} $(build_name "$b"): $(join_by ', ' "${line[@]}")"
+    echo "   round $r ${what[${k%@base}]} $(build_name "$(build_of "$k")"): $(join_by ', ' "${line[@]}")"
   done
 done
-for k in "${keys[@]}"; do stop_sidecar "${pod_of[$k]}" "${proxy_of[$k]}"; done
+declare -A counted # the HTTP requests each sidecar counted: 0 after HTTP/2 load means it relayed it as TCP
+for k in "${keys[@]}"; do
+  counted[$k]=$(outbound_http_requests "${pod_of[$k]}")
+  stop_sidecar "${pod_of[$k]}" "${proxy_of[$k]}"
+done
 
 comparison_header
 for p in "${protocols[@]}"; do
   ratios=()
   for w in "${windows[@]}"; do compare_builds "${what[$p]}, ${what[$w]} after ${idle} s idle" "$p-$w"; done
   for b in "${builds[@]}"; do
-    k=$p
-    if [ "$b" = base ]; then k=$p@base; fi
+    k=$(of_build "$p" "$b")
     ratios+=("$(build_name "$b") first 1 s $(to_steady "$(window_setup "$k" first1s)" "$(window_setup "$k" steady)")x, first 4 s $(to_steady "$(window_setup "$k" first4s)" "$(window_setup "$k" steady)")x")
   done
   echo "${what[$p]}: CPU per request / the steady figure (medians of per-round ratios): $(join_by '; ' "${ratios[@]}")"
 done
+if [[ " ${keys[*]} " == *" h2 "* ]]; then
+  seen=()
+  for k in $(and_baseline h2); do seen+=("$(build_name "$(build_of "$k")") ${counted[$k]:-?}"); done
+  echo "HTTP/2 requests the sidecars proxied at layer 7: $(join_by ', ' "${seen[@]}") (0: relayed as opaque TCP, other work than layer 7)"
+fi
 # shellcheck disable=SC2046 # setup names have no spaces
 error_notes $(for k in "${keys[@]}"; do for w in "${windows[@]}"; do window_setup "$k" "$w"; done; done)
 exit 0

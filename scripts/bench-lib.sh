@@ -225,8 +225,7 @@ compare_builds() {
   local -A total med_rps med_p99
   # shellcheck disable=SC2086 # the per-round lists split on spaces
   for b in "${builds[@]}"; do
-    k=$s n=$(build_name "$b")
-    if [ "$b" = base ]; then k=$s@base; fi
+    k=$(of_build "$s" "$b") n=$(build_name "$b")
     if [ -n "${usr_us[$k]:-}" ]; then
       rounds+=("$n $(sum_lists "${usr_us[$k]}" "${sys_us[$k]}")")
       total[$b]=$(median_of 1 $(sum_lists "${usr_us[$k]}" "${sys_us[$k]}"))
@@ -348,6 +347,8 @@ and_baseline() {
     if [ ${#builds[@]} -gt 1 ]; then echo "$s@base"; fi
   done
 }
+of_build() { if [ "$2" = base ]; then echo "$1@base"; else echo "$1"; fi; } # SETUP BUILD: that build's setup
+build_of() { if [[ $1 == *@base ]]; then echo base; else echo new; fi; }      # SETUP: the build it runs
 # builds_banner: the line a bench prints under its title about the builds it runs.
 builds_banner() {
   local b line='   builds:'
@@ -452,6 +453,12 @@ apply_capture() {
 }
 # shebang_flags FILE: the node flags on a script's first line (`#!/usr/bin/env -S node FLAGS`).
 shebang_flags() { sed -n '1s/^#!.*[ /]node *//p' "$1"; }
+
+# outbound_http_requests NS: how many outbound HTTP requests the sidecar in NS counted (empty if its
+# stats could not be read). After HTTP/2 load, 0 says it relayed HTTP/2 as opaque TCP (older builds).
+outbound_http_requests() {
+  ip netns exec "$1" "$agent" request GET stats 2>/dev/null | awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' || true
+}
 
 # stop_sidecar NS PID: the quick way (POST quitquitquit), so that a --cpu-prof profile is written now.
 stop_sidecar() {

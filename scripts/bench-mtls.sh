@@ -170,10 +170,8 @@ done
 # not. The new build's must pass it; a baseline that does not is left out.
 declare -A sidecar_of
 for k in "${pairs[@]}"; do
-  b=new
-  if [ "$k" = @base ]; then b=base; fi
   for sa in client server; do
-    as_build "$b" start_sidecar "${pod_of[$sa$k]}" "$work/sidecar-$sa$k.log" -C "$work/$sa$k" \
+    as_build "$(build_of "$k")" start_sidecar "${pod_of[$sa$k]}" "$work/sidecar-$sa$k.log" -C "$work/$sa$k" \
       POD_NAMESPACE=default SERVICE_ACCOUNT="$sa" FILE_MOUNTED_CERTS=true
     sidecar_of[$sa$k]=$started
   done
