@@ -34,15 +34,10 @@ demo: build
 	@scripts/proxy-uid-access.sh
 	scripts/demo.sh
 
+# Every bench (scripts/bench-all.sh). BENCH_ONLY=proxy,h2 runs those alone; PILOT_AGENT_BASELINE=DIR (another
+# built checkout) runs its proxies too, alternated round by round, and prints the differences.
 bench: build
-	scripts/bench.sh
-	node scripts/bench-iptables.mjs
-	scripts/bench-proxy.sh
-	scripts/bench-footprint.sh
-	scripts/bench-mtls.sh
-	scripts/bench-h2.sh
-	scripts/bench-gateway.sh
-	node scripts/bench-dns.mjs
+	scripts/bench-all.sh
 
 # Regenerates the files derived from the code (a test fails while they are stale).
 docs: build

@@ -22,12 +22,17 @@
 # --log-file (record_h2load). Rounds, medians and pinning as in bench-proxy: the setups run
 # interleaved, each figure is the median of the rounds, each ratio the median of per-round ratios;
 # with 2+ CPUs the proxy under test gets CPU 1, the load side (h2load, the service) CPU 0.
+# With PILOT_AGENT_BASELINE (another built checkout, see bench-lib.sh), a second captured pod runs the
+# baseline's sidecar: a path of its own (sidecar@base), run after the new sidecar's in every round; the
+# end of the output compares the two builds (CPU per request, each round's, throughput and p99).
 #
 # Topology (made here, removed on exit, failure or Ctrl-C; processes ended by their own PIDs):
 #   plain pod 198.19.8.2 --veth-- 198.19.8.1 service 198.19.7.1 --veth-- 198.19.7.2 captured pod
+#                                            service 198.19.10.1 --veth-- 198.19.10.2 baseline pod
 #
 #   scripts/bench-h2.sh             (needs root; without it, says so and exits 0)
-# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
+# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works),
+# PILOT_AGENT_BASELINE (a built checkout to compare with; none by default), BENCH_ROUNDS (3),
 # BENCH_DURATION (s measured per run, 5), BENCH_WARMUP (s before it, same connections, 1),
 # BENCH_CONNECTIONS (8), BENCH_STREAMS (concurrent streams per connection, 16), BENCH_PIN (1; 0 = no
 # CPU pinning), BENCH_CONCURRENCY (the sidecar's --concurrency, 1), BENCH_SIDECAR_NODE_ARGS (node flags).
@@ -35,9 +40,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
 grpc_js=$PWD/node_modules/@grpc/grpc-js
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
-warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNECTIONS:-8}
 streams=${BENCH_STREAMS:-16}
 
@@ -46,9 +48,13 @@ bench_preamble bench-h2
 pod="pa-bench-h2-pod-$$"     # captured: rules + sidecar
 plain="pa-bench-h2-plain-$$" # no rules: direct and haproxy
 peer="pa-bench-h2-peer-$$"   # the service
-bench_setup bench-h2 "$pod" "$plain" "$peer"
+base_pod="pa-bench-h2-bpod-$$" # with a baseline: captured, its sidecar
+namespaces=("$pod" "$plain" "$peer")
+if [ ${#builds[@]} -gt 1 ]; then namespaces+=("$base_pod"); fi
+bench_setup bench-h2 "${namespaces[@]}"
 veth_link "$pod" pod0 198.19.7.2 "$peer" peer0 198.19.7.1
 veth_link "$plain" plain0 198.19.8.2 "$peer" peer1 198.19.8.1
+if [ ${#builds[@]} -gt 1 ]; then veth_link "$base_pod" pod0 198.19.10.2 "$peer" peer2 198.19.10.1; fi
 
 # ---- the service: nginx, h2c on 8080; GET /1k.html, and POST /bench.Echo/Ping answered from
 # www/ping.grpc. nginx's static module refuses POST, hence `return 418` and an error_page that
@@ -107,8 +113,13 @@ EOF
 declare -A ns_of=([direct]=$plain [haproxy]=$plain [sidecar]=$pod)
 declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [sidecar]=198.19.7.1:8080)
 declare -A proxy_of=([haproxy]=$haproxy [sidecar]=$sidecar)
+if [ ${#builds[@]} -gt 1 ]; then
+  as_build base start_sidecar "$base_pod" "$work/sidecar-base.log"
+  ns_of[sidecar@base]=$base_pod addr_of[sidecar@base]=198.19.10.1:8080 proxy_of[sidecar@base]=$started
+fi
 declare -A grpc_check
-paths=(direct haproxy sidecar)
+# shellcheck disable=SC2207 # path names have no spaces
+paths=(direct haproxy $(and_baseline sidecar))
 for p in "${paths[@]}"; do
   grpc_check[$p]=$(ip netns exec "${ns_of[$p]}" "$node" "$work/grpc-call.cjs" "$grpc_js" "${addr_of[$p]}" 2>&1 | tail -1)
 done
@@ -132,24 +143,29 @@ run_h2load() { # workload path
 
 echo "== bench-h2: h2load -t1 -c$conns -m$streams (h2c prior knowledge), ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup"
 echo "   service: nginx, 1 worker, h2c; sidecar: $agent; CPU pinning: ${pin_proxy[*]:-none} for the proxy, ${pin_load[*]:-none} for the load side"
+builds_banner
 for ((r = 1; r <= rounds; r++)); do
   for w in "${workloads[@]}"; do
     for p in "${paths[@]}"; do run_h2load "$w" "$p"; done
     for p in direct haproxy; do ratios[$w/$p]+="$(ratio "$(last "${rps[$w-sidecar]}")" "$(last "${rps[$w-$p]}")") "; done
-    printf '   round %d %-4s: %s sidecar/haproxy %sx\n' "$r" "$w" "$(round_summary "$w-direct" "$w-haproxy" "$w-sidecar")" "$(last "${ratios[$w/haproxy]}")"
+    printf '   round %d %-4s: %s sidecar/haproxy %sx\n' "$r" "$w" "$(round_summary "${paths[@]/#/$w-}")" "$(last "${ratios[$w/haproxy]}")"
   done
 done
 sidecar_rss=$(rss_mib "$sidecar") haproxy_rss=$(rss_mib "$haproxy")
 stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counter() { awk -F': ' -v k="$1" '$1 == k { print $2 }' <<< "$stats"; }
 rq=$(counter http.outbound.downstream_rq_total)
+if [ ${#builds[@]} -gt 1 ]; then # whether the baseline proxied HTTP/2 at layer 7 too (an older one may relay it as TCP)
+  base_rq=$(outbound_http_requests "$base_pod")
+fi
 stop_sidecar "$pod" "$sidecar"
+if [ ${#builds[@]} -gt 1 ]; then stop_sidecar "$base_pod" "${proxy_of[sidecar@base]}"; fi
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
 declare -A what=([http]='HTTP/2 GET 1 KiB' [grpc]='gRPC unary' [direct]='direct (no proxy)'
-  [haproxy]='haproxy, 1 thread, h2 both sides' [sidecar]='sidecar (captured to 15001)')
+  [haproxy]='haproxy, 1 thread, h2 both sides' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring (warm-up included),"
 echo "   µs/req = the proxy's CPU time per request (that CPU share over the median req/s)"
@@ -172,8 +188,9 @@ for w in "${workloads[@]}"; do
   printf '%-17s %14sx %15sx\n' "${what[$w]}" "$(median ${ratios[$w/direct]})" "$(median ${ratios[$w/haproxy]})"
 done
 echo
-printf 'gRPC call by @grpc/grpc-js (status OK, reply checked): direct %s, haproxy %s, sidecar %s\n' \
-  "${grpc_check[direct]}" "${grpc_check[haproxy]}" "${grpc_check[sidecar]}"
+checks=()
+for p in "${paths[@]}"; do checks+=("$p ${grpc_check[$p]}"); done
+echo "gRPC call by @grpc/grpc-js (status OK, reply checked): $(join_by ', ' "${checks[@]}")"
 if [ -z "$rq" ]; then
   echo "the sidecar's counters could not be read: whether it proxied HTTP/2 at layer 7 is unknown"
 elif [ "$rq" -gt 0 ]; then
@@ -183,6 +200,13 @@ elif [ "$rq" -gt 0 ]; then
 else
   printf 'the sidecar relayed HTTP/2 as opaque TCP: no outbound HTTP request counted (%s TCP connections)\n' "$(counter tcp.outbound.downstream_cx_total)"
 fi
+if [ ${#builds[@]} -gt 1 ]; then
+  echo "the baseline's sidecar counted ${base_rq:-?} outbound HTTP requests (0: it relayed HTTP/2 as opaque TCP; compare with care)"
+fi
 printf 'RSS at the end: sidecar %s MiB, haproxy %s MiB\n' "$sidecar_rss" "$haproxy_rss"
 error_notes "${setups[@]}"
+
+comparison_header
+compare_builds "HTTP/2 GET 1 KiB through the sidecar" http-sidecar
+compare_builds "gRPC unary through the sidecar" grpc-sidecar
 exit 0

@@ -17,12 +17,20 @@
 #
 # The certificates are made here (openssl): an EC P-256 root and, per pod, a leaf whose only name is
 # the URI SAN spiffe://cluster.local/ns/default/sa/<client|server>, in <pod dir>/etc/certs.
+# With PILOT_AGENT_BASELINE (another built checkout, see bench-lib.sh), a second pair of pods, made
+# alike (the same addresses, in namespaces of their own; a copy of the pod dirs; an nginx of its own),
+# runs the baseline's two sidecars: setups mtls@base and plaintext@base, each run after the new
+# build's in every round; the end of the output compares the two builds (CPU per request of both
+# sidecars, each round's, throughput and p99). A baseline that fails the proof below (one without
+# mutual TLS between sidecars, or that rejects the DestinationRule) is left out, and the output says so.
 #
 # Topology (made here, removed on exit, failure or Ctrl-C; processes ended by their own PIDs):
 #   client pod 198.19.6.2 --veth-- 198.19.6.3 server pod
+#   (baseline) client pod 198.19.6.2 --veth-- 198.19.6.3 server pod
 #
 #   scripts/bench-mtls.sh           (needs root; without it, says so and exits 0)
-# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
+# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works),
+# PILOT_AGENT_BASELINE (a built checkout to compare with; none by default), BENCH_ROUNDS (3),
 # BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
 # BENCH_PIN (1; 0 = no CPU pinning), BENCH_CONCURRENCY (each sidecar's --concurrency, 1),
 # BENCH_SIDECAR_NODE_ARGS (node flags for both sidecars, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof":
@@ -36,9 +44,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
-warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNECTIONS:-32}
 threads=${BENCH_THREADS:-1}
 target=0.85
@@ -51,9 +56,16 @@ client="pa-bench-mtls-client-$$"
 server="pa-bench-mtls-server-$$"
 fclient="pa-bench-mtls-fclient-$$"
 fserver="pa-bench-mtls-fserver-$$"
-bench_setup bench-mtls "$client" "$server" "$fclient" "$fserver"
-veth_link "$client" eth0 198.19.6.2 "$server" eth0 198.19.6.3
-ip -n "$server" route add default via 198.19.6.2
+# pod_of[ROLE]: the namespace of each pod; ROLE client, server, and with a baseline client@base, server@base
+declare -A pod_of=([client]=$client [server]=$server [client@base]="pa-bench-mtls-bclient-$$" [server@base]="pa-bench-mtls-bserver-$$")
+namespaces=("$client" "$server" "$fclient" "$fserver")
+pairs=('') # the suffix of each pair of pods' roles: '' (the new build's), @base
+if [ ${#builds[@]} -gt 1 ]; then namespaces+=("${pod_of[client@base]}" "${pod_of[server@base]}") pairs+=(@base); fi
+bench_setup bench-mtls "${namespaces[@]}"
+for k in "${pairs[@]}"; do
+  veth_link "${pod_of[client$k]}" eth0 198.19.6.2 "${pod_of[server$k]}" eth0 198.19.6.3
+  ip -n "${pod_of[server$k]}" route add default via 198.19.6.2
+done
 veth_link "$fclient" eth0 198.19.9.2 "$fserver" eth0 198.19.9.3
 
 # ---- certificates: a root, and a leaf per pod with only its SPIFFE URI SAN
@@ -81,10 +93,8 @@ done
 
 # ---- configuration files
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
-nginx_static_conf "$work/nginx" 8080
+nginx_static_conf "$work/nginx" 8080 'listen 8090;'
 nginx_static_conf "$work/nginx-floor" 127.0.0.1:8080
-sed -i 's/listen 8080;/listen 8080; listen 8090;/' "$work/nginx/nginx.conf"
-grep -q 'listen 8090;' "$work/nginx/nginx.conf" || { echo "bench-mtls: could not add port 8090 to the nginx conf" >&2; exit 1; }
 cat > "$work/client/etc/mesh/resources/mesh.yaml" <<'EOF'
 apiVersion: networking.mesh.io/v1
 kind: DestinationRule
@@ -99,6 +109,11 @@ spec:
       tls: {mode: DISABLE}
 EOF
 chown -R 1337:1337 "$work/client" "$work/server"
+if [ ${#builds[@]} -gt 1 ]; then
+  for sa in client server; do cp -a "$work/$sa" "$work/$sa@base"; done
+  mkdir -p "$work/nginx@base"
+  nginx_static_conf "$work/nginx@base" 8080 'listen 8090;'
+fi
 cat > "$work/get.cjs" <<'EOF'
 // One GET of URL on a fresh connection; exits 0 on a 200 with BYTES bytes of body, else says why.
 const [url, bytes] = process.argv.slice(2);
@@ -116,9 +131,10 @@ req.on('error', (e) => { console.error(`${url}: ${e.message}`); process.exit(1);
 EOF
 
 # ---- processes
-start_nginx "$server" "$work/nginx" ${pin_load[@]+"${pin_load[@]}"}
-wait_port "$server" 127.0.0.1 8080
-wait_port "$server" 127.0.0.1 8090
+for k in "${pairs[@]}"; do
+  start_nginx "${pod_of[server$k]}" "$work/nginx$k" ${pin_load[@]+"${pin_load[@]}"}
+  for p in 8080 8090; do wait_port "${pod_of[server$k]}" 127.0.0.1 "$p"; done
+done
 
 # Node's floor of the same path: two byte relays (scripts/node-floor-relay.mjs, no HTTP) on the
 # sidecars' CPU, mutual TLS between them with the pods' certificates (:18443), or plaintext (:18444),
@@ -150,93 +166,101 @@ for p in 18001 18002; do
     echo "bench-mtls: a request through the floor relays (:$p) failed" >&2; cat "$work"/floor-*.log >&2; exit 1; }
 done
 
-declare -A sidecar_of ns_of=([client]=$client [server]=$server)
-for sa in client server; do
-  start_sidecar "${ns_of[$sa]}" "$work/sidecar-$sa.log" -C "$work/$sa" POD_NAMESPACE=default SERVICE_ACCOUNT="$sa" FILE_MOUNTED_CERTS=true
-  sidecar_of[$sa]=$started
+# The sidecars of each pair (sidecar_of[ROLE]), then the proof: 8080 is mutual TLS between them, 8090 is
+# not. The new build's must pass it; a baseline that does not is left out.
+declare -A sidecar_of
+for k in "${pairs[@]}"; do
+  for sa in client server; do
+    as_build "$(build_of "$k")" start_sidecar "${pod_of[$sa$k]}" "$work/sidecar-$sa$k.log" -C "$work/$sa$k" \
+      POD_NAMESPACE=default SERVICE_ACCOUNT="$sa" FILE_MOUNTED_CERTS=true
+    sidecar_of[$sa$k]=$started
+  done
 done
-if grep -q 'configuration rejected' "$work/sidecar-client.log"; then
-  echo "bench-mtls: the client sidecar rejected its resources:" >&2
-  cat "$work/sidecar-client.log" >&2
-  exit 1
-fi
-
-# ---- proof: 8080 is mutual TLS between the sidecars, 8090 is not
-handshakes() { # the server sidecar's count of inbound mTLS handshakes
-  ip netns exec "$server" "$agent" request GET stats 2>/dev/null \
+handshakes() { # SUFFIX: the server sidecar's count of inbound mTLS handshakes
+  ip netns exec "${pod_of[server$1]}" "$agent" request GET stats 2>/dev/null \
     | awk -F': ' '$1 == "listener.0.0.0.0_15006.mtls.handshake" { print $2; found = 1 } END { if (!found) print "?" }'
 }
-show_logs() {
-  for sa in client server; do echo "--- the $sa sidecar's log:" >&2; cat "$work/sidecar-$sa.log" >&2; done
+show_logs() { # SUFFIX
+  for sa in client server; do echo "--- the $sa sidecar's log:" >&2; cat "$work/sidecar-$sa$1.log" >&2; done
 }
-get() { # port
-  ip netns exec "$client" "$node" "$work/get.cjs" "http://198.19.6.3:$1/1k.html" 1024 || {
-    echo "bench-mtls: a request to 198.19.6.3:$1 from the client pod failed" >&2; show_logs; exit 1; }
+get() { # PORT SUFFIX: one GET from the client pod; else sets $why and returns 1
+  ip netns exec "${pod_of[client$2]}" "$node" "$work/get.cjs" "http://198.19.6.3:$1/1k.html" 1024 2> /dev/null ||
+    { why="a request to 198.19.6.3:$1 from the client pod failed"; return 1; }
 }
-h0=$(handshakes)
-get 8080
-h1=$(handshakes)
-get 8090
-h2=$(handshakes)
-if ! [[ "$h0" =~ ^[0-9]+$ && "$h1" =~ ^[0-9]+$ && "$h2" =~ ^[0-9]+$ ]]; then
-  echo "bench-mtls: no listener.0.0.0.0_15006.mtls.handshake in the server sidecar's stats" >&2
-  exit 1
+# prove SUFFIX: whether that pair carries 8080 over mutual TLS and 8090 in plaintext; sets $proof (the
+# server's handshakes seen), or $why and returns 1.
+prove() {
+  local h0 h1 h2
+  if grep -q 'configuration rejected' "$work/sidecar-client$1.log"; then why="the client sidecar rejected its resources"; return 1; fi
+  h0=$(handshakes "$1")
+  get 8080 "$1" || return 1
+  h1=$(handshakes "$1")
+  get 8090 "$1" || return 1
+  h2=$(handshakes "$1")
+  proof="server mTLS handshakes $h0 -> $h1 after a request to :8080, -> $h2 after one to :8090"
+  if ! [[ "$h0" =~ ^[0-9]+$ && "$h1" =~ ^[0-9]+$ && "$h2" =~ ^[0-9]+$ ]]; then
+    why="no listener.0.0.0.0_15006.mtls.handshake in the server sidecar's stats"
+  elif [ "$h1" -le "$h0" ]; then
+    why="a request to 8080 was not mutual TLS ($proof): the client sidecar did not originate it"
+  elif [ "$h2" -ne "$h1" ]; then
+    why="a request to 8090 made an mTLS handshake ($proof): it is not plaintext"
+  else
+    return 0
+  fi
+  return 1
+}
+if [ ${#builds[@]} -gt 1 ] && ! prove @base; then
+  baseline_note="note: the baseline is left out of this bench: $why"
+  echo "bench-mtls: $baseline_note" >&2
+  builds=(new) pairs=('')
+  for sa in client server; do stop_sidecar "${pod_of[$sa@base]}" "${sidecar_of[$sa@base]}"; done
 fi
-if [ "$h1" -le "$h0" ]; then
-  echo "bench-mtls: a request to 8080 was not mutual TLS (server handshakes $h0 -> $h1): the client sidecar did not originate it" >&2
-  show_logs
-  exit 1
-fi
-if [ "$h2" -ne "$h1" ]; then
-  echo "bench-mtls: a request to 8090 made an mTLS handshake (server handshakes $h1 -> $h2): it is not plaintext" >&2
-  show_logs
+if ! prove ''; then
+  echo "bench-mtls: $why" >&2
+  show_logs ''
   exit 1
 fi
 
-# ---- measurements
+# ---- measurements: setups plaintext and mtls through each pair of sidecars (SETUP, SETUP@base), and
+# the floor's
 declare -A url_of=([mtls]=http://198.19.6.3:8080/1k.html [plaintext]=http://198.19.6.3:8090/1k.html
   [floor-tls]=http://127.0.0.1:18001/1k.html [floor-plain]=http://127.0.0.1:18002/1k.html)
-declare -A load_ns_of=([mtls]=$client [plaintext]=$client [floor-tls]=$fclient [floor-plain]=$fclient)
-client_proxy_of[mtls]=${sidecar_of[client]} client_proxy_of[plaintext]=${sidecar_of[client]}
-server_proxy_of[mtls]=${sidecar_of[server]} server_proxy_of[plaintext]=${sidecar_of[server]}
+declare -A ns_of=([floor-tls]=$fclient [floor-plain]=$fclient) proxy_of
+for k in "${pairs[@]}"; do
+  for s in mtls plaintext; do
+    url_of[$s$k]=${url_of[$s]} ns_of[$s$k]=${pod_of[client$k]}
+    client_proxy_of[$s$k]=${sidecar_of[client$k]} server_proxy_of[$s$k]=${sidecar_of[server$k]}
+  done
+done
+for s in "${!client_proxy_of[@]}"; do proxy_of[$s]="${client_proxy_of[$s]} ${server_proxy_of[$s]}"; done
 # cpu_client, cpu_server: each proxy's CPU ticks; cpu_ticks and sys_ticks: both proxies', all and kernel.
 declare -A rps p50 p99 errs cpu_client cpu_server cpu_ticks sys_ticks cpu_ns sent
-setups=(plaintext mtls floor-plain floor-tls)
-run_wrk() { # setup
-  local s=$1 out t0 t1 cc0 cc1 cs0 cs1 k0 k1
-  local c=${client_proxy_of[$s]} v=${server_proxy_of[$s]}
-  local wrk=(ip netns exec "${load_ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
-  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  cc0=$(ticks "$c") cs0=$(ticks "$v")
-  k0=$(( $(stime_of "$c") + $(stime_of "$v") ))
-  t0=$(now_ns)
-  out=$("${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}")
-  t1=$(now_ns)
-  cc1=$(ticks "$c") cs1=$(ticks "$v")
-  k1=$(( $(stime_of "$c") + $(stime_of "$v") ))
-  cpu_client[$s]=$(( ${cpu_client[$s]:-0} + cc1 - cc0 ))
-  cpu_server[$s]=$(( ${cpu_server[$s]:-0} + cs1 - cs0 ))
-  cpu_ticks[$s]=$(( ${cpu_client[$s]} + ${cpu_server[$s]} ))
-  sys_ticks[$s]=$(( ${sys_ticks[$s]:-0} + k1 - k0 ))
-  cpu_ns[$s]=$(( ${cpu_ns[$s]:-0} + t1 - t0 ))
-  record_wrk "$s" "$out"
+# shellcheck disable=SC2207 # setup names have no spaces
+setups=($(and_baseline plaintext mtls) floor-plain floor-tls)
+run_setup() { # setup: run_wrk, and each of the two proxies' share of the CPU time
+  run_wrk "$1"
+  cpu_client[$1]=$(( ${cpu_client[$1]:-0} + run_ticks_of[${client_proxy_of[$1]}] ))
+  cpu_server[$1]=$(( ${cpu_server[$1]:-0} + run_ticks_of[${server_proxy_of[$1]}] ))
 }
 
 echo "== bench-mtls: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the server pod"
 echo "   client pod -> client sidecar -> server sidecar -> nginx; mtls: :8080 (ISTIO_MUTUAL), plaintext: :8090 (DISABLE)"
 echo "   sidecars: $agent, --concurrency ${BENCH_CONCURRENCY:-1}; CPU pinning: ${pin_proxy[*]:-none} for both sidecars, ${pin_load[*]:-none} for the load side"
-echo "   proof: server mTLS handshakes $h0 -> $h1 after a request to :8080, -> $h2 after one to :8090"
+echo "   proof: $proof"
+builds_banner
 round_ratio='' floor_ratio=''
-hs_before=$(handshakes)
+hs_before=$(handshakes '')
 for ((r = 1; r <= rounds; r++)); do
-  for s in "${setups[@]}"; do run_wrk "$s"; done
+  for s in "${setups[@]}"; do run_setup "$s"; done
   rr=$(ratio "$(last "${rps[mtls]}")" "$(last "${rps[plaintext]}")")
   fr=$(ratio "$(last "${rps[floor-tls]}")" "$(last "${rps[floor-plain]}")")
   round_ratio+="$rr " floor_ratio+="$fr "
   printf '   round %d: %s mtls/plaintext %sx, floor tls/plain %sx\n' "$r" "$(round_summary "${setups[@]}")" "$rr" "$fr"
 done
-hs_after=$(handshakes)
-for sa in client server; do stop_sidecar "${ns_of[$sa]}" "${sidecar_of[$sa]}"; done
+hs_after=$(handshakes '')
+for k in "${pairs[@]}"; do
+  for sa in client server; do stop_sidecar "${pod_of[$sa$k]}" "${sidecar_of[$sa$k]}"; done
+done
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
@@ -247,14 +271,13 @@ echo
 echo "== results: medians of $rounds rounds; client/server CPU = each proxy's % of one core while measuring"
 row() { printf '%-36s %9s %8s %8s %11s %11s\n' "$@"; }
 row setup req/s "p50 ms" "p99 ms" "client CPU" "server CPU"
-row "plaintext (:8090, DISABLE)" "${m_rps[plaintext]}" "${m_p50[plaintext]}" "${m_p99[plaintext]}" \
-  "$(core_pct "${cpu_client[plaintext]}" "${cpu_ns[plaintext]}")" "$(core_pct "${cpu_server[plaintext]}" "${cpu_ns[plaintext]}")"
-row "mTLS (:8080, ISTIO_MUTUAL)" "${m_rps[mtls]}" "${m_p50[mtls]}" "${m_p99[mtls]}" \
-  "$(core_pct "${cpu_client[mtls]}" "${cpu_ns[mtls]}")" "$(core_pct "${cpu_server[mtls]}" "${cpu_ns[mtls]}")"
-row "node floor: two byte relays, plain" "${m_rps[floor-plain]}" "${m_p50[floor-plain]}" "${m_p99[floor-plain]}" \
-  "$(core_pct "${cpu_client[floor-plain]}" "${cpu_ns[floor-plain]}")" "$(core_pct "${cpu_server[floor-plain]}" "${cpu_ns[floor-plain]}")"
-row "node floor: two byte relays, mTLS" "${m_rps[floor-tls]}" "${m_p50[floor-tls]}" "${m_p99[floor-tls]}" \
-  "$(core_pct "${cpu_client[floor-tls]}" "${cpu_ns[floor-tls]}")" "$(core_pct "${cpu_server[floor-tls]}" "${cpu_ns[floor-tls]}")"
+declare -A label=([plaintext]='plaintext (:8090, DISABLE)' [mtls]='mTLS (:8080, ISTIO_MUTUAL)'
+  [plaintext@base]='plaintext, the baseline' [mtls@base]='mTLS, the baseline'
+  [floor-plain]='node floor: two byte relays, plain' [floor-tls]='node floor: two byte relays, mTLS')
+for s in "${setups[@]}"; do
+  row "${label[$s]}" "${m_rps[$s]}" "${m_p50[$s]}" "${m_p99[$s]}" \
+    "$(core_pct "${cpu_client[$s]}" "${cpu_ns[$s]}")" "$(core_pct "${cpu_server[$s]}" "${cpu_ns[$s]}")"
+done
 echo
 printf 'throughput mTLS/plaintext  %6sx    (median of per-round ratios)  target >= %s (at most 15%% cost): %s\n' "$r_mtls" "$target" \
   "$(verdict "$(awk -v r="$r_mtls" -v t="$target" 'BEGIN { print (r >= t) }')")"
@@ -268,4 +291,9 @@ printf 'server sidecar mTLS handshakes while measuring: %s (wrk: %s connections 
   "$( [[ "$hs_before$hs_after" =~ ^[0-9]+$ ]] && echo $((hs_after - hs_before)) || echo '?')" "$conns" "$((2 * rounds))"
 printf 'wrk sent %s requests over mTLS, %s in plaintext (+ warm-ups)\n' "${sent[mtls]}" "${sent[plaintext]}"
 error_notes "${setups[@]}"
+
+comparison_header
+compare_builds "mTLS (:8080), client + server sidecars" mtls
+compare_builds "plaintext (:8090), client + server sidecars" plaintext
+if [ -n "${baseline_note:-}" ]; then echo "$baseline_note"; fi
 exit 0

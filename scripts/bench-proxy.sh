@@ -15,6 +15,11 @@
 #             the capture (NAT and connection tracking on every packet), the plain nginx does not;
 #             this one does, as the sidecar does.
 # and raw TCP throughput (N MiB one way to a sink in the peer), direct and through the sidecar.
+# With PILOT_AGENT_BASELINE (another built checkout, see bench-lib.sh), the baseline's two sidecars
+# (default settings, --concurrency 1) run too, in two more pods captured the same way, each setup of the
+# new build followed in every round by the baseline's (sidecar@base, sidecar-c1@base), and the raw TCP
+# runs through the baseline's default sidecar as well; the end of the output compares the two builds:
+# CPU per request (per MiB for TCP), each round's, throughput and p99.
 # Then (BENCH_PROFILE=1, the default) a CPU profile of the --concurrency 1 sidecar under the same load
 # for BENCH_DURATION s, summarized by scripts/profile-summary.mjs (the unbundled build, so that the
 # functions are named by their source files).
@@ -28,11 +33,14 @@
 #   plain pod 198.19.3.2 --veth-- 198.19.3.1 peer 198.19.2.1 --veth-- 198.19.2.2 captured pod (default)
 #                                            peer 198.19.5.1 --veth-- 198.19.5.2 captured pod (c1)
 #                                            peer 198.19.7.1 --veth-- 198.19.7.2 captured pod (nginx)
+#                                            peer 198.19.10.1 --veth-- 198.19.10.2 baseline pod (default)
+#                                            peer 198.19.11.1 --veth-- 198.19.11.2 baseline pod (c1)
 #
 #   scripts/bench-proxy.sh          (needs root; without it, says so and exits 0)
-# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works), BENCH_ROUNDS (3),
+# Environment: PILOT_AGENT_BIN (default bin/pilot-agent; another tree's bin/ works),
+# PILOT_AGENT_BASELINE (a built checkout to compare with; none by default), BENCH_ROUNDS (3),
 # BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
-# BENCH_TCP_MIB (1024), BENCH_TCP_RUNS (3), BENCH_PIN (1; 0 = no CPU pinning),
+# BENCH_TCP_MIB (1024), BENCH_TCP_RUNS (3; 0 = no TCP), BENCH_PIN (1; 0 = no CPU pinning),
 # BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
 # BENCH_PROFILE (1; 0 = no profile).
 # Targets, reported and never fatal: each sidecar's throughput >= nginx's, p99 within 1 ms of nginx's,
@@ -40,9 +48,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
-rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
-warmup=${BENCH_WARMUP:-1}
 conns=${BENCH_CONNECTIONS:-32}
 threads=${BENCH_THREADS:-1}
 tcp_mib=${BENCH_TCP_MIB:-1024}
@@ -56,11 +61,19 @@ pod1="pa-bench-pod1-$$"   # captured: rules + sidecar --concurrency 1
 pod2="pa-bench-pod2-$$"   # captured: rules + nginx as uid 1337 on 15001
 plain="pa-bench-plain-$$" # no rules: direct and nginx
 peer="pa-bench-peer-$$"
-bench_setup bench-proxy "$pod" "$pod1" "$pod2" "$plain" "$peer"
+base_pod="pa-bench-bpod-$$"   # with a baseline: captured, its sidecar (default settings)
+base_pod1="pa-bench-bpod1-$$" # with a baseline: captured, its sidecar --concurrency 1
+namespaces=("$pod" "$pod1" "$pod2" "$plain" "$peer")
+if [ ${#builds[@]} -gt 1 ]; then namespaces+=("$base_pod" "$base_pod1"); fi
+bench_setup bench-proxy "${namespaces[@]}"
 veth_link "$pod" pod0 198.19.2.2 "$peer" peer0 198.19.2.1
 veth_link "$plain" plain0 198.19.3.2 "$peer" peer1 198.19.3.1
 veth_link "$pod1" pod0 198.19.5.2 "$peer" peer2 198.19.5.1
 veth_link "$pod2" pod0 198.19.7.2 "$peer" peer3 198.19.7.1
+if [ ${#builds[@]} -gt 1 ]; then
+  veth_link "$base_pod" pod0 198.19.10.2 "$peer" peer4 198.19.10.1
+  veth_link "$base_pod1" pod0 198.19.11.2 "$peer" peer5 198.19.11.1
+fi
 
 # ---- configuration files
 mkdir -p "$work/www" "$work/peer" "$work/proxy" "$work/proxy-captured"
@@ -124,23 +137,26 @@ declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod [sidecar-c1]=$po
 declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.0.1:8000/1k.html
   [sidecar]=http://198.19.2.1:8080/1k.html [sidecar-c1]=http://198.19.5.1:8080/1k.html [nginx-captured]=http://198.19.7.1:8080/1k.html)
 declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar [sidecar-c1]=$sidecar_c1 [nginx-captured]=$nginx_captured_worker)
-declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns tcp sent
-setups=(direct nginx sidecar sidecar-c1 nginx-captured)
-run_wrk() { # setup
-  local s=$1
-  local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns")
-  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  measure "$s" "${proxy_of[$s]:-}" "${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}"
-  record_wrk "$s" "$out"
-}
-run_tcp() { # setup
-  local ns=$plain host=198.19.3.1
-  [ "$1" = sidecar ] && ns=$pod host=198.19.2.1
-  tcp[$1]+="$(ip netns exec "$ns" ${pin_load[@]+"${pin_load[@]}"} "$node" "$work/send.cjs" "$host" 8081 "$tcp_mib") "
+if [ ${#builds[@]} -gt 1 ]; then
+  BENCH_CONCURRENCY=default as_build base start_sidecar "$base_pod" "$work/sidecar-base.log"
+  ns_of[sidecar@base]=$base_pod url_of[sidecar@base]=http://198.19.10.1:8080/1k.html proxy_of[sidecar@base]=$started
+  BENCH_CONCURRENCY=1 as_build base start_sidecar "$base_pod1" "$work/sidecar-c1-base.log"
+  ns_of[sidecar-c1@base]=$base_pod1 url_of[sidecar-c1@base]=http://198.19.11.1:8080/1k.html proxy_of[sidecar-c1@base]=$started
+fi
+declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns sent
+# shellcheck disable=SC2207 # setup names have no spaces
+setups=(direct nginx $(and_baseline sidecar sidecar-c1) nginx-captured)
+run_tcp() { # setup: MiB/s into rps[tcp-SETUP], the proxy's CPU per MiB into usr_us and sys_us[tcp-SETUP]
+  local s=$1 host=${url_of[$1]#http://}
+  host=${host%%:*}
+  measure "tcp-$s" "${proxy_of[$s]:-}" ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} "$node" "$work/send.cjs" "$host" 8081 "$tcp_mib"
+  rps[tcp-$s]+="$out "
+  note_cpu "tcp-$s" "$tcp_mib"
 }
 
 echo "== bench-proxy: wrk -t$threads -c$conns, ${rounds} rounds of ${warmup}s warm-up + ${duration}s per setup, 1 KiB from nginx in the peer"
 echo "   sidecar: $agent, default settings (${workers:-?} worker(s) here) and --concurrency 1; CPU pinning: ${pin_proxy[*]:-none} for the proxy, ${pin_load[*]:-none} for the load side"
+builds_banner
 declare -A round_ratio round_dp99
 for ((r = 1; r <= rounds; r++)); do
   for s in "${setups[@]}"; do run_wrk "$s"; done
@@ -154,7 +170,9 @@ for ((r = 1; r <= rounds; r++)); do
     "$(last "${round_ratio[sidecar]}")" "$(last "${round_ratio[sidecar-c1]}")"
 done
 sidecar_rss=$(rss_mib "$sidecar") sidecar_c1_rss=$(rss_mib "$sidecar_c1")
-for ((r = 1; r <= tcp_runs; r++)); do run_tcp direct; run_tcp sidecar; done
+for ((r = 1; r <= tcp_runs; r++)); do
+  for s in direct $(and_baseline sidecar); do run_tcp "$s"; done
+done
 sidecar_rss_tcp=$(rss_mib "$sidecar")
 sidecar_anon=$(rss_mib "$sidecar" RssAnon) sidecar_file=$(rss_mib "$sidecar" RssFile)
 nginx_rss=$(rss_mib "$nginx_worker")
@@ -162,6 +180,9 @@ stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counted=$(awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' <<< "$stats")
 stop_sidecar "$pod" "$sidecar"
 stop_sidecar "$pod1" "$sidecar_c1"
+for s in "${setups[@]}"; do
+  if [[ $s == *@base ]]; then stop_sidecar "${ns_of[$s]}" "${proxy_of[$s]}"; fi
+done
 
 # ---- the table
 declare -A m_rps m_p50 m_p99
@@ -172,7 +193,7 @@ for s in sidecar sidecar-c1; do r_nginx[$s]=$(median ${round_ratio[$s]}); dp99[$
 rss_ok=$(awk -v a="$sidecar_rss" -v b="$sidecar_rss_tcp" 'BEGIN { print (a * 1.048576 <= 80 && b * 1.048576 <= 80) }')
 tcp_direct=n/a tcp_sidecar=n/a
 # shellcheck disable=SC2086
-if [ "$tcp_runs" -gt 0 ]; then tcp_direct=$(median ${tcp[direct]}); tcp_sidecar=$(median ${tcp[sidecar]}); fi
+if [ "$tcp_runs" -gt 0 ]; then tcp_direct=$(median ${rps[tcp-direct]}); tcp_sidecar=$(median ${rps[tcp-sidecar]}); fi
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring; RSS at the end"
 row() { printf '%-28s %9s %8s %8s %10s %10s\n' "$@"; }
@@ -213,4 +234,9 @@ if [ "${BENCH_PROFILE:-1}" != 0 ]; then
   echo "== where the --concurrency 1 sidecar's CPU goes under that load (node --cpu-prof; socket calls are kernel time)"
   for f in "$work"/prof/*.cpuprofile; do node scripts/profile-summary.mjs "$f" --top 15; done
 fi
+
+comparison_header
+compare_builds "sidecar --concurrency 1" sidecar-c1
+compare_builds "sidecar, default settings" sidecar
+if [ "$tcp_runs" -gt 0 ]; then compare_builds "raw TCP, $tcp_mib MiB one way, default sidecar" tcp-sidecar MiB MiB/s; fi
 exit 0
