@@ -485,7 +485,7 @@ export class TrafficStore {
    */
   attachEndpoint(cluster: string, hostPort: string): EndpointSlot {
     const slot = this.attach(this.epWords, EP_STRIDE, `${cluster}\n${hostPort}`, this.l.endpoints,
-      (s) => this.endpointAt(s).reset(), (s) => this.epIdle(s), 0);
+      (s) => this.endpointAt(s).reset(), (s) => this.epIdle(s), (s) => s * EPS_STRIDE + EPS_REFS);
     if (slot >= 0) return this.endpointAt(slot);
     return this.fallbackStore('endpoint', this.l.endpoints).attachEndpoint(cluster, hostPort);
   }
@@ -500,7 +500,7 @@ export class TrafficStore {
 
   attachCluster(name: string): ClusterSlot {
     const slot = this.attach(this.clWords, CL_STRIDE, name, this.l.clusters,
-      (s) => this.clusterAt(s).reset(), (s) => this.clIdle(s), this.l.endpoints * EPS_STRIDE);
+      (s) => this.clusterAt(s).reset(), (s) => this.clIdle(s), (s) => this.l.endpoints * EPS_STRIDE + s * CLS_STRIDE + CLS_REFS);
     if (slot >= 0) return this.clusterAt(slot);
     return this.fallbackStore('cluster', this.l.clusters).attachCluster(name);
   }
@@ -647,7 +647,7 @@ export class TrafficStore {
    * -1 when the table is full. Under the table lock.
    */
   private attach(words: Int32Array, stride: number, key: string, capacity: number,
-    reset: (slot: number) => void, idle: (slot: number) => boolean, shareOffset: number): number {
+    reset: (slot: number) => void, idle: (slot: number) => boolean, ownRefsAt: (slot: number) => number): number {
     const [hi, lo] = hash64Words(key);
     const start = (lo >>> 0) % capacity;
     this.lock();
@@ -664,7 +664,7 @@ export class TrafficStore {
         if (Atomics.load(words, b + 2) === hi && Atomics.load(words, b + 3) === lo) {
           // A key that nobody references any more starts a new membership.
           if (Atomics.load(words, b + 1) === 0) reset(s);
-          this.addRef(words, b, shareOffset, s, stride);
+          this.addRef(words, b, ownRefsAt(s));
           return s;
         }
         if (reusable < 0 && idle(s)) reusable = s;
@@ -676,18 +676,16 @@ export class TrafficStore {
       Atomics.store(words, b + 3, lo);
       reset(target);
       Atomics.store(words, b, LIVE);
-      this.addRef(words, b, shareOffset, target, stride);
+      this.addRef(words, b, ownRefsAt(target));
       return target;
     } finally {
       this.unlock();
     }
   }
 
-  private addRef(words: Int32Array, b: number, shareOffset: number, s: number, stride: number): void {
+  private addRef(words: Int32Array, b: number, ownRefsAt: number): void {
     Atomics.add(words, b + 1, 1);
-    const shareStride = stride === EP_STRIDE ? EPS_STRIDE : CLS_STRIDE;
-    const refsAt = stride === EP_STRIDE ? EPS_REFS : CLS_REFS;
-    this.ownShares[shareOffset + s * shareStride + refsAt]!++;
+    this.ownShares[ownRefsAt]!++;
   }
 
   private detach(words: Int32Array, stride: number, s: number, ownRefsAt: number): void {
