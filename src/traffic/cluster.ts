@@ -14,7 +14,9 @@ import { ClusterLimits, limitValues } from './limits.js';
 import type { OutlierEvent } from './outlier-event.js';
 import { grpcToHttpStatus, LOCAL_ORIGIN, OutlierDetector, type OutlierMember } from './outlier.js';
 import { decideRetry, NO_RETRY, type AttemptOutcome, type RetryDecision, type RetryFacts } from './retry.js';
-import { CLUSTER_COUNTERS, type ClusterCounter, type ClusterSlot, type EndpointSlot, type TrafficStore } from './shared-state.js';
+import {
+  CLUSTER_COUNTER as C, CLUSTER_COUNTERS, ENDPOINT_COUNTER as E, type ClusterCounter, type ClusterSlot, type EndpointSlot, type TrafficStore,
+} from './shared-state.js';
 import type { ClusterSpec, EndpointSpec, HashKey, RetrySpec } from './spec.js';
 
 /** One endpoint of the cluster, as the engine holds it for an attempt. */
@@ -74,9 +76,7 @@ export interface ClusterRuntimeOptions {
 const EMPTY_CONTEXT: PickContext = Object.freeze({});
 
 // Per-status-class counters (upstream_rq_1xx..5xx), indexed by status / 100.
-const CLASS_COUNTERS: readonly (ClusterCounter | undefined)[] = [
-  undefined, 'upstream_rq_1xx', 'upstream_rq_2xx', 'upstream_rq_3xx', 'upstream_rq_4xx', 'upstream_rq_5xx',
-];
+const CLASS_COUNTERS: readonly number[] = [-1, C.upstream_rq_1xx, C.upstream_rq_2xx, C.upstream_rq_3xx, C.upstream_rq_4xx, C.upstream_rq_5xx];
 
 export class ClusterRuntime {
   readonly spec: ClusterSpec;
@@ -182,7 +182,7 @@ export class ClusterRuntime {
     if (!this.limits.tryAcquireRequest()) return OVERFLOW;
     ep.inFlight++;
     ep.slot.requestStarted();
-    this.slot.count('upstream_rq_total');
+    this.slot.countAt(C.upstream_rq_total);
     return ep;
   }
 
@@ -221,8 +221,8 @@ export class ClusterRuntime {
     switch (outcome.kind) {
       case 'response':
         status = outcome.status ?? 0;
-        c.count('upstream_rq_completed');
-        if (status >= 100 && status < 600) c.count(CLASS_COUNTERS[Math.floor(status / 100)]!);
+        c.countAt(C.upstream_rq_completed);
+        if (status >= 100 && status < 600) c.countAt(CLASS_COUNTERS[Math.floor(status / 100)]!);
         break;
       case 'connect-failure': case 'connect-timeout':
         this.countConnectFailure(ep, outcome);
@@ -240,8 +240,7 @@ export class ClusterRuntime {
     }
     // Envoy's host rq_success / rq_error: a gRPC call by its grpc-status, anything else by its HTTP status.
     const effective = outcome.grpcStatus !== undefined ? grpcToHttpStatus(outcome.grpcStatus) : status;
-    if (outcome.kind === 'connected' || (outcome.kind === 'response' && effective < 500)) s.count('rq_success');
-    else s.count('rq_error');
+    s.countAt(outcome.kind === 'connected' || (outcome.kind === 'response' && effective < 500) ? E.rq_success : E.rq_error);
     if (this.outlier !== undefined) this.report(ep, outcome);
   }
 

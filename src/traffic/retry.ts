@@ -59,6 +59,26 @@ export const OUTCOME = Object.freeze({
   connected: Object.freeze({ kind: 'connected' }) as AttemptOutcome,
 });
 
+// Response outcomes are few (a status, perhaps a gRPC status): made once each and shared.
+const responseOutcomes = new Map<number, AttemptOutcome>();
+
+/**
+ * The outcome of a response with this status (and gRPC status, from the headers or the trailers),
+ * the same frozen object every time: reporting an attempt allocates nothing. A response carrying
+ * `x-envoy-ratelimited` needs its own object ({ kind: 'response', status, rateLimited: true }).
+ */
+export function responseOutcome(status: number, grpcStatus?: number, grpcInTrailers = false): AttemptOutcome {
+  const cacheable = Number.isInteger(status) && status >= 0 && status < 1000
+    && (grpcStatus === undefined || (Number.isInteger(grpcStatus) && grpcStatus >= 0 && grpcStatus < 32));
+  const key = status * 66 + (grpcStatus === undefined ? 0 : 1 + grpcStatus * 2 + (grpcInTrailers ? 1 : 0));
+  let o = cacheable ? responseOutcomes.get(key) : undefined;
+  if (o === undefined) {
+    o = Object.freeze(grpcStatus === undefined ? { kind: 'response', status } : { kind: 'response', status, grpcStatus, grpcInTrailers });
+    if (cacheable) responseOutcomes.set(key, o);
+  }
+  return o;
+}
+
 export interface RetryFacts {
   /** The request body is held in full (at most REPLAYABLE_BODY_LIMIT) or there is none. */
   readonly bodyReplayable: boolean;

@@ -49,10 +49,11 @@ export const CLUSTER_COUNTERS = [
 ] as const;
 export type ClusterCounter = (typeof CLUSTER_COUNTERS)[number];
 
-const endpointCounterIndex = Object.fromEntries(ENDPOINT_COUNTERS.map((n, i) => [n, i])) as Record<EndpointCounter, number>;
-const clusterCounterIndex = Object.fromEntries(CLUSTER_COUNTERS.map((n, i) => [n, i])) as Record<ClusterCounter, number>;
-const EPC_RQ_TOTAL = endpointCounterIndex.rq_total;
-const EPC_CX_TOTAL = endpointCounterIndex.cx_total;
+/** Counter name → index, for the hot paths' countAt (a constant property, not a lookup by a string variable). */
+export const ENDPOINT_COUNTER = Object.freeze(Object.fromEntries(ENDPOINT_COUNTERS.map((n, i) => [n, i])) as Record<EndpointCounter, number>);
+export const CLUSTER_COUNTER = Object.freeze(Object.fromEntries(CLUSTER_COUNTERS.map((n, i) => [n, i])) as Record<ClusterCounter, number>);
+const EPC_RQ_TOTAL = ENDPOINT_COUNTER.rq_total;
+const EPC_CX_TOTAL = ENDPOINT_COUNTER.cx_total;
 
 // ---- layout (Int32 word offsets inside a slot)
 
@@ -248,12 +249,17 @@ export class EndpointSlot {
   }
 
   count(counter: EndpointCounter): void {
-    this.counters[this.counterBase + endpointCounterIndex[counter]]!++;
+    this.counters[this.counterBase + ENDPOINT_COUNTER[counter]]!++;
+  }
+
+  /** count() by index (ENDPOINT_COUNTER.x): the data path's form. */
+  countAt(index: number): void {
+    this.counters[this.counterBase + index]!++;
   }
 
   /** A counter summed over every worker. */
   total(counter: EndpointCounter): number {
-    return this.store.sumCounters(this.counterBase + endpointCounterIndex[counter]);
+    return this.store.sumCounters(this.counterBase + ENDPOINT_COUNTER[counter]);
   }
 
   word(w: number): number {
@@ -393,12 +399,17 @@ export class ClusterSlot {
     return due === 0n ? undefined : Number(due);
   }
 
-  count(counter: ClusterCounter, by = 1): void {
-    this.counters[this.counterBase + clusterCounterIndex[counter]]! += by;
+  count(counter: ClusterCounter): void {
+    this.counters[this.counterBase + CLUSTER_COUNTER[counter]]!++;
+  }
+
+  /** count() by index (CLUSTER_COUNTER.x): the data path's form. */
+  countAt(index: number): void {
+    this.counters[this.counterBase + index]!++;
   }
 
   total(counter: ClusterCounter): number {
-    return this.store.sumCounters(this.counterBase + clusterCounterIndex[counter], true);
+    return this.store.sumCounters(this.counterBase + CLUSTER_COUNTER[counter], true);
   }
 
   reset(): void {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FieldError } from '../../src/config/resources/fields.js';
 import {
-  backoffMs, decideRetry, isKeepAliveRace, NO_RETRY, OUTCOME, parseRetryOn, retryCondition, type AttemptOutcome,
+  backoffMs, decideRetry, isKeepAliveRace, NO_RETRY, OUTCOME, parseRetryOn, responseOutcome, retryCondition, type AttemptOutcome,
 } from '../../src/traffic/retry.js';
 import { DEFAULT_RETRY, type RetryCondition, type RetrySpec } from '../../src/traffic/spec.js';
 import { SOURCES, Z_1E4 } from './support.js';
@@ -150,6 +150,20 @@ describe('backoffMs', () => {
       assert.ok(Math.abs(sum / n - 124.5) < Z_1E4 * se, `mean ${sum / n}`);
     });
   }
+});
+
+describe('responseOutcome', () => {
+  it('gives one shared object per status and gRPC status (nothing allocated per attempt)', () => {
+    assert.equal(responseOutcome(200), responseOutcome(200));
+    assert.deepEqual(responseOutcome(503), { kind: 'response', status: 503 });
+    assert.equal(responseOutcome(200, 14), responseOutcome(200, 14));
+    assert.notEqual(responseOutcome(200, 14), responseOutcome(200, 14, true));
+    assert.deepEqual(responseOutcome(200, 14, true), { kind: 'response', status: 200, grpcStatus: 14, grpcInTrailers: true });
+    assert.notEqual(responseOutcome(200), responseOutcome(200, 0));
+    assert.ok(Object.isFrozen(responseOutcome(404)));
+    assert.equal(retryCondition(policy('unavailable'), responseOutcome(200, 14)), 'unavailable');
+    assert.equal(retryCondition(policy('unavailable'), responseOutcome(200, 14, true)), undefined);
+  });
 });
 
 describe('isKeepAliveRace', () => {
