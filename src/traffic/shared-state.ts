@@ -597,11 +597,14 @@ export class TrafficStore {
     if (this.shared) {
       const r = waitAsync(words, at, seen, timeoutMs);
       if (!r.async) return Promise.resolve(r.value === 'not-equal');
-      // A pending waitAsync does not keep Node's event loop alive: a timer does, while we wait.
-      const keepAlive = setTimeout(() => undefined, timeoutMs);
-      return r.value.then((v) => {
-        clearTimeout(keepAlive);
-        return v === 'ok';
+      // A pending waitAsync does not keep Node's event loop alive, and its time-out is no loop event
+      // either: our own timer (a little later) keeps the loop alive and ends the wait if it fires first.
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), timeoutMs + 10);
+        void r.value.then((v) => {
+          clearTimeout(timer);
+          resolve(v === 'ok');
+        });
       });
     }
     return new Promise((resolve) => {
