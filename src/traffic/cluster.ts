@@ -111,8 +111,9 @@ export class ClusterRuntime {
     const od = o.spec.policy.outlierDetection;
     const emit = o.onOutlierEvent ?? (() => undefined);
     this.outlier = od === undefined ? undefined : new OutlierDetector(od, this.slot, o.spec.name, this.clock, emit);
-    if (od !== undefined) this.slot.claimSweep(this.clock.now(), od.intervalMs);
     this.setEndpoints(o.endpoints);
+    // Schedules the first sweep, or runs one already due (a sweep claimed must be run).
+    this.sweepIfDue();
   }
 
   /** The endpoints in force, in list order. */
@@ -165,7 +166,7 @@ export class ClusterRuntime {
    * policy has ignorePreviousHosts.
    */
   pick(ctx: PickContext = EMPTY_CONTEXT): Endpoint | PickFailure {
-    if (this.balancer === undefined) throw new TypeError(`cluster ${this.name} is PASSTHROUGH: send to the original destination`);
+    if (this.balancer === undefined) throw this.noBalancer();
     const i = this.balancer.pick(ctx);
     if (i === NONE) {
       this.slot.count('upstream_cx_none_healthy');
@@ -192,7 +193,7 @@ export class ClusterRuntime {
    * reports how the connect went with connectEnded.
    */
   pickConnection(ctx: PickContext = EMPTY_CONTEXT): Endpoint | PickFailure {
-    if (this.balancer === undefined) throw new TypeError(`cluster ${this.name} is PASSTHROUGH: send to the original destination`);
+    if (this.balancer === undefined) throw this.noBalancer();
     const i = this.balancer.pick(ctx);
     if (i === NONE) {
       this.slot.count('upstream_cx_none_healthy');
@@ -364,6 +365,12 @@ export class ClusterRuntime {
   }
 
   // ---- internals
+
+  // A caller's mistake: picking on a PASSTHROUGH or closed cluster.
+  private noBalancer(): TypeError {
+    return new TypeError(this.closed ? `cluster ${this.name} is closed`
+      : `cluster ${this.name} is PASSTHROUGH: send to the original destination`);
+  }
 
   private finishAttempt(ep: Endpoint): void {
     ep.inFlight--;

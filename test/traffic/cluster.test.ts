@@ -104,7 +104,11 @@ describe('ClusterRuntime: attempts', () => {
   it('has no balancer for PASSTHROUGH: the engine sends to the original destination', () => {
     const c = runtime({ spec: clusterSpec({ policy: { loadBalancer: { kind: 'simple', simple: 'PASSTHROUGH' } } }) });
     assert.equal(c.passthrough, true);
-    assert.throws(() => c.pick(), TypeError);
+    assert.throws(() => c.pick(), /PASSTHROUGH: send to the original destination/);
+    const closed = runtime();
+    closed.close();
+    assert.throws(() => closed.pick(), /is closed/);
+    assert.throws(() => closed.setEndpoints(THREE), /is closed/);
   });
 
   it('offers the consistent-hash key of its policy, and keeps a key on its endpoint', () => {
@@ -224,6 +228,17 @@ describe('ClusterRuntime: outlier detection', () => {
     cb.sweepIfDue();
     ca.sweepIfDue();
     assert.deepEqual(events.map((e) => e.action), ['EJECT', 'UNEJECT']);
+  });
+
+  it('runs a sweep already due when a runtime is built (a claimed sweep is never skipped)', () => {
+    const store = privateTrafficStore({ endpointSlots: 64, clusterSlots: 8 });
+    const clock = new FakeClock();
+    const spec = clusterSpec({ policy: { outlierDetection: outlierSpec({ consecutive5xxErrors: 1, baseEjectionTimeMs: 10_000, intervalMs: 10_000 }) } });
+    const first = runtime({ store, spec, clock });
+    first.attemptEnded(startOn(first, first.endpoints[0]!), e503);
+    clock.advance(40_000);
+    const second = runtime({ store, spec, clock });
+    assert.equal(second.endpoints[0]!.slot.isEjected(), false);
   });
 
   it('has no sweep without outlier detection', () => {
