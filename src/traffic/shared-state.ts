@@ -454,6 +454,8 @@ export class TrafficStore {
   private readonly warn: (message: string) => void;
   private fallback: TrafficStore | undefined;
   private readonly warned = new Set<string>();
+  /** A private store's waiters for a connection slot (no Atomics.waitAsync without shared memory). */
+  private readonly localWaiters = new Set<() => void>();
 
   constructor(o: TrafficStoreOptions) {
     this.shared = typeof SharedArrayBuffer !== 'undefined' && o.memory instanceof SharedArrayBuffer;
@@ -589,8 +591,6 @@ export class TrafficStore {
     if (this.shared) Atomics.notify(words, at);
     else for (const wake of [...this.localWaiters]) wake();
   }
-
-  private readonly localWaiters = new Set<() => void>();
 
   /** Waits until words[at] moves from `seen` or `timeoutMs` passes: Atomics.waitAsync on shared memory, a local wake-up otherwise. */
   wait(words: Int32Array, at: number, seen: number, timeoutMs: number): Promise<boolean> {
