@@ -1,0 +1,171 @@
+// What the admin surfaces show of a cluster, as plain data (ClusterRuntime.status()), and the pure
+// formatters that print it as Envoy does: `/clusters` text lines, `/clusters?format=json`, and the
+// `cluster.<name>.*` series of `/stats`.
+import { ENVOY_HIGH_PRIORITY_LIMITS, type LimitValues } from './limits.js';
+import { CLUSTER_COUNTERS, type ClusterCounter } from './shared-state.js';
+
+/** Envoy's per-host stats, in the order its text output sorts them. */
+export interface HostStats {
+  readonly cx_active: number;
+  readonly cx_connect_fail: number;
+  readonly cx_total: number;
+  readonly rq_active: number;
+  readonly rq_error: number;
+  readonly rq_success: number;
+  readonly rq_timeout: number;
+  readonly rq_total: number;
+}
+
+export interface HostStatus {
+  readonly address: string;
+  readonly port: number;
+  /** `10.0.0.1:80`, `[fd00::1]:80`. */
+  readonly hostPort: string;
+  readonly weight: number;
+  readonly region: string;
+  readonly zone: string;
+  readonly subZone: string;
+  /** Ejected by outlier detection (health_flags `/failed_outlier_check`). */
+  readonly ejected: boolean;
+  readonly stats: HostStats;
+}
+
+export interface ClusterStatus {
+  readonly name: string;
+  /** The cluster has outlier detection (its `outlier::` lines are printed). */
+  readonly outlierDetection: boolean;
+  readonly limits: LimitValues;
+  readonly hosts: readonly HostStatus[];
+  readonly counters: Readonly<Record<ClusterCounter, number>>;
+  /** In flight now, from every worker. */
+  readonly active: { readonly cx: number; readonly pending: number; readonly rq: number; readonly retries: number };
+}
+
+/** `region/zone/subzone` → its three parts (missing ones empty). */
+export function splitLocality(locality: string | undefined): { region: string; zone: string; subZone: string } {
+  const [region = '', zone = '', subZone = ''] = (locality ?? '').split('/');
+  return { region, zone, subZone };
+}
+
+/** `address:port`, IPv6 in brackets, as Envoy prints an address. */
+export function hostPortOf(address: string, port: number): string {
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+const HOST_STAT_NAMES = ['cx_active', 'cx_connect_fail', 'cx_total', 'rq_active', 'rq_error', 'rq_success', 'rq_timeout', 'rq_total'] as const;
+const HOST_GAUGES: ReadonlySet<string> = new Set(['cx_active', 'rq_active']);
+
+function limitLines(name: string, priority: string, l: LimitValues): string[] {
+  return [
+    `${name}::${priority}_priority::max_connections::${l.maxConnections}`,
+    `${name}::${priority}_priority::max_pending_requests::${l.maxPendingRequests}`,
+    `${name}::${priority}_priority::max_requests::${l.maxRequests}`,
+    `${name}::${priority}_priority::max_retries::${l.maxRetries}`,
+  ];
+}
+
+/** Envoy's `/clusters` text: per cluster its settings, then `name::host::stat::value` per host. */
+export function formatClustersText(clusters: readonly ClusterStatus[]): string {
+  const lines: string[] = [];
+  for (const c of clusters) {
+    const n = c.name;
+    lines.push(`${n}::observability_name::${n}`);
+    if (c.outlierDetection) {
+      // Success-rate detection is off under Istio: Envoy prints its "no value" -1.
+      lines.push(`${n}::outlier::success_rate_average::-1`, `${n}::outlier::success_rate_ejection_threshold::-1`,
+        `${n}::outlier::local_origin_success_rate_average::-1`, `${n}::outlier::local_origin_success_rate_ejection_threshold::-1`);
+    }
+    lines.push(...limitLines(n, 'default', c.limits), ...limitLines(n, 'high', ENVOY_HIGH_PRIORITY_LIMITS), `${n}::added_via_api::true`);
+    for (const h of c.hosts) {
+      const p = `${n}::${h.hostPort}`;
+      for (const s of HOST_STAT_NAMES) lines.push(`${p}::${s}::${h.stats[s]}`);
+      lines.push(`${p}::hostname::`, `${p}::health_flags::${h.ejected ? '/failed_outlier_check' : 'healthy'}`, `${p}::weight::${h.weight}`,
+        `${p}::region::${h.region}`, `${p}::zone::${h.zone}`, `${p}::sub_zone::${h.subZone}`, `${p}::canary::false`,
+        `${p}::priority::0`, `${p}::success_rate::-1`, `${p}::local_origin_success_rate::-1`);
+    }
+  }
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+// A protobuf uint64 in JSON: a string, and (proto3) absent when 0.
+function metric(name: string, value: number, gauge: boolean): Record<string, unknown> {
+  return { ...(gauge ? { type: 'GAUGE' } : {}), ...(value !== 0 ? { value: String(value) } : {}), name };
+}
+
+function thresholds(l: LimitValues, priority?: 'HIGH'): Record<string, unknown> {
+  return {
+    ...(priority !== undefined ? { priority } : {}),
+    max_connections: l.maxConnections, max_pending_requests: l.maxPendingRequests, max_requests: l.maxRequests, max_retries: l.maxRetries,
+  };
+}
+
+/**
+ * Envoy's `/clusters?format=json` (admin.v3.Clusters as protobuf JSON: fields in field-number order,
+ * zero values left out, uint64 as strings; counters before gauges in a host's stats).
+ */
+export function formatClustersJson(clusters: readonly ClusterStatus[]): string {
+  const cluster_statuses = clusters.map((c) => ({
+    name: c.name,
+    added_via_api: true,
+    host_statuses: c.hosts.map((h) => {
+      const counters = HOST_STAT_NAMES.filter((s) => !HOST_GAUGES.has(s)).map((s) => metric(s, h.stats[s], false));
+      const gauges = HOST_STAT_NAMES.filter((s) => HOST_GAUGES.has(s)).map((s) => metric(s, h.stats[s], true));
+      const locality = {
+        ...(h.region !== '' ? { region: h.region } : {}), ...(h.zone !== '' ? { zone: h.zone } : {}),
+        ...(h.subZone !== '' ? { sub_zone: h.subZone } : {}),
+      };
+      return {
+        address: { socket_address: { address: h.address, port_value: h.port } },
+        stats: [...counters, ...gauges],
+        health_status: { ...(h.ejected ? { failed_outlier_check: true } : {}), eds_health_status: 'HEALTHY' },
+        weight: h.weight,
+        locality,
+      };
+    }),
+    circuit_breakers: { thresholds: [thresholds(c.limits), thresholds(ENVOY_HIGH_PRIORITY_LIMITS, 'HIGH')] },
+    observability_name: c.name,
+  }));
+  return `${JSON.stringify({ cluster_statuses }, null, 2)}\n`;
+}
+
+export interface StatSample {
+  /** The full Envoy name: `cluster.<cluster>.<stat>`. */
+  readonly name: string;
+  readonly value: number;
+  readonly type: 'counter' | 'gauge';
+}
+
+/** The cluster's `/stats` series with Envoy's names: its counters, then its gauges. */
+export function clusterStats(c: ClusterStatus): StatSample[] {
+  const p = `cluster.${c.name}.`;
+  const out: StatSample[] = CLUSTER_COUNTERS.map((k) => ({ name: p + k, value: c.counters[k], type: 'counter' as const }));
+  const healthy = c.hosts.filter((h) => !h.ejected).length;
+  const gauge = (name: string, value: number): void => { out.push({ name: p + name, value, type: 'gauge' }); };
+  gauge('upstream_cx_active', c.active.cx);
+  gauge('upstream_rq_active', c.active.rq);
+  gauge('upstream_rq_pending_active', c.active.pending);
+  gauge('membership_total', c.hosts.length);
+  gauge('membership_healthy', healthy);
+  gauge('membership_degraded', 0);
+  gauge('membership_excluded', 0);
+  gauge('outlier_detection.ejections_active', c.hosts.length - healthy);
+  // Istio sets track_remaining: the remaining_* gauges exist; *_open is 1 while the breaker is full.
+  const open = (active: number, max: number): number => (active >= max ? 1 : 0);
+  const cb = 'circuit_breakers.default.';
+  gauge(`${cb}cx_open`, open(c.active.cx, c.limits.maxConnections));
+  gauge(`${cb}cx_pool_open`, 0);
+  gauge(`${cb}rq_pending_open`, open(c.active.pending, c.limits.maxPendingRequests));
+  gauge(`${cb}rq_open`, open(c.active.rq, c.limits.maxRequests));
+  gauge(`${cb}rq_retry_open`, open(c.active.retries, c.limits.maxRetries));
+  gauge(`${cb}remaining_cx`, Math.max(0, c.limits.maxConnections - c.active.cx));
+  gauge(`${cb}remaining_pending`, Math.max(0, c.limits.maxPendingRequests - c.active.pending));
+  gauge(`${cb}remaining_rq`, Math.max(0, c.limits.maxRequests - c.active.rq));
+  gauge(`${cb}remaining_retries`, Math.max(0, c.limits.maxRetries - c.active.retries));
+  return out;
+}
+
+/** `/stats` text lines (`name: value`), sorted by name as Envoy prints them. */
+export function formatClusterStatsText(clusters: readonly ClusterStatus[]): string {
+  const all = clusters.flatMap(clusterStats).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return all.map((s) => `${s.name}: ${s.value}\n`).join('');
+}
