@@ -112,7 +112,16 @@ export interface ClusterSpec {
   readonly policy: ClusterPolicy;
   /** `ServiceEntry ns/name`. */
   readonly origin: string;
+  /**
+   * Envoy's cluster type, for /clusters and the engine: EDS (endpoints from ServiceEntry endpoints or
+   * WorkloadEntries), STRICT_DNS (resolution DNS: every address), LOGICAL_DNS (DNS_ROUND_ROBIN: the
+   * first address, per new connection), ORIGINAL_DST (resolution NONE or loadBalancer PASSTHROUGH:
+   * no endpoints, the connection's original destination). Absent: EDS.
+   */
+  readonly discovery?: ClusterDiscovery | undefined;
 }
+
+export type ClusterDiscovery = 'EDS' | 'STRICT_DNS' | 'LOGICAL_DNS' | 'ORIGINAL_DST';
 
 /** The Envoy retry conditions (`retryOn`) this proxy knows. */
 export type RetryCondition =

@@ -31,16 +31,3 @@ export function checkIpOrCidr(text: string, field: string): string {
   if (parseCidr(text) === undefined) throw new FieldError(field, `${show(text)} is not an IP address or CIDR block`);
   return text;
 }
-
-/**
- * A ServiceEntry address: an IP, or a CIDR of exactly one address (reduced to the address). A wider
- * block cannot be the answer to a DNS query, which is what these addresses are used for here.
- */
-export function checkSingleAddress(text: string, field: string): string {
-  const c = parseCidr(text);
-  if (c === undefined) throw new FieldError(field, `${show(text)} is not an IP address`);
-  if (c.prefix !== (c.family === 4 ? 32 : 128)) {
-    throw new FieldError(field, `${show(text)} is a block of several addresses; only single addresses (or /32, /128) are accepted`);
-  }
-  return c.address;
-}

@@ -1,6 +1,7 @@
 // Typed readers for the untyped documents a YAML/JSON parser returns. Each takes the value and its
 // field path (`spec.http[0].route`) and either returns the typed value or throws a FieldError whose
 // message names the value and what is accepted, so a validator reads like the schema it enforces.
+import { DurationSyntaxError, parseDurationNs } from '../env/duration.js';
 
 /** A field that does not validate: where it is and what is wrong. */
 export class FieldError extends Error {
@@ -122,23 +123,77 @@ export function stringMap(value: unknown, field: string): Record<string, string>
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, str(v, item(field, k))]));
 }
 
+/**
+ * Collects warnings: a field accepted as Istio accepts it, but worth telling the operator about
+ * (Istio itself ignores it, or Istio's own validation warns about it).
+ */
+export type Warn = (field: string, message: string) => void;
+
+/** For validators called without a collector (warnings dropped). */
+export const IGNORE_WARNINGS: Warn = () => {};
+
 export interface FieldSet {
   /** Fields this agent reads. */
   readonly supported: readonly string[];
-  /** Istio fields accepted and ignored (they tune behaviour this agent does not have). */
+  /** Fields accepted without effect and without a word (metadata-like fields such as `status`). */
   readonly ignored?: readonly string[];
   /** Istio fields whose meaning this agent cannot honour: a rejection rather than a silent change. */
   readonly unsupported?: readonly string[];
+  /** Istio fields this agent will honour but does not yet: refused, naming what they would do (field → what). */
+  readonly pending?: Readonly<Record<string, string>>;
+  /** Istio fields Istio itself ignores: accepted with a warning saying so (field → why). */
+  readonly istioIgnores?: Readonly<Record<string, string>>;
 }
 
 /** Rejects fields that are not part of the schema (a misspelt field would otherwise be ignored). */
-export function checkFields(o: Obj, field: string, set: FieldSet): void {
+export function checkFields(o: Obj, field: string, set: FieldSet, warn: Warn = IGNORE_WARNINGS): void {
   for (const key of Object.keys(o)) {
     if (set.supported.includes(key) || set.ignored?.includes(key)) continue;
     if (set.unsupported?.includes(key)) throw new FieldError(child(field, key), 'is not supported by this agent');
+    const pending = set.pending !== undefined && Object.hasOwn(set.pending, key) ? set.pending[key] : undefined;
+    if (pending !== undefined) throw new FieldError(child(field, key), `is not supported yet: ${pending}`);
+    const ignoredByIstio = set.istioIgnores !== undefined && Object.hasOwn(set.istioIgnores, key) ? set.istioIgnores[key] : undefined;
+    if (ignoredByIstio !== undefined) {
+      warn(child(field, key), ignoredByIstio);
+      continue;
+    }
     const where = field === '' ? 'here' : `in ${field}`;
-    throw new FieldError(child(field, key), `unknown field ${show(key)} ${where}; accepted: ${[...set.supported, ...(set.ignored ?? [])].join(', ')}`);
+    const accepted = [...set.supported, ...(set.ignored ?? []), ...Object.keys(set.istioIgnores ?? {})];
+    throw new FieldError(child(field, key), `unknown field ${show(key)} ${where}; accepted: ${accepted.join(', ')}`);
   }
+}
+
+/** Istio's int32 counters (connection pool limits): 0 to 2^31 - 1. */
+export const INT32_MAX = 2147483647;
+/** Istio's uint32 values (UInt32Value wrappers): 0 to 2^32 - 1. */
+export const UINT32_MAX = 4294967295;
+
+const NS_PER_MS = 1_000_000n;
+
+/**
+ * A duration as Istio reads it (Go's text form: `10s`, `1.5s`, `100ms`, `1m30s`) → milliseconds,
+ * checked as Istio checks durations: whole milliseconds only, and at least 1ms unless `zero` is
+ * allowed (a cookie TTL of 0s means a session cookie).
+ */
+export function duration(value: unknown, field: string, opts: { zero?: boolean } = {}): number {
+  if (value === undefined || value === null) throw new FieldError(field, 'required (a duration such as 100ms, 5s or 1m30s)');
+  if (typeof value !== 'string') throw expected(field, 'a duration such as 100ms, 5s or 1m30s', value);
+  let ns: bigint;
+  try {
+    ns = parseDurationNs(value);
+  } catch (err) {
+    if (err instanceof DurationSyntaxError) throw new FieldError(field, `${show(value)} is not a duration such as 100ms, 5s or 1m30s`);
+    throw err;
+  }
+  if (ns < 0n) throw new FieldError(field, `${show(value)} is negative; a duration is 1ms or more`);
+  if (ns === 0n && opts.zero) return 0;
+  if (ns < NS_PER_MS) throw new FieldError(field, `${show(value)} is shorter than 1ms, which Istio refuses`);
+  if (ns % NS_PER_MS !== 0n) throw new FieldError(field, `${show(value)} is not a whole number of milliseconds, which Istio refuses`);
+  return Number(ns / NS_PER_MS);
+}
+
+export function optDuration(value: unknown, field: string, opts: { zero?: boolean } = {}): number | undefined {
+  return value === undefined ? undefined : duration(value, field, opts);
 }
 
 /** One of a closed set of words; `fold` makes the input case-insensitive (the output is upper-case). */

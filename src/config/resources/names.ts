@@ -1,7 +1,7 @@
 // The shapes of names inside resources: Kubernetes object names and namespaces, host patterns and
 // HTTP header names. Each check throws a FieldError naming the value and the accepted form.
 import { isIpAddress } from './addresses.js';
-import { FieldError, show } from './fields.js';
+import { FieldError, item, optStrList, show } from './fields.js';
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -45,4 +45,26 @@ export function checkHostPattern(host: string, field: string): string {
 export function checkHeaderName(name: string, field: string): string {
   if (!HEADER_NAME.test(name)) throw new FieldError(field, `${show(name)} is not a valid HTTP header name`);
   return name;
+}
+
+/**
+ * Istio's `exportTo`: `.` (the resource's namespace, resolved here), `*` (every namespace), namespaces,
+ * and for a ServiceEntry `~` (no namespace). No repeats, and `*` or `~` only alone. Absent or empty: undefined.
+ */
+export function parseExportTo(raw: unknown, field: string, namespace: string, opts: { allowNone?: boolean } = {}): string[] | undefined {
+  const values = optStrList(raw, field, { nonEmptyItems: true }) ?? [];
+  if (values.length === 0) return undefined;
+  const out: string[] = [];
+  values.forEach((v, i) => {
+    const resolved = v === '.' ? namespace : v === '*' || (v === '~' && opts.allowNone) ? v : checkNamespace(v, item(field, i));
+    const earlier = out.indexOf(resolved);
+    if (earlier >= 0) {
+      const viaDot = v === '.' || values[earlier] === '.';
+      throw new FieldError(item(field, i), viaDot ? `"." and ${show(namespace)} are the same namespace, already listed` : `${show(v)} is listed twice`);
+    }
+    out.push(resolved);
+  });
+  if (out.includes('*') && out.length > 1) throw new FieldError(field, `${show(values)}: "*" already exports to every namespace; give it alone`);
+  if (out.includes('~') && out.length > 1) throw new FieldError(field, `${show(values)}: "~" exports to no namespace; give it alone`);
+  return out;
 }

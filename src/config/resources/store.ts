@@ -8,7 +8,7 @@
 // Pure: the watcher feeds it file texts; it does no I/O.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceSnapshot,
-  ServiceEntry, VirtualService,
+  ResourceWarning, ServiceEntry, VirtualService, WorkloadEntry,
 } from './types.js';
 import { parseDocuments } from './documents.js';
 import { isResourceKind, resourceKey, validateDocument, type ValidatedResource } from './validate.js';
@@ -18,6 +18,8 @@ interface Entry {
   readonly value: ValidatedResource;
   /** Stable text of the resource, to tell a real change from a re-read of the same content. */
   readonly fingerprint: string;
+  /** Fields accepted with a warning. */
+  readonly warnings: readonly ResourceWarning[];
 }
 
 interface FileState {
@@ -40,6 +42,7 @@ interface Lists {
   virtualServices: VirtualService[];
   serviceEntries: ServiceEntry[];
   destinationRules: DestinationRule[];
+  workloadEntries: WorkloadEntry[];
   requestAuthentications: RequestAuthentication[];
   authorizationPolicies: AuthorizationPolicy[];
   peerAuthentications: PeerAuthentication[];
@@ -51,6 +54,7 @@ function add(lists: Lists, v: ValidatedResource): void {
     case 'VirtualService': lists.virtualServices.push(v.resource); break;
     case 'ServiceEntry': lists.serviceEntries.push(v.resource); break;
     case 'DestinationRule': lists.destinationRules.push(v.resource); break;
+    case 'WorkloadEntry': lists.workloadEntries.push(v.resource); break;
     case 'RequestAuthentication': lists.requestAuthentications.push(v.resource); break;
     case 'AuthorizationPolicy': lists.authorizationPolicies.push(v.resource); break;
     case 'PeerAuthentication': lists.peerAuthentications.push(v.resource); break;
@@ -63,6 +67,7 @@ const EMPTY: ResourceSnapshot = Object.freeze({
   virtualServices: Object.freeze([]),
   serviceEntries: Object.freeze([]),
   destinationRules: Object.freeze([]),
+  workloadEntries: Object.freeze([]),
   requestAuthentications: Object.freeze([]),
   authorizationPolicies: Object.freeze([]),
   peerAuthentications: Object.freeze([]),
@@ -76,9 +81,18 @@ export class ResourceStore {
   #fingerprints: readonly string[] = [];
   /** Duplicates already reported, so one that persists is logged once, not at every reload. */
   #duplicates = new Set<string>();
+  readonly #onWarning: ((w: ResourceWarning) => void) | undefined;
+  #warnings: readonly ResourceWarning[] = [];
 
-  constructor(opts: { defaultNamespace: string }) {
+  /** `onWarning`: called once for each warning of a resource as it is accepted (a new or changed resource). */
+  constructor(opts: { defaultNamespace: string; onWarning?: (w: ResourceWarning) => void }) {
     this.#defaultNamespace = opts.defaultNamespace;
+    this.#onWarning = opts.onWarning;
+  }
+
+  /** The warnings of the resources in force (for /config_dump). */
+  warnings(): readonly ResourceWarning[] {
+    return this.#warnings;
   }
 
   /** Rejections so far, per kind (`unknown` for documents of no known kind, or files that do not parse). */
@@ -118,9 +132,13 @@ export class ResourceStore {
     const validKeys = new Set(results.flatMap((r) => (r.ok ? [r.key] : [])));
     const entries: Entry[] = [];
     const carried = new Set<string>();
+    const fresh: ResourceWarning[] = [];
     for (const r of results) {
       if (r.ok) {
-        entries.push({ key: r.key, value: r.value, fingerprint: fingerprint(r.value) });
+        const entry = { key: r.key, value: r.value, fingerprint: fingerprint(r.value), warnings: r.warnings };
+        // A resource re-read unchanged (another document of the file changed) is not warned about again.
+        if (!prev?.entries.some((e) => e.key === entry.key && e.fingerprint === entry.fingerprint)) fresh.push(...r.warnings);
+        entries.push(entry);
         continue;
       }
       const old = r.key === undefined || validKeys.has(r.key) || carried.has(r.key) ? undefined : prev?.entries.find((e) => e.key === r.key);
@@ -134,6 +152,7 @@ export class ResourceStore {
     }
     this.#files.set(file, { text, entries });
     rejections.push(...this.#rebuild());
+    for (const w of fresh) this.#onWarning?.(w);
     return this.#count(rejections);
   }
 
@@ -155,9 +174,10 @@ export class ResourceStore {
   #rebuild(): Rejection[] {
     const winners = new Map<string, Entry>();
     const lists: Lists = {
-      gateways: [], virtualServices: [], serviceEntries: [], destinationRules: [], requestAuthentications: [], authorizationPolicies: [],
-      peerAuthentications: [],
+      gateways: [], virtualServices: [], serviceEntries: [], destinationRules: [], workloadEntries: [], requestAuthentications: [],
+      authorizationPolicies: [], peerAuthentications: [],
     };
+    const warnings: ResourceWarning[] = [];
     const prints: string[] = [];
     const duplicates = new Set<string>();
     const fresh: Rejection[] = [];
@@ -167,6 +187,7 @@ export class ResourceStore {
         if (first === undefined) {
           winners.set(e.key, e);
           add(lists, e.value);
+          warnings.push(...e.warnings);
           prints.push(e.fingerprint);
           continue;
         }
@@ -183,6 +204,7 @@ export class ResourceStore {
       }
     }
     this.#duplicates = duplicates;
+    this.#warnings = Object.freeze(warnings);
     const changed = prints.length !== this.#fingerprints.length || prints.some((p, i) => p !== this.#fingerprints[i]);
     if (changed) {
       this.#fingerprints = prints;
@@ -192,6 +214,7 @@ export class ResourceStore {
         virtualServices: Object.freeze(lists.virtualServices),
         serviceEntries: Object.freeze(lists.serviceEntries),
         destinationRules: Object.freeze(lists.destinationRules),
+        workloadEntries: Object.freeze(lists.workloadEntries),
         requestAuthentications: Object.freeze(lists.requestAuthentications),
         authorizationPolicies: Object.freeze(lists.authorizationPolicies),
         peerAuthentications: Object.freeze(lists.peerAuthentications),

@@ -10,7 +10,7 @@ export interface ResourceOrigin {
 }
 
 export type ResourceKind =
-  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule'
+  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule' | 'WorkloadEntry'
   | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication';
 
 export interface ResourceMeta {
@@ -95,14 +95,41 @@ export interface HttpMatchRequest {
   readonly port?: number;
   /** Restricts this match to these gateways (resolved `ns/name`, or `mesh`). */
   readonly gateways?: readonly string[];
+  /** Sidecars only (Istio ignores it on gateways): the match applies when the workload's own labels contain these. */
+  readonly sourceLabels?: Readonly<Record<string, string>>;
+  /** Sidecars only (Istio ignores it on gateways): the match applies when the workload is in this namespace. */
+  readonly sourceNamespace?: string;
 }
 
 export interface HttpRouteDestination {
   readonly host: string;
   readonly port?: number;
   readonly subset?: string;
-  /** 0–100; a single destination without a weight gets 100. */
+  /**
+   * Relative weight (Istio: a destination gets weight / sum of the weights; 0 gets nothing). A single
+   * destination gets 100 whatever it says; several need a sum above 0.
+   */
   readonly weight: number;
+}
+
+/** The Envoy retry conditions Istio's validation accepts in `retryOn` (besides HTTP status codes). */
+export type RetryOnPolicy =
+  | '5xx' | 'gateway-error' | 'reset' | 'reset-before-request' | 'connect-failure' | 'envoy-ratelimited' | 'retriable-4xx'
+  | 'refused-stream' | 'retriable-status-codes' | 'retriable-headers' | 'http3-post-connect-failure'
+  | 'cancelled' | 'deadline-exceeded' | 'internal' | 'resource-exhausted' | 'unavailable';
+
+/** Istio's HTTPRetry as written (validated); the defaults are filled in by src/traffic/clusters.ts. */
+export interface HttpRetry {
+  /** Retries after the first try; 0 turns retries off. */
+  readonly attempts: number;
+  readonly perTryTimeoutMs?: number;
+  /** `retryOn` split: Envoy condition names, and the HTTP status codes given as numbers. Absent: Istio's default conditions. */
+  readonly retryOn?: { readonly conditions: readonly RetryOnPolicy[]; readonly statusCodes: readonly number[] };
+  readonly retryRemoteLocalities?: boolean;
+  /** Absent: Istio's choice (true, false with a consistent hash). */
+  readonly retryIgnorePreviousHosts?: boolean;
+  /** The back-off's base interval; absent: Envoy's 25 ms. */
+  readonly backoffMs?: number;
 }
 
 export interface HttpRoute {
@@ -116,6 +143,8 @@ export interface HttpRoute {
   /** Request header edits applied before forwarding. */
   readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
   readonly timeoutMs?: number;
+  /** Absent: Istio's default policy (src/traffic/clusters.ts `routeTraffic`). */
+  readonly retries?: HttpRetry;
 }
 
 export interface VirtualService {
@@ -125,9 +154,11 @@ export interface VirtualService {
   /** Resolved to `ns/name` (a bare name is in the VirtualService's namespace), or `mesh`. Absent in the file: `['mesh']`. */
   readonly gateways: readonly string[];
   readonly http: readonly HttpRoute[];
+  /** Namespaces whose sidecars see it (`.` resolved); absent: every namespace. */
+  readonly exportTo?: readonly string[];
 }
 
-// ---- networking.mesh.io: ServiceEntry (names for the DNS proxy, endpoints for auto mTLS) ----
+// ---- networking.mesh.io: ServiceEntry (services: names for the DNS proxy, endpoints, auto mTLS) ----
 
 /** The endpoint label that says "this endpoint speaks mesh mTLS" (Istio's `security.istio.io/tlsMode: istio`). */
 export const TLS_MODE_LABEL = 'security.mesh.io/tlsMode';
@@ -135,7 +166,7 @@ export const TLS_MODE_MESH = 'mesh';
 
 /** One of a ServiceEntry's `endpoints` (Istio's WorkloadEntry fields). */
 export interface ServiceEntryEndpoint {
-  /** An IP address (as written), a DNS name (lower-cased) or `unix://path`. */
+  /** An IP address (as written), or with DNS resolution a DNS name (lower-cased). */
   readonly address: string;
   /** Port name → the endpoint's port number for it. */
   readonly ports: Readonly<Record<string, number>>;
@@ -148,18 +179,51 @@ export interface ServiceEntryEndpoint {
   readonly serviceAccount?: string;
 }
 
+export interface ServiceEntryPort {
+  readonly number: number;
+  /** A DNS label (Istio requires one); `''` only in entries built by code. */
+  readonly name: string;
+  /** Upper-cased: HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, HTTP_PROXY, TLS, TCP, UDP, MONGO, MYSQL, REDIS; absent: unknown (sniffed). */
+  readonly protocol?: string;
+  /** The endpoints' port when an endpoint does not map this port by name (Istio's `targetPort`). */
+  readonly targetPort?: number;
+}
+
 export interface ServiceEntry {
   readonly meta: ResourceMeta;
   /** Lower-cased. */
   readonly hosts: readonly string[];
-  /** IPv4/IPv6 addresses (CIDRs of a single address are reduced to the address). */
+  /**
+   * IPv4/IPv6 addresses as written, and CIDR blocks (`10.0.0.0/24`; a block of one address is
+   * reduced to the address, so every entry that passes isIP is one address).
+   */
   readonly addresses: readonly string[];
-  readonly ports: readonly { readonly number: number; readonly name: string; readonly protocol?: string }[];
+  readonly ports: readonly ServiceEntryPort[];
   readonly location?: 'MESH_EXTERNAL' | 'MESH_INTERNAL';
   readonly resolution?: 'NONE' | 'STATIC' | 'DNS' | 'DNS_ROUND_ROBIN';
   readonly endpoints: readonly ServiceEntryEndpoint[];
   /** Identities a TLS origination to these endpoints accepts (unless a DestinationRule names its own). */
   readonly subjectAltNames: readonly string[];
+  /** WorkloadEntries of the entry's namespace whose labels contain these are its endpoints (instead of `endpoints`). */
+  readonly workloadSelector?: LabelSelector;
+  /** Namespaces that see the entry (`.` resolved to its namespace; `~`: none); absent: every namespace. */
+  readonly exportTo?: readonly string[];
+}
+
+// ---- networking.mesh.io: WorkloadEntry (an endpoint of the ServiceEntries that select it) ----
+
+export interface WorkloadEntry {
+  readonly meta: ResourceMeta;
+  /** An IP address, or a DNS name (lower-cased) that entries with DNS resolution resolve; `''` with a network only. */
+  readonly address: string;
+  /** Port name (of the selecting ServiceEntry) → this workload's port number for it. */
+  readonly ports: Readonly<Record<string, number>>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly network?: string;
+  readonly locality?: string;
+  /** 0 when not written (treated as 1 by the load balancer). */
+  readonly weight: number;
+  readonly serviceAccount?: string;
 }
 
 // ---- networking.mesh.io: DestinationRule (how connections to a host are originated) ----
@@ -184,15 +248,96 @@ export interface DestinationRulePortSetting {
   readonly tls?: ClientTls;
 }
 
+/** Istio's simple load balancers; `{}`, UNSPECIFIED and the deprecated LEAST_CONN read as LEAST_REQUEST (Istio's default). */
+export type SimpleLb = 'LEAST_REQUEST' | 'ROUND_ROBIN' | 'RANDOM' | 'PASSTHROUGH';
+
+export type ConsistentHashKey =
+  | { readonly kind: 'header'; /** lower-cased */ readonly name: string }
+  | { readonly kind: 'cookie'; readonly name: string; readonly path?: string; /** absent: never generated; 0: a session cookie */ readonly ttlMs?: number }
+  | { readonly kind: 'sourceIp' }
+  | { readonly kind: 'queryParameter'; readonly name: string };
+
+/** `loadBalancer`, validated; Istio's defaults that depend on nothing else are filled in. */
+export type LoadBalancerSettings =
+  | { readonly kind: 'simple'; readonly simple: SimpleLb }
+  | {
+    readonly kind: 'consistentHash';
+    readonly key: ConsistentHashKey;
+    /** RING_HASH unless maglev is given; minimumRingSize 1024 unless given (Envoy's default, which Istio keeps). */
+    readonly table: { readonly kind: 'ringHash'; readonly minimumRingSize: number } | { readonly kind: 'maglev'; readonly tableSize: number };
+  };
+
+/** `connectionPool` as written (absent fields stay absent: Istio's defaults depend on presence and on the mesh config). */
+export interface ConnectionPoolSettings {
+  readonly tcp?: {
+    readonly maxConnections?: number;
+    readonly connectTimeoutMs?: number;
+    readonly tcpKeepalive?: { readonly probes?: number; readonly timeMs?: number; readonly intervalMs?: number };
+    readonly maxConnectionDurationMs?: number;
+    readonly idleTimeoutMs?: number;
+  };
+  readonly http?: {
+    readonly http1MaxPendingRequests?: number;
+    readonly http2MaxRequests?: number;
+    readonly maxRequestsPerConnection?: number;
+    readonly maxRetries?: number;
+    readonly idleTimeoutMs?: number;
+    readonly h2UpgradePolicy?: 'DEFAULT' | 'DO_NOT_UPGRADE' | 'UPGRADE';
+    readonly useClientProtocol?: boolean;
+    readonly maxConcurrentStreams?: number;
+  };
+}
+
+/** `outlierDetection` as written (Istio's translation to Envoy's defaults: src/traffic/clusters.ts). */
+export interface OutlierDetectionSettings {
+  readonly consecutive5xxErrors?: number;
+  readonly consecutiveGatewayErrors?: number;
+  readonly consecutiveLocalOriginFailures?: number;
+  readonly splitExternalLocalOriginErrors: boolean;
+  readonly intervalMs?: number;
+  readonly baseEjectionTimeMs?: number;
+  /** 0 or absent: Envoy's 10 (Istio cannot tell 0 from absent). */
+  readonly maxEjectionPercent?: number;
+  /** Absent: 0 (Istio always sets the panic threshold to this). */
+  readonly minHealthPercent?: number;
+}
+
+/** The four settings a traffic policy and each of its port-level settings carry. */
+export interface PolicySettings {
+  readonly loadBalancer?: LoadBalancerSettings;
+  readonly connectionPool?: ConnectionPoolSettings;
+  readonly outlierDetection?: OutlierDetectionSettings;
+  readonly tls?: ClientTls;
+}
+
+export interface PortTrafficPolicy extends PolicySettings {
+  readonly port: number;
+}
+
+/** A rule's or a subset's `trafficPolicy`. */
+export interface TrafficPolicy extends PolicySettings {
+  /** A port's settings replace the policy's (all four, absent ones falling back to the defaults). */
+  readonly portLevelSettings: readonly PortTrafficPolicy[];
+}
+
+export interface DestinationRuleSubset {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** Merged over the rule's policy field by field (Istio's rule); its port-level settings replace. */
+  readonly trafficPolicy?: TrafficPolicy;
+}
+
 export interface DestinationRule {
   readonly meta: ResourceMeta;
   /** Lower-cased: an exact name, a short name (`reviews`), `*.suffix` or `*`. */
   readonly host: string;
+  /** `trafficPolicy.tls` (also in trafficPolicy; kept here for the mTLS resolver). */
   readonly tls?: ClientTls;
-  /** `trafficPolicy.portLevelSettings` that carry a tls (the others tune only what this agent lacks). */
+  /** `trafficPolicy.portLevelSettings` that carry a tls (for the mTLS resolver). */
   readonly portLevelTls: readonly DestinationRulePortSetting[];
-  /** Names only: a subset's own traffic policy is never honoured (it needs subset routing). */
-  readonly subsets: readonly { readonly name: string; readonly labels: Readonly<Record<string, string>> }[];
+  /** The whole `trafficPolicy`; absent when the rule has none. */
+  readonly trafficPolicy?: TrafficPolicy;
+  readonly subsets: readonly DestinationRuleSubset[];
   /** `.` resolved to the rule's namespace; `*` for everyone (the default). */
   readonly exportTo: readonly string[];
   /** Only client workloads of the rule's own namespace that match (Istio). */
@@ -296,6 +441,17 @@ export interface PeerAuthentication {
 
 // ---- the whole set ----
 
+/** An accepted resource's field worth a word to the operator (Istio ignores it, or warns about it too). */
+export interface ResourceWarning {
+  readonly file: string;
+  readonly index: number;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace: string;
+  readonly field: string;
+  readonly message: string;
+}
+
 /** A resource that did not validate: one line for the operator, naming file, resource and field. */
 export interface Rejection {
   readonly file: string;
@@ -316,6 +472,7 @@ export interface ResourceSnapshot {
   readonly virtualServices: readonly VirtualService[];
   readonly serviceEntries: readonly ServiceEntry[];
   readonly destinationRules: readonly DestinationRule[];
+  readonly workloadEntries: readonly WorkloadEntry[];
   readonly requestAuthentications: readonly RequestAuthentication[];
   readonly authorizationPolicies: readonly AuthorizationPolicy[];
   readonly peerAuthentications: readonly PeerAuthentication[];

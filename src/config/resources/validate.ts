@@ -3,9 +3,9 @@
 // names the file, the document, the resource and the field.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceKind,
-  ResourceMeta, ServiceEntry, VirtualService,
+  ResourceMeta, ResourceWarning, ServiceEntry, VirtualService, WorkloadEntry,
 } from './types.js';
-import { checkFields, FieldError, isObj, show, str } from './fields.js';
+import { checkFields, FieldError, isObj, show, str, type Warn } from './fields.js';
 export { formatRejection } from './format.js';
 import { checkName, checkNamespace } from './names.js';
 import { validateAuthorizationPolicy } from './validate-authorization-policy.js';
@@ -15,6 +15,7 @@ import { validatePeerAuthentication } from './validate-peer-authentication.js';
 import { validateRequestAuthentication } from './validate-request-authentication.js';
 import { validateServiceEntry } from './validate-service-entry.js';
 import { validateVirtualService } from './validate-virtual-service.js';
+import { validateWorkloadEntry } from './validate-workload-entry.js';
 
 export const NETWORKING_GROUP = 'networking.mesh.io';
 export const SECURITY_GROUP = 'security.mesh.io';
@@ -26,6 +27,7 @@ export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   VirtualService: NETWORKING_GROUP,
   ServiceEntry: NETWORKING_GROUP,
   DestinationRule: NETWORKING_GROUP,
+  WorkloadEntry: NETWORKING_GROUP,
   RequestAuthentication: SECURITY_GROUP,
   AuthorizationPolicy: SECURITY_GROUP,
   PeerAuthentication: SECURITY_GROUP,
@@ -37,6 +39,7 @@ export type ValidatedResource =
   | { readonly kind: 'VirtualService'; readonly resource: VirtualService }
   | { readonly kind: 'ServiceEntry'; readonly resource: ServiceEntry }
   | { readonly kind: 'DestinationRule'; readonly resource: DestinationRule }
+  | { readonly kind: 'WorkloadEntry'; readonly resource: WorkloadEntry }
   | { readonly kind: 'RequestAuthentication'; readonly resource: RequestAuthentication }
   | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy }
   | { readonly kind: 'PeerAuthentication'; readonly resource: PeerAuthentication };
@@ -50,7 +53,8 @@ export interface ValidateContext {
 }
 
 export type ValidationResult =
-  | { readonly ok: true; readonly value: ValidatedResource; readonly key: string }
+  /** `warnings`: fields accepted that deserve a word (Istio ignores them, or warns about them too). */
+  | { readonly ok: true; readonly value: ValidatedResource; readonly key: string; readonly warnings: readonly ResourceWarning[] }
   /** `key`: the resource's identity when the document got far enough to name it. */
   | { readonly ok: false; readonly rejection: Rejection; readonly key?: string };
 
@@ -73,12 +77,13 @@ function kindList(): string {
   return byGroup.join('; ');
 }
 
-function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceMeta): ValidatedResource {
+function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceMeta, warn: Warn): ValidatedResource {
   switch (value) {
     case 'Gateway': return { kind: value, resource: validateGateway(spec, meta) };
-    case 'VirtualService': return { kind: value, resource: validateVirtualService(spec, meta) };
-    case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta) };
-    case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta) };
+    case 'VirtualService': return { kind: value, resource: validateVirtualService(spec, meta, warn) };
+    case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta, warn) };
+    case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
+    case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta) };
     case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };
@@ -114,8 +119,12 @@ export function validateDocument(doc: unknown, ctx: ValidateContext): Validation
       : checkNamespace(str(rawNs, 'metadata.namespace'), 'metadata.namespace');
     key = resourceKey(kind, namespace, name);
     const meta: ResourceMeta = { kind, apiVersion, name, namespace, origin: { file: ctx.file, index: ctx.index } };
-    const value = specOf(kind, doc['spec'], meta);
-    return { ok: true, value: deepFreeze(value), key };
+    const warnings: ResourceWarning[] = [];
+    const warn: Warn = (field, message) => {
+      warnings.push({ file: ctx.file, index: ctx.index, kind, name, namespace, field, message });
+    };
+    const value = specOf(kind, doc['spec'], meta, warn);
+    return { ok: true, value: deepFreeze(value), key, warnings: Object.freeze(warnings) };
   } catch (err) {
     if (!(err instanceof FieldError)) throw err;
     const rejection: Rejection = {

@@ -13,7 +13,7 @@ import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { AgentError } from '../../errors/agent-error.js';
-import type { Rejection, ResourceSnapshot } from './types.js';
+import type { Rejection, ResourceSnapshot, ResourceWarning } from './types.js';
 import { isResourceFile } from './documents.js';
 import { ResourceStore } from './store.js';
 
@@ -43,6 +43,8 @@ export interface WatchResourcesOptions {
   onChange(snapshot: ResourceSnapshot, rejections: Rejection[]): void;
   /** Called for every rejection, the initial read's included. */
   onRejection?(r: Rejection): void;
+  /** Called once for each warning of a resource as it is accepted (new or changed), the initial read's included. */
+  onWarning?(w: ResourceWarning): void;
   /** A watch could not be set up, or failed; the directory is polled from then on. */
   onWatchFailure?(dir: string, err: Error): void;
   /** File names in origins and rejections are relative to this directory when inside it (default: absolute). */
@@ -89,7 +91,10 @@ function codeOf(err: unknown): string | undefined {
 
 /** Reads every directory, then watches them; resolves once the first full read is applied. */
 export async function watchResources(opts: WatchResourcesOptions): Promise<ResourceWatcher> {
-  const store = new ResourceStore({ defaultNamespace: opts.defaultNamespace });
+  const store = new ResourceStore({
+    defaultNamespace: opts.defaultNamespace,
+    ...(opts.onWarning !== undefined ? { onWarning: (w: ResourceWarning) => opts.onWarning!(w) } : {}),
+  });
   const watchFn: WatchFunction = opts.watch ?? ((dir, listener) => fsWatch(dir, { persistent: true }, listener));
   const pollMs = opts.pollIntervalMs ?? 1000;
   const maxWaitMs = Math.max(10 * opts.debounceMs, 1000);

@@ -1,7 +1,7 @@
 // Turning operator-written YAML into validation results, for the validator tests.
 import assert from 'node:assert/strict';
 import { parseDocuments } from '../../../src/config/resources/documents.js';
-import type { Rejection } from '../../../src/config/resources/types.js';
+import type { Rejection, ResourceWarning } from '../../../src/config/resources/types.js';
 import { formatRejection, validateDocument, type ValidatedResource, type ValidationResult } from '../../../src/config/resources/validate.js';
 
 export const FILE = 'etc/mesh/resources/test.yaml';
@@ -19,6 +19,13 @@ export function accept(yaml: string): ValidatedResource {
   const r = validateYaml(yaml);
   assert.ok(r.ok, `expected the resource to validate, got: ${r.ok ? '' : formatRejection(r.rejection)}`);
   return r.value;
+}
+
+/** Validates and returns the resource with its warnings as `field: message` lines. */
+export function acceptWarned(yaml: string): { value: ValidatedResource; warnings: string[] } {
+  const r = validateYaml(yaml);
+  assert.ok(r.ok, `expected the resource to validate, got: ${r.ok ? '' : formatRejection(r.rejection)}`);
+  return { value: r.value, warnings: r.warnings.map((w: ResourceWarning) => `${w.field}: ${w.message}`) };
 }
 
 export function reject(yaml: string): Rejection {

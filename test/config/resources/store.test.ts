@@ -147,3 +147,25 @@ it('a resource whose apiVersion or kind-specific spec goes wrong keeps its last 
   store.update('a.yaml', vs('x').replace('metadata:\n  name: x', 'metadata: {}'));
   assert.deepEqual(routes(store.snapshot()), []);
 });
+
+it('holds WorkloadEntries, and reports warnings once per accepted resource (not at every re-read)', () => {
+  const warned: string[] = [];
+  const store = new ResourceStore({ defaultNamespace: 'default', onWarning: (w) => warned.push(formatRejection(w)) });
+  const dr = (n: number): string => `apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: db}
+spec: {host: db.example.com, trafficPolicy: {outlierDetection: {consecutiveErrors: 1, interval: ${n}s}}}
+`;
+  const we = 'apiVersion: networking.mesh.io/v1\nkind: WorkloadEntry\nmetadata: {name: vm}\nspec: {address: 10.0.0.9, labels: {app: db}}\n';
+  assert.deepEqual(store.update('a.yaml', `${dr(1)}---\n${we}`), []);
+  assert.deepEqual(store.snapshot().workloadEntries.map((w) => `${w.meta.name}@${w.address}`), ['vm@10.0.0.9']);
+  const line = 'a.yaml[0] DestinationRule default/db: spec.trafficPolicy.outlierDetection.consecutiveErrors: is deprecated and Istio ignores it; use consecutive5xxErrors or consecutiveGatewayErrors';
+  assert.deepEqual(warned, [line]);
+  assert.deepEqual(store.warnings().map(formatRejection), [line], 'the warnings of what is in force');
+  store.update('a.yaml', `${dr(1)}---\n${we.replace('10.0.0.9', '10.0.0.10')}`);
+  assert.deepEqual(warned, [line], 'the rule did not change: no second warning');
+  store.update('a.yaml', `${dr(2)}---\n${we}`);
+  assert.equal(warned.length, 2, 'a changed rule is warned about again');
+  store.update('a.yaml', undefined);
+  assert.deepEqual([store.warnings(), store.snapshot().workloadEntries], [[], []]);
+});

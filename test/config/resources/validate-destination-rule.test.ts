@@ -19,7 +19,7 @@ it('reads a DestinationRule: host, tls, port-level tls, subsets, exportTo, workl
   const r = accept(dr(`host: DB.Example.com
 workloadSelector:
   matchLabels: {app: api}
-exportTo: [".", team-b]
+exportTo: ["."]
 trafficPolicy:
   loadBalancer: {simple: ROUND_ROBIN}
   connectionPool: {tcp: {maxConnections: 10}}
@@ -47,9 +47,14 @@ subsets:
   });
   assert.deepEqual(r.portLevelTls, [{ port: 5432, tls: { mode: 'ISTIO_MUTUAL', subjectAltNames: [], sni: 'db.mesh', insecureSkipVerify: false } }],
     'a port setting without tls is tuning only');
-  assert.deepEqual(r.subsets, [{ name: 'v1', labels: { version: 'v1' } }]);
-  assert.deepEqual(r.exportTo, ['team-a', 'team-b'], '"." is the rule\'s namespace');
+  assert.deepEqual(r.subsets, [{ name: 'v1', labels: { version: 'v1' }, trafficPolicy: { loadBalancer: { kind: 'simple', simple: 'RANDOM' }, portLevelSettings: [] } }]);
+  assert.deepEqual(r.exportTo, ['team-a'], '"." is the rule\'s namespace');
   assert.deepEqual(r.workloadSelector, { app: 'api' });
+  assert.deepEqual(r.trafficPolicy?.loadBalancer, { kind: 'simple', simple: 'ROUND_ROBIN' });
+  assert.deepEqual(r.trafficPolicy?.connectionPool, { tcp: { maxConnections: 10 } });
+  assert.deepEqual(r.trafficPolicy?.outlierDetection, { consecutive5xxErrors: 3, splitExternalLocalOriginErrors: false });
+  assert.deepEqual(r.trafficPolicy?.portLevelSettings.map((p) => p.port), [5432, 8080], 'every port setting is kept in the traffic policy');
+  assert.deepEqual((accept(dr('host: a\nexportTo: [".", team-b]')).resource as DestinationRule).exportTo, ['team-a', 'team-b']);
 
   const plain = accept(dr('host: "*"')).resource as DestinationRule;
   assert.deepEqual([plain.tls, plain.portLevelTls, plain.subsets, plain.exportTo, plain.workloadSelector], [undefined, [], [], ['*'], undefined]);
@@ -87,18 +92,18 @@ it('rejects invalid DestinationRules with the field path', () => {
     { name: 'unknown tls field', yaml: tls('mode: SIMPLE\ncaCertificate: ca'), field: 'spec.trafficPolicy.tls.caCertificate', message: /unknown field "caCertificate"/ },
     { name: 'SNI pattern', yaml: tls('mode: SIMPLE\nsni: "*.example.com"'), field: 'spec.trafficPolicy.tls.sni', message: /an SNI is a DNS name/ },
     { name: 'SNI address', yaml: tls('mode: SIMPLE\nsni: 10.0.0.1'), field: 'spec.trafficPolicy.tls.sni', message: /an SNI is a DNS name/ },
-    { name: 'tunnel', yaml: dr('host: a\ntrafficPolicy: {tunnel: {targetHost: p, targetPort: 8080}}'), field: 'spec.trafficPolicy.tunnel', message: /^is not supported by this agent$/ },
-    { name: 'proxyProtocol', yaml: dr('host: a\ntrafficPolicy: {proxyProtocol: {version: V2}}'), field: 'spec.trafficPolicy.proxyProtocol', message: /not supported/ },
+    { name: 'tunnel', yaml: dr('host: a\ntrafficPolicy: {tunnel: {targetHost: p, targetPort: 8080}}'), field: 'spec.trafficPolicy.tunnel', message: /^is not supported yet: tunnelling/ },
+    { name: 'proxyProtocol', yaml: dr('host: a\ntrafficPolicy: {proxyProtocol: {version: V2}}'), field: 'spec.trafficPolicy.proxyProtocol', message: /^is not supported yet: sending a PROXY protocol header/ },
     { name: 'port setting without port', yaml: dr('host: a\ntrafficPolicy: {portLevelSettings: [{tls: {mode: SIMPLE}}]}'), field: 'spec.trafficPolicy.portLevelSettings[0].port', message: /required/ },
     { name: 'port by name', yaml: dr('host: a\ntrafficPolicy: {portLevelSettings: [{port: {name: http}}]}'), field: 'spec.trafficPolicy.portLevelSettings[0].port.name', message: /unknown field "name"/ },
-    { name: 'port twice', yaml: dr('host: a\ntrafficPolicy: {portLevelSettings: [{port: {number: 80}}, {port: {number: 80}}]}'),
+    { name: 'port twice', yaml: dr('host: a\ntrafficPolicy: {portLevelSettings: [{port: {number: 80}, tls: {}}, {port: {number: 80}, tls: {}}]}'),
       field: 'spec.trafficPolicy.portLevelSettings[1].port.number', message: /port 80 already has a setting earlier/ },
     { name: 'port-level tls checked', yaml: dr('host: a\ntrafficPolicy: {portLevelSettings: [{port: {number: 80}, tls: {mode: MUTUAL}}]}'),
       field: 'spec.trafficPolicy.portLevelSettings[0].tls.clientCertificate', message: /required with mode MUTUAL/ },
-    { name: 'subset tls', yaml: dr('host: a\nsubsets: [{name: v1, trafficPolicy: {tls: {mode: SIMPLE}}}]'), field: 'spec.subsets[0].trafficPolicy.tls',
-      message: /^is not supported by this agent: a subset's own TLS settings apply only to traffic routed to the subset/ },
-    { name: 'subset port-level tls', yaml: dr('host: a\nsubsets: [{name: v1, trafficPolicy: {portLevelSettings: [{port: {number: 80}}, {port: {number: 81}, tls: {mode: SIMPLE}}]}}]'),
-      field: 'spec.subsets[0].trafficPolicy.portLevelSettings[1].tls', message: /subset's own TLS settings/ },
+    { name: 'subset tls checked', yaml: dr('host: a\nsubsets: [{name: v1, trafficPolicy: {tls: {mode: MUTUAL}}}]'), field: 'spec.subsets[0].trafficPolicy.tls.clientCertificate',
+      message: /required with mode MUTUAL/ },
+    { name: 'subset port-level setting without settings', yaml: dr('host: a\nsubsets: [{name: v1, trafficPolicy: {portLevelSettings: [{port: {number: 80}}]}}]'),
+      field: 'spec.subsets[0].trafficPolicy.portLevelSettings[0]', message: /needs at least one of loadBalancer, connectionPool, outlierDetection, tls/ },
     { name: 'subset policy typo', yaml: dr('host: a\nsubsets: [{name: v1, trafficPolicy: {loadBalancr: {}}}]'), field: 'spec.subsets[0].trafficPolicy.loadBalancr', message: /unknown field/ },
     { name: 'subset without name', yaml: dr('host: a\nsubsets: [{labels: {v: "1"}}]'), field: 'spec.subsets[0].name', message: /required/ },
     { name: 'subset name twice', yaml: dr('host: a\nsubsets: [{name: v1}, {name: v1}]'), field: 'spec.subsets[1].name', message: /already the name of an earlier subset/ },

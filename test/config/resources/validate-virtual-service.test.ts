@@ -70,7 +70,6 @@ http:
     headers:
       X-User: {prefix: j}
       x-present: {}
-      "@Request.Auth.Claims[name][givenName]": {regex: "Jo.*"}
     withoutHeaders:
       x-debug: {}
     queryParams:
@@ -88,17 +87,17 @@ http:
       set: {X-Set: one}
       add: {x-add: two}
       remove: [X-Remove]
-    response:
-      set: {x-ignored: yes}
   retries: {attempts: 3}
 `)).resource as VirtualService;
   assert.deepEqual(g.gateways, ['foo/my-gateway', 'other/gw', 'mesh'], 'bare → <vs namespace>/<name>; ns/name and mesh kept');
   const m = g.http[0]!.match[0]!;
   assert.deepEqual(m.gateways, ['foo/my-gateway']);
-  assert.deepEqual(m.headers.map((h) => (h.kind === 'header' ? h.name : h.path.join('|'))), ['x-user', 'x-present', 'name|givenName']);
+  assert.deepEqual(m.headers.map((h) => (h.kind === 'header' ? h.name : h.path.join('|'))), ['x-user', 'x-present']);
   assert.deepEqual(m.headers[1]!.match, { kind: 'present' });
-  const claim = m.headers[2]!;
+  const gw = accept(route(`match: [{headers: {"@Request.Auth.Claims[name][givenName]": {regex: "Jo.*"}}}]\nroute: [{destination: {host: a}}]`)).resource as VirtualService;
+  const claim = gw.http[0]!.match[0]!.headers[0]!;
   assert.ok(claim.kind === 'claim' && claim.match.kind === 'regex');
+  assert.deepEqual(claim.path, ['name', 'givenName']);
   assert.ok(matchString(claim.match, 'John') && !matchString(claim.match, 'xJohn'), 'regexes are full matches');
   assert.deepEqual(m.withoutHeaders, [{ kind: 'header', name: 'x-debug', match: { kind: 'present' } }]);
   assert.deepEqual(m.queryParams, [{ name: 'v', match: { kind: 'exact', value: '2' } }]);
@@ -106,6 +105,7 @@ http:
   assert.equal(m.port, 80);
   assert.deepEqual(g.http[0]!.route, [{ host: 'a', subset: 'v1', weight: 25 }, { host: 'b', weight: 75 }]);
   assert.equal(g.http[0]!.timeoutMs, 1500);
+  assert.deepEqual(g.http[0]!.retries, { attempts: 3 });
   assert.deepEqual(g.http[0]!.requestHeaders, { set: { 'x-set': 'one' }, add: { 'x-add': 'two' }, remove: ['x-remove'] });
 });
 
@@ -125,6 +125,13 @@ redirect: {uri: /new, authority: example.com}`)).resource as VirtualService;
 it('a single destination takes all traffic, whatever its weight (Istio)', () => {
   const r = accept(route(`route: [{destination: {host: a}, weight: 30}]`)).resource as VirtualService;
   assert.equal(r.http[0]!.route[0]!.weight, 100);
+});
+
+it('weights are relative, as in Istio: they need not add up to 100, and one may be 0', () => {
+  const r = accept(route(`route:\n- {destination: {host: a}, weight: 1}\n- {destination: {host: b}, weight: 3}\n- {destination: {host: c}}`)).resource as VirtualService;
+  assert.deepEqual(r.http[0]!.route.map((d) => d.weight), [1, 3, 0]);
+  assert.deepEqual((accept(route(`route:\n- {destination: {host: a}, weight: 150}\n- {destination: {host: b}, weight: 50}`)).resource as VirtualService)
+    .http[0]!.route.map((d) => d.weight), [150, 50]);
 });
 
 it('rejects invalid VirtualServices with the field path and a clear message', () => {
@@ -147,12 +154,10 @@ it('rejects invalid VirtualServices with the field path and a clear message', ()
       field: 'spec.http[0].match[0].headers[@request.auth.claims.a..b]', message: /empty claim name/ },
     { name: 'other @ key', yaml: route(`match: [{headers: {"@request.auth.principal": {exact: x}}}]\nroute: [{destination: {host: a}}]`),
       field: 'spec.http[0].match[0].headers[@request.auth.principal]', message: /the only '@' keys are/ },
-    { name: 'weights not adding up to 100', yaml: route(`route:\n- {destination: {host: a}, weight: 50}\n- {destination: {host: b}, weight: 40}`),
-      field: 'spec.http[0].route', message: /must add up to 100, got 90 \(50 \+ 40\)/ },
     { name: 'several destinations without weights', yaml: route(`route:\n- {destination: {host: a}}\n- {destination: {host: b}}`),
-      field: 'spec.http[0].route', message: /must add up to 100, got 0/ },
-    { name: 'weight over 100', yaml: route(`route:\n- {destination: {host: a}, weight: 150}\n- {destination: {host: b}, weight: -50}`),
-      field: 'spec.http[0].route[0].weight', message: /expected an integer from 0 to 100, got the number 150/ },
+      field: 'spec.http[0].route', message: /the weights of several destinations add up to 0/ },
+    { name: 'negative weight', yaml: route(`route:\n- {destination: {host: a}, weight: 150}\n- {destination: {host: b}, weight: -50}`),
+      field: 'spec.http[0].route[1].weight', message: /expected an integer from 0 to 2147483647, got the number -50/ },
     { name: 'fractional weight', yaml: route(`route:\n- {destination: {host: a}, weight: 50.5}\n- {destination: {host: b}, weight: 49.5}`),
       field: 'spec.http[0].route[0].weight', message: /integer/ },
     { name: 'weight as a string', yaml: route(`route:\n- {destination: {host: a}, weight: "50"}\n- {destination: {host: b}, weight: 50}`),
@@ -165,8 +170,8 @@ it('rejects invalid VirtualServices with the field path and a clear message', ()
       field: 'spec.http[0]', message: /needs one of route, redirect or directResponse/ },
     { name: 'route and redirect', yaml: route(`redirect: {uri: /x}\nroute: [{destination: {host: a}}]`),
       field: 'spec.http[0]', message: /only one of .* got route and redirect/ },
-    { name: 'redirect scheme (not honoured here)', yaml: route(`redirect: {scheme: https}`),
-      field: 'spec.http[0].redirect.scheme', message: /not supported by this agent/ },
+    { name: 'redirect scheme (not honoured yet)', yaml: route(`redirect: {scheme: https}`),
+      field: 'spec.http[0].redirect.scheme', message: /^is not supported yet: redirects to another scheme$/ },
     { name: 'bad redirect code', yaml: route(`redirect: {uri: /x, redirectCode: 305}`),
       field: 'spec.http[0].redirect.redirectCode', message: /305 is not one of 301, 302, 303, 307, 308/ },
     { name: 'directResponse status', yaml: route(`directResponse: {status: 99}`),
@@ -175,8 +180,8 @@ it('rejects invalid VirtualServices with the field path and a clear message', ()
       field: 'spec.http[0].timeout', message: /"soon" is not a duration/ },
     { name: 'misspelt field', yaml: route(`routes: [{destination: {host: a}}]`),
       field: 'spec.http[0].routes', message: /unknown field "routes" in spec\.http\[0\]; accepted: name, match, route/ },
-    { name: 'sourceLabels would widen the match', yaml: route(`match: [{sourceLabels: {app: a}}]\nroute: [{destination: {host: a}}]`),
-      field: 'spec.http[0].match[0].sourceLabels', message: /not supported/ },
+    { name: 'bad sourceLabels', yaml: route(`match: [{sourceLabels: {app: "a b"}}]\nroute: [{destination: {host: a}}]`),
+      field: 'spec.http[0].match[0].sourceLabels[app]', message: /not a valid label value/ },
     { name: 'hosts missing', yaml: vs(`http: [{route: [{destination: {host: a}}]}]`),
       field: 'spec.hosts', message: /required \(a list\)/ },
     { name: 'hosts empty', yaml: vs(`hosts: []\nhttp: [{route: [{destination: {host: a}}]}]`),

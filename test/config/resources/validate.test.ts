@@ -35,7 +35,7 @@ it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
   const vsSpec = spec.VirtualService;
   assertRejections([
     { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: x}\nspec: {}\n`,
-      field: 'kind', message: /^unknown kind "Sidecar"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1\)$/ },
+      field: 'kind', message: /^unknown kind "Sidecar"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1\)$/ },
     { name: 'Istio group', yaml: `apiVersion: networking.istio.io/v1beta1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
       field: 'apiVersion', message: /"networking.istio.io\/v1beta1" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1/ },
     { name: 'wrong group for the kind', yaml: `apiVersion: security.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,

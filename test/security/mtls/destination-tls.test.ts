@@ -29,7 +29,7 @@ interface Case {
 }
 
 const ISTIO = (spec = ''): string => `{tls: {mode: ISTIO_MUTUAL${spec}}}`;
-const dbEndpoint = (labels: string): string => se('db', `{hosts: [db.example.com], ports: [{number: 5432, name: tcp}], subjectAltNames: [spiffe://cluster.local/ns/shop/sa/db-admin],
+const dbEndpoint = (labels: string): string => se('db', `{hosts: [db.example.com], ports: [{number: 5432, name: tcp}], resolution: STATIC, subjectAltNames: [spiffe://cluster.local/ns/shop/sa/db-admin],
   endpoints: [{address: 10.1.2.3, labels: {${labels}}, serviceAccount: db}]}`);
 
 const cases: readonly Case[] = [

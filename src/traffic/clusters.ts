@@ -1,0 +1,405 @@
+// The clusters Istio would build for this workload's outbound traffic, from the resources in force:
+// one per ServiceEntry host × port (`outbound|80||reviews.shop.svc.cluster.local`) and one per
+// DestinationRule subset of it (`outbound|80|v1|...`), each with its policy merged as Istio merges
+// it and Istio's defaults filled in. Also how a route's destination names its cluster (or names none:
+// the engine then answers 503 with flag NC) and a route's timeout and retry policy. Pure: plain data
+// in, frozen plain data out; build once per configuration, never per request.
+import type {
+  DestinationRule, HttpRoute, HttpRouteDestination, LoadBalancerSettings, PolicySettings, ResourceSnapshot, ServiceEntry,
+  ServiceEntryPort, TrafficPolicy, VirtualService, Workload,
+} from '../config/resources/types.js';
+import { ROOT_NAMESPACE } from '../config/resources/types.js';
+import { destinationRuleFor } from '../security/mtls/destination-rules.js';
+import { DEFAULT_CLUSTER_DOMAIN, hostMatchRank } from '../security/mtls/host-names.js';
+import {
+  DEFAULT_RETRY, UNLIMITED, type ClusterDiscovery, type ClusterPolicy, type ClusterSpec, type ConnectionPoolSpec, type LoadBalancerSpec,
+  type OutlierDetectionSpec, type RetryCondition, type RetrySpec,
+} from './spec.js';
+
+/** Istio's mesh config default `connectTimeout`. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** Envoy's outlier detection defaults, which Istio leaves in force when the rule does not say. */
+export const OUTLIER_DEFAULTS = Object.freeze({
+  consecutive5xxErrors: 5,
+  consecutiveLocalOriginFailures: 5,
+  intervalMs: 10_000,
+  baseEjectionTimeMs: 30_000,
+  maxEjectionPercent: 10,
+  maxEjectionTimeMs: 300_000,
+});
+/** Envoy's retry back-off base (Istio's routes leave it unless `retries.backoff` is given). */
+export const DEFAULT_BACKOFF_MS = 25;
+
+export type Resolution = NonNullable<ServiceEntry['resolution']>;
+
+/** One service: a host of a ServiceEntry visible to this workload, on one of its ports. */
+export interface ServiceSpec {
+  /** `host:port`: what endpoint sources are asked for (ClusterSpec.service). */
+  readonly key: string;
+  readonly host: string;
+  readonly port: ServiceEntryPort;
+  readonly resolution: Resolution;
+  /** The entry it comes from (addresses, endpoints, workloadSelector). */
+  readonly entry: ServiceEntry;
+  /** `ServiceEntry ns/name`. */
+  readonly origin: string;
+}
+
+export interface ClusterBuildContext {
+  /** This workload (the client): its namespace and labels decide which rules and entries it sees. */
+  readonly workload: Workload;
+  /** Kubernetes short names expand in it; default cluster.local. */
+  readonly clusterDomain?: string;
+  readonly rootNamespace?: string;
+  /** The mesh config's connectTimeout; default 10 s. */
+  readonly connectTimeoutMs?: number;
+  /** `ns/name` of the Gateways this workload serves: their VirtualServices' destinations are checked too. */
+  readonly gateways?: readonly string[];
+}
+
+export interface ClusterSet {
+  readonly services: readonly ServiceSpec[];
+  readonly clusters: readonly ClusterSpec[];
+  readonly byName: ReadonlyMap<string, ClusterSpec>;
+  /** Services by host (exact, lower-case; wildcard hosts as written, `*.example.com`). */
+  readonly servicesByHost: ReadonlyMap<string, readonly ServiceSpec[]>;
+  /** What an operator should know: hosts declared twice, routes to subsets or hosts no cluster serves. */
+  readonly warnings: readonly string[];
+}
+
+export type DestinationTarget =
+  | { readonly kind: 'cluster'; readonly cluster: ClusterSpec }
+  /** No cluster serves it (unknown host, port or subset): the engine answers 503 with flag NC. */
+  | { readonly kind: 'no-cluster'; readonly name: string; readonly reason: string };
+
+/** Istio's cluster name: `outbound|<port>|<subset>|<host>` (the subset empty without one). */
+export function clusterName(port: number, subset: string | undefined, host: string): string {
+  return `outbound|${port}|${subset ?? ''}|${host}`;
+}
+
+export function serviceKey(host: string, port: number): string {
+  return `${host}:${port}`;
+}
+
+const ref = (r: { readonly meta: { readonly namespace: string; readonly name: string } }, kind: string): string =>
+  `${kind} ${r.meta.namespace}/${r.meta.name}`;
+
+/** A host as Istio reads it in a VirtualService of `namespace`: a name without dots is a Kubernetes short name. */
+export function resolveShortName(host: string, namespace: string, clusterDomain = DEFAULT_CLUSTER_DOMAIN): string {
+  return host.includes('.') || host.includes('*') ? host : `${host}.${namespace}.svc.${clusterDomain}`;
+}
+
+/** Istio's exportTo of a ServiceEntry (or VirtualService): absent or `*`: everyone; `~`: no one (no client). */
+export function exportedTo(exportTo: readonly string[] | undefined, namespace: string): boolean {
+  return exportTo === undefined || exportTo.includes('*') || exportTo.includes(namespace);
+}
+
+// ---- merging (Istio's MergeTrafficPolicy) ----
+
+const SETTING_KEYS = ['loadBalancer', 'connectionPool', 'outlierDetection', 'tls'] as const;
+
+function pick(s: PolicySettings): PolicySettings {
+  const out: { -readonly [K in keyof PolicySettings]: PolicySettings[K] } = {};
+  for (const k of SETTING_KEYS) if (s[k] !== undefined) (out as Record<string, unknown>)[k] = s[k];
+  return out;
+}
+
+/** The policy for one port: its port-level settings when it has some (replacing wholesale), else the policy's own. */
+function forPort(policy: TrafficPolicy | undefined, port: number): { settings: PolicySettings | undefined; portLevel: boolean } {
+  if (policy === undefined) return { settings: undefined, portLevel: false };
+  const p = policy.portLevelSettings.find((s) => s.port === port);
+  return p !== undefined ? { settings: pick(p), portLevel: true } : { settings: pick(policy), portLevel: false };
+}
+
+/**
+ * Istio's merge for a cluster on `port`: the rule's policy, replaced wholesale by its port-level
+ * settings for the port; then the subset's policy overriding field by field, or, when the subset
+ * has port-level settings for the port, replacing all four fields (an absent one falls back to the
+ * default, not to the rule's).
+ */
+export function mergeTrafficPolicy(rule: TrafficPolicy | undefined, subset: TrafficPolicy | undefined, port: number): PolicySettings {
+  const base = forPort(rule, port).settings;
+  if (subset === undefined) return base ?? {};
+  const { settings: own, portLevel } = forPort(subset, port);
+  if (base === undefined) return own ?? {};
+  const merged: Record<string, unknown> = { ...base };
+  for (const k of SETTING_KEYS) {
+    if (own?.[k] !== undefined || portLevel) merged[k] = own?.[k];
+  }
+  return pick(merged as PolicySettings);
+}
+
+// ---- defaults (Istio's applyTrafficPolicy on Envoy's defaults) ----
+
+function loadBalancerOf(lb: LoadBalancerSettings | undefined): LoadBalancerSpec {
+  if (lb === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST' };
+  if (lb.kind === 'simple') return { kind: 'simple', simple: lb.simple };
+  return { kind: 'consistentHash', key: lb.key, table: lb.table };
+}
+
+/** A limit of 0 means "not set" to Istio, which cannot tell them apart: Envoy's (Istio's) unlimited. */
+const limit = (v: number | undefined): number => (v !== undefined && v > 0 ? v : UNLIMITED);
+
+function connectionPoolOf(cp: PolicySettings['connectionPool'], connectTimeoutMs: number): ConnectionPoolSpec {
+  const tcp = cp?.tcp;
+  const http = cp?.http;
+  const httpIdle = http?.idleTimeoutMs ?? tcp?.idleTimeoutMs;
+  return {
+    tcp: {
+      maxConnections: limit(tcp?.maxConnections),
+      connectTimeoutMs: tcp?.connectTimeoutMs ?? connectTimeoutMs,
+      ...(tcp?.tcpKeepalive !== undefined ? { tcpKeepalive: { ...tcp.tcpKeepalive } } : {}),
+      ...(tcp?.maxConnectionDurationMs !== undefined ? { maxConnectionDurationMs: tcp.maxConnectionDurationMs } : {}),
+      ...(tcp?.idleTimeoutMs !== undefined ? { idleTimeoutMs: tcp.idleTimeoutMs } : {}),
+    },
+    http: {
+      http1MaxPendingRequests: limit(http?.http1MaxPendingRequests),
+      http2MaxRequests: limit(http?.http2MaxRequests),
+      maxRequestsPerConnection: http?.maxRequestsPerConnection ?? 0,
+      maxRetries: limit(http?.maxRetries),
+      // Istio: the pool's idle time-out is http's, else tcp's.
+      ...(httpIdle !== undefined ? { idleTimeoutMs: httpIdle } : {}),
+      h2UpgradePolicy: http?.h2UpgradePolicy ?? 'DEFAULT',
+      useClientProtocol: http?.useClientProtocol ?? false,
+      ...(http?.maxConcurrentStreams !== undefined && http.maxConcurrentStreams > 0 ? { maxConcurrentStreams: http.maxConcurrentStreams } : {}),
+    },
+  };
+}
+
+function outlierDetectionOf(od: PolicySettings['outlierDetection']): OutlierDetectionSpec | undefined {
+  if (od === undefined) return undefined;
+  const split = od.splitExternalLocalOriginErrors;
+  return {
+    consecutive5xxErrors: od.consecutive5xxErrors ?? OUTLIER_DEFAULTS.consecutive5xxErrors,
+    // Envoy counts gateway errors but enforces nothing unless Istio sets the count.
+    consecutiveGatewayErrors: od.consecutiveGatewayErrors ?? 0,
+    // Istio sets the count only when above 0; Envoy's 5 applies otherwise (with the split on).
+    consecutiveLocalOriginFailures: split ? (od.consecutiveLocalOriginFailures ?? 0) > 0 ? od.consecutiveLocalOriginFailures! : OUTLIER_DEFAULTS.consecutiveLocalOriginFailures : 0,
+    splitExternalLocalOriginErrors: split,
+    intervalMs: od.intervalMs ?? OUTLIER_DEFAULTS.intervalMs,
+    baseEjectionTimeMs: od.baseEjectionTimeMs ?? OUTLIER_DEFAULTS.baseEjectionTimeMs,
+    maxEjectionPercent: od.maxEjectionPercent !== undefined && od.maxEjectionPercent > 0 ? od.maxEjectionPercent : OUTLIER_DEFAULTS.maxEjectionPercent,
+    maxEjectionTimeMs: OUTLIER_DEFAULTS.maxEjectionTimeMs,
+    minHealthPercent: od.minHealthPercent ?? 0,
+  };
+}
+
+/** A merged policy with Istio's defaults: what the balancers, pools and outlier detection run with. */
+export function clusterPolicy(merged: PolicySettings, opts: { connectTimeoutMs?: number; rule?: string; passthrough?: boolean } = {}): ClusterPolicy {
+  const od = outlierDetectionOf(merged.outlierDetection);
+  return {
+    loadBalancer: opts.passthrough ? { kind: 'simple', simple: 'PASSTHROUGH' } : loadBalancerOf(merged.loadBalancer),
+    connectionPool: connectionPoolOf(merged.connectionPool, opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
+    ...(od !== undefined ? { outlierDetection: od } : {}),
+    ...(merged.tls !== undefined ? { tls: merged.tls } : {}),
+    ...(opts.rule !== undefined ? { rule: opts.rule } : {}),
+  };
+}
+
+function discoveryOf(resolution: Resolution, policy: ClusterPolicy): ClusterDiscovery {
+  if (resolution === 'NONE' || (policy.loadBalancer.kind === 'simple' && policy.loadBalancer.simple === 'PASSTHROUGH')) return 'ORIGINAL_DST';
+  if (resolution === 'DNS') return 'STRICT_DNS';
+  if (resolution === 'DNS_ROUND_ROBIN') return 'LOGICAL_DNS';
+  return 'EDS';
+}
+
+// ---- building ----
+
+/** Entries this workload sees, its own namespace's first (Istio prefers them for a host declared twice), then file order. */
+function visibleEntries(entries: readonly ServiceEntry[], workload: Workload): ServiceEntry[] {
+  const visible = entries.filter((se) => exportedTo(se.exportTo, workload.namespace) && !(se.exportTo?.includes('~')));
+  return [...visible.filter((se) => se.meta.namespace === workload.namespace), ...visible.filter((se) => se.meta.namespace !== workload.namespace)];
+}
+
+export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' | 'destinationRules' | 'virtualServices'>, ctx: ClusterBuildContext): ClusterSet {
+  const clusterDomain = ctx.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN;
+  const rootNamespace = ctx.rootNamespace ?? ROOT_NAMESPACE;
+  const warnings: string[] = [];
+  const services: ServiceSpec[] = [];
+  const clusters: ClusterSpec[] = [];
+  const byName = new Map<string, ClusterSpec>();
+  const servicesByHost = new Map<string, ServiceSpec[]>();
+  const declaredBy = new Map<string, ServiceEntry>();
+  const rules = new Map<string, DestinationRule | undefined>();
+
+  const ruleFor = (host: string): DestinationRule | undefined => {
+    if (!rules.has(host)) {
+      rules.set(host, destinationRuleFor([host], ctx.workload, snapshot.destinationRules, snapshot.serviceEntries, clusterDomain, rootNamespace)?.rule);
+    }
+    return rules.get(host);
+  };
+  const add = (c: ClusterSpec): void => {
+    clusters.push(c);
+    byName.set(c.name, c);
+  };
+
+  for (const entry of visibleEntries(snapshot.serviceEntries, ctx.workload)) {
+    const origin = ref(entry, 'ServiceEntry');
+    const resolution: Resolution = entry.resolution ?? 'NONE';
+    for (const host of entry.hosts) {
+      const first = declaredBy.get(host);
+      if (first !== undefined) {
+        if (first !== entry) warnings.push(`host ${host} is declared by ${ref(first, 'ServiceEntry')} and ${origin}; ${ref(first, 'ServiceEntry')} is used (Istio prefers the client's namespace, then the oldest)`);
+        continue;
+      }
+      declaredBy.set(host, entry);
+      const rule = ruleFor(host);
+      const ruleRef = rule !== undefined ? ref(rule, 'DestinationRule') : undefined;
+      for (const port of entry.ports) {
+        const service: ServiceSpec = { key: serviceKey(host, port.number), host, port, resolution, entry, origin };
+        services.push(service);
+        const list = servicesByHost.get(host) ?? [];
+        list.push(service);
+        servicesByHost.set(host, list);
+        const make = (subset: DestinationRule['subsets'][number] | undefined): ClusterSpec => {
+          const merged = mergeTrafficPolicy(rule?.trafficPolicy, subset?.trafficPolicy, port.number);
+          const policy = clusterPolicy(merged, {
+            ...(ctx.connectTimeoutMs !== undefined ? { connectTimeoutMs: ctx.connectTimeoutMs } : {}),
+            ...(ruleRef !== undefined ? { rule: ruleRef } : {}),
+            passthrough: resolution === 'NONE',
+          });
+          return {
+            name: clusterName(port.number, subset?.name, host), host, port: port.number, service: service.key, policy, origin,
+            discovery: discoveryOf(resolution, policy),
+            ...(subset !== undefined ? { subset: subset.name, subsetLabels: subset.labels } : {}),
+          };
+        };
+        add(make(undefined));
+        for (const subset of rule?.subsets ?? []) add(make(subset));
+      }
+    }
+  }
+  const set: ClusterSet = { services, clusters, byName, servicesByHost, warnings };
+  for (const vs of routesToCheck(snapshot.virtualServices, ctx)) warnings.push(...destinationWarnings(set, vs, ctx, ruleFor));
+  return deepFreeze(set);
+}
+
+/** The VirtualServices whose destinations this workload uses: mesh-bound ones it sees, and those of its gateways. */
+function routesToCheck(virtualServices: readonly VirtualService[], ctx: ClusterBuildContext): VirtualService[] {
+  const gateways = new Set(ctx.gateways ?? []);
+  return virtualServices.filter((vs) =>
+    (vs.gateways.includes('mesh') && exportedTo(vs.exportTo, ctx.workload.namespace)) || vs.gateways.some((g) => gateways.has(g)));
+}
+
+function destinationWarnings(set: ClusterSet, vs: VirtualService, ctx: ClusterBuildContext, ruleFor: (host: string) => DestinationRule | undefined): string[] {
+  const out: string[] = [];
+  vs.http.forEach((route, r) => route.route.forEach((d, i) => {
+    const host = resolveShortName(d.host, vs.meta.namespace, ctx.clusterDomain);
+    // Without a port the request's port decides; a subset exists on every port of a host alike, so any port tells.
+    const anyPort = set.servicesByHost.get(serviceHost(set, host) ?? host)?.[0]?.port.number ?? 0;
+    const target = resolveDestination(set, d, d.port ?? anyPort, vs.meta.namespace, ctx.clusterDomain);
+    if (target.kind === 'cluster') return;
+    const where = `${ref(vs, 'VirtualService')} spec.http[${r}].route[${i}]`;
+    const rule = ruleFor(host);
+    const why = d.subset !== undefined && target.reason.startsWith('subset')
+      ? `${rule !== undefined ? `${ref(rule, 'DestinationRule')} defines no subset ${d.subset} for it` : `no DestinationRule defines subset ${d.subset} for it`}`
+      : target.reason;
+    const name = d.port === undefined && anyPort === 0 ? clusterName(0, d.subset, host).replace('|0|', '|<request port>|') : target.name;
+    out.push(`${where} routes to ${name}, which no cluster serves (${why}): its requests get 503 with flag NC`);
+  }));
+  return out;
+}
+
+/** The service a destination host names: exact, else the most specific wildcard host. */
+function serviceHost(set: ClusterSet, host: string): string | undefined {
+  if (set.servicesByHost.has(host)) return host;
+  let best: { host: string; rank: number } | undefined;
+  for (const h of set.servicesByHost.keys()) {
+    if (!h.startsWith('*')) continue;
+    const rank = hostMatchRank(h, host);
+    if (rank !== undefined && (best === undefined || rank > best.rank)) best = { host: h, rank };
+  }
+  return best?.host;
+}
+
+/**
+ * The cluster of a route destination, for a request that arrived on `requestPort` (the port a
+ * destination without one goes to, unless the service has a single port). A VirtualService's short
+ * host is read in its namespace. No cluster: the name Istio would have used and why there is none.
+ */
+export function resolveDestination(set: ClusterSet, d: HttpRouteDestination, requestPort: number, vsNamespace: string,
+  clusterDomain = DEFAULT_CLUSTER_DOMAIN): DestinationTarget {
+  const host = resolveShortName(d.host, vsNamespace, clusterDomain);
+  const found = serviceHost(set, host);
+  const ports = found !== undefined ? set.servicesByHost.get(found)! : [];
+  const port = d.port ?? (ports.length === 1 ? ports[0]!.port.number : requestPort);
+  const name = clusterName(port, d.subset, found ?? host);
+  if (found === undefined) return { kind: 'no-cluster', name, reason: `host ${host} is not declared by any ServiceEntry this workload sees` };
+  if (!ports.some((s) => s.port.number === port)) return { kind: 'no-cluster', name, reason: `port ${port} is not a port of ${found}` };
+  const cluster = set.byName.get(name);
+  if (cluster === undefined) return { kind: 'no-cluster', name, reason: `subset ${d.subset ?? ''} is not defined for ${found}` };
+  return { kind: 'cluster', cluster };
+}
+
+// ---- routes: timeout and retries ----
+
+export interface RouteTraffic {
+  /** undefined: no time-out (Istio turns Envoy's 15 s off). */
+  readonly timeoutMs?: number | undefined;
+  /** attempts 0: no retries. */
+  readonly retry: RetrySpec;
+}
+
+/** No retries (`retries.attempts: 0`). */
+export const NO_RETRY: RetrySpec = Object.freeze({
+  attempts: 0,
+  retryOn: new Set<RetryCondition>(),
+  retriableStatusCodes: Object.freeze([]) as readonly number[],
+  ignorePreviousHosts: false,
+  retryRemoteLocalities: false,
+  backoffBaseMs: DEFAULT_BACKOFF_MS,
+});
+
+/** Istio's default policy on a route whose destination hashes consistently: retries stay on the same endpoint. */
+export const DEFAULT_CONSISTENT_HASH_RETRY: RetrySpec = Object.freeze({ ...DEFAULT_RETRY, ignorePreviousHosts: false });
+
+/**
+ * A route's timeout and retry policy as Istio's ConvertPolicy makes it: the default policy when
+ * `retries` is absent, none when attempts is 0, else the default overridden field by field
+ * (status codes in retryOn add retriable-status-codes). `consistentHash`: the destination's cluster
+ * balances by a consistent hash, so a retry does not seek another endpoint unless told to.
+ */
+export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs'>, opts: { consistentHash?: boolean } = {}): RouteTraffic {
+  const timeout = route.timeoutMs !== undefined ? { timeoutMs: route.timeoutMs } : {};
+  const r = route.retries;
+  if (r === undefined) return { ...timeout, retry: opts.consistentHash ? DEFAULT_CONSISTENT_HASH_RETRY : DEFAULT_RETRY };
+  if (r.attempts === 0) return { ...timeout, retry: NO_RETRY };
+  let retryOn: ReadonlySet<RetryCondition> = DEFAULT_RETRY.retryOn;
+  let retriableStatusCodes: readonly number[] = DEFAULT_RETRY.retriableStatusCodes;
+  if (r.retryOn !== undefined) {
+    const conditions = new Set<RetryCondition>(r.retryOn.conditions);
+    if (r.retryOn.statusCodes.length > 0) conditions.add('retriable-status-codes');
+    retryOn = conditions;
+    retriableStatusCodes = Object.freeze([...r.retryOn.statusCodes]);
+  }
+  return {
+    ...timeout,
+    retry: Object.freeze({
+      attempts: r.attempts,
+      ...(r.perTryTimeoutMs !== undefined ? { perTryTimeoutMs: r.perTryTimeoutMs } : {}),
+      retryOn,
+      retriableStatusCodes,
+      ignorePreviousHosts: r.retryIgnorePreviousHosts ?? !opts.consistentHash,
+      retryRemoteLocalities: r.retryRemoteLocalities ?? false,
+      backoffBaseMs: r.backoffMs ?? DEFAULT_BACKOFF_MS,
+    }),
+  };
+}
+
+/** True when every cluster a route can send to balances by a consistent hash (Istio then uses the hash variant of its retries). */
+export function hashesConsistently(targets: readonly DestinationTarget[]): boolean {
+  const clusters = targets.flatMap((t) => (t.kind === 'cluster' ? [t.cluster] : []));
+  return clusters.length > 0 && clusters.every((c) => c.policy.loadBalancer.kind === 'consistentHash');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    if (value instanceof Map) {
+      for (const v of value.values()) deepFreeze(v);
+    } else if (!(value instanceof Set)) {
+      for (const v of Object.values(value)) deepFreeze(v);
+    }
+    Object.freeze(value);
+  }
+  return value;
+}
