@@ -20,6 +20,7 @@ import { registerDecisionMetrics, registerProxyMetrics } from '../metrics/proxy-
 import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from '../metrics/servers.js';
 import { PORTS } from '../config/ports.js';
 import { ConnectionBudget, connectionLimit, sharedCount } from '../proxy/connection-budget.js';
+import { createTrafficMemory } from '../traffic/shared-state.js';
 import { fileDescriptorLimit } from '../proxy/fd-limit.js';
 import type { ProxyOptions } from '../proxy/options.js';
 import { releasePooled } from '../proxy/read-buffers.js';
@@ -84,8 +85,10 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
   const warn = (message: string): void => log.warn(message);
   const connections = new ConnectionBudget({ ...budget, worker: 0, warn });
   log.info(`at most ${limit.max} downstream connections for the process, all workers together (${limit.source})`);
+  // Traffic management's counts, limits and ejections, shared by every worker (src/traffic/shared-state.ts).
+  const trafficMemory = createTrafficMemory({ workers: concurrency });
   const plane = new DataPlane({
-    options, env, mesh, cwd, reusePort: concurrency > 1, connections,
+    options, env, mesh, cwd, reusePort: concurrency > 1, connections, traffic: { memory: trafficMemory, worker: 0 },
     primary: {
       rejects: new Counter({
         name: 'mesh_config_rejects_total', help: 'Configuration resources rejected (not valid); the last good version stays in force.',
@@ -102,7 +105,10 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     },
   });
   // A worker that dies takes its connections with it: its places go back to the count.
-  const workers = new WorkerPool(concurrency - 1, { options, env, mesh, cwd, logOptions: currentLogOptions(), connections: budget }, (worker) => connections.reclaim(worker));
+  const workers = new WorkerPool(concurrency - 1, { options, env, mesh, cwd, logOptions: currentLogOptions(), connections: budget, traffic: trafficMemory }, (worker) => {
+    connections.reclaim(worker);
+    plane.trafficStore.reclaim(worker);
+  });
   // One worker: its own counters are the totals. Several: the totals are gathered on each read.
   const stats = workers.size === 0 ? plane.stats : new ProxyStats();
   const decisions = workers.size === 0 ? plane.decisions : new DecisionLog();

@@ -15,6 +15,7 @@ import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
 import { GatewayRouter } from '../gateway/router.js';
 import { AccessLog } from '../log/access-log.js';
+import { OutlierLog } from '../log/outlier-log.js';
 import { scope } from '../log/logger.js';
 import type { RequestDecider } from '../proxy/decider.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
@@ -36,6 +37,13 @@ import { createDestinationTlsResolver, type ConnectionFacts as DestinationFacts,
 import { inboundMtls, inboundMtlsMode, type InboundMtls } from '../security/mtls/peer-authentication.js';
 import { outboundDecider, upstreamTlsFor, type UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import { parseIp } from '../security/authz/cidr.js';
+import { ClusterManager } from '../traffic/cluster-manager.js';
+import { buildClusters } from '../traffic/clusters.js';
+import { MeshEndpointSource } from '../traffic/endpoint-sources/mesh-source.js';
+import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js';
+import { outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
+import { ServiceIndex } from '../traffic/service-index.js';
+import { TrafficStore } from '../traffic/shared-state.js';
 
 const log = scope('default');
 
@@ -54,6 +62,8 @@ export interface DataPlaneOptions {
   readonly reusePort: boolean;
   /** The process's downstream connections, shared by every worker (connection-budget.ts). */
   readonly connections: ConnectionBudget;
+  /** The traffic memory every worker shares (createTrafficMemory) and this worker's place in it (0: the primary). */
+  readonly traffic: { readonly memory: SharedArrayBuffer; readonly worker: number };
   /** The primary logs and counts rejected resources and watch failures; the other workers stay quiet. */
   readonly primary?: {
     readonly rejects: Counter<'kind'>;
@@ -235,6 +245,13 @@ export class DataPlane {
   private readonly dnsNames = new Map<string, string[]>();
   /** Replaced whenever what decides an upstream's TLS changes (resources, DNS names): plans made before are forgotten. */
   private tlsGeneration: object = {};
+  /** Traffic management: this worker's view of the shared counts, limits and ejections, and the clusters in force. */
+  readonly trafficStore: TrafficStore;
+  readonly clusters: ClusterManager;
+  private readonly outlierLog: OutlierLog | undefined;
+  /** What the configuration in force says of outbound traffic (services, their clusters). */
+  private traffic: MeshTraffic | undefined;
+  private readonly clusterDomain: string;
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
@@ -274,13 +291,49 @@ export class DataPlane {
         upstreamTls: this.upstreamTls,
       })
       : undefined;
+    this.clusterDomain = o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local';
+    this.trafficStore = new TrafficStore({ memory: o.traffic.memory, worker: o.traffic.worker, warn: (message) => log.warn(message) });
+    this.outlierLog = options.outlierLogPath ? new OutlierLog(options.outlierLogPath, o.cwd) : undefined;
+    const outlierLog = this.outlierLog;
+    this.clusters = new ClusterManager({
+      store: this.trafficStore,
+      source: new MeshEndpointSource({
+        dns: {
+          resolve: nodeDnsResolve(),
+          log: (e) => {
+            if (!o.primary) return;
+            if (e.kind === 'failed') log.warn(`DNS: ${e.name}: ${e.error}; the last answer (${e.kept.join(', ') || 'none'}) is kept, asked again in ${Math.round(e.nextMs / 1000)}s`);
+            else log.debug(`DNS: ${e.name}: ${e.addresses.join(', ') || 'no address'}, asked again in ${Math.round(e.nextMs / 1000)}s`);
+          },
+        },
+        ...(o.primary ? { log: (message: string) => log.warn(message) } : {}),
+      }),
+      ...(outlierLog ? { onOutlierEvent: (e: Parameters<OutlierLog['write']>[0]) => outlierLog.write(e) } : {}),
+    });
     this.resources = new MeshResources({
       cwd: o.cwd, configSources: mesh.configSources, workload: readWorkload(o.cwd, env.POD_NAMESPACE || 'default', options.type === 'router' ? DEFAULT_GATEWAY_LABELS : {}),
       debounceMs: env.FILE_DEBOUNCE_DURATION, security: this.security,
       ...(this.router ? { router: this.router } : {}),
       ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),
       ...(o.primary?.dns ? { dns: o.primary.dns } : {}),
+      onApplied: (snapshot) => this.applyTraffic(snapshot),
     });
+  }
+
+  /** Builds the clusters a configuration version asks for, and puts them in force. */
+  private applyTraffic(snapshot: ResourceSnapshot): void {
+    const workload = this.resources.workload;
+    const set = buildClusters(snapshot, {
+      workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
+    });
+    if (this.o.primary) for (const w of set.warnings) log.warn(`traffic: ${w}`);
+    this.clusters.update(set, snapshot.workloadEntries);
+    this.traffic = { set, index: ServiceIndex.build(set, { namespace: workload.namespace, clusterDomain: this.clusterDomain }), clusters: this.clusters };
+  }
+
+  /** The traffic the configuration in force manages (undefined before the first one). */
+  get meshTraffic(): MeshTraffic | undefined {
+    return this.traffic;
   }
 
   /** Reads the mesh resources and applies them (the gateway's listeners open here). */
@@ -297,7 +350,9 @@ export class DataPlane {
       modeFor: (port) => this.inboundMtlsMode(port),
       handshakeTimeoutMs: this.o.env.MESH_TLS_HANDSHAKE_TIMEOUT,
     };
-    const outbound = outboundDecider(this.upstreamTls);
+    const outbound = outboundTrafficDecider({
+      base: outboundDecider(this.upstreamTls), traffic: () => this.traffic, tlsFor: this.upstreamTls, decisions: this.decisions,
+    });
     this.captures = await listenAll(captureListeners(this.o, {
       stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLog: this.accessLog,
     }));
@@ -406,12 +461,14 @@ export class DataPlane {
   /** Shutdown: stop accepting, end every connection now (the drain is over). */
   async close(): Promise<void> {
     this.resources.close();
+    this.clusters.close();
     this.authenticator.close();
     const stopped = Promise.allSettled([...this.captures.map((l) => l.stopAccepting()), this.router?.shutdown()]);
     for (const l of this.captures) l.closeAll();
     await stopped;
     // After the connections: the lines of the requests they ended are written too.
     this.accessLog?.close();
+    this.outlierLog?.close();
   }
 
   snapshot(): DataPlaneSnapshot {

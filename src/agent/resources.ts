@@ -2,7 +2,7 @@
 // applied to what uses them — the JWT and policy checks (sidecar and gateway), the gateway's
 // listeners and routes, the DNS proxy's names. A rejected resource never displaces the last good one.
 import type { Counter } from 'prom-client';
-import { formatRejection } from '../config/resources/format.js';
+import { formatRejection, formatWarning } from '../config/resources/format.js';
 import { isResourceKind } from '../config/resources/validate.js';
 import { sourceDirectories, watchResources } from '../config/resources/watcher.js';
 import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from '../config/resources/workload.js';
@@ -30,6 +30,8 @@ export interface MeshResourcesOptions {
   readonly rejects?: Counter<'kind'>;
   readonly onWatchFailure?: () => void;
   readonly quiet?: boolean;
+  /** After each configuration version is in force (the traffic clusters are built from it). */
+  readonly onApplied?: (snapshot: ResourceSnapshot) => void;
 }
 
 export class MeshResources {
@@ -54,6 +56,8 @@ export class MeshResources {
       debounceMs: this.o.debounceMs,
       onChange: (snapshot) => { void this.apply(snapshot); },
       onRejection: (r) => this.reject(r),
+      // Accepted with a warning (a field Istio ignores too, a route to a subset nobody defines...): said once.
+      onWarning: (w) => { if (!this.o.quiet) log.warn(`configuration: ${formatWarning(w)}`); },
       onWatchFailure: (dir, err) => {
         this.o.onWatchFailure?.();
         if (!this.o.quiet) log.warn(`cannot watch ${dir} (${err.message}): polling it instead`);
@@ -113,6 +117,7 @@ export class MeshResources {
       await this.o.router.update(table, plan.ports);
     }
     this.current = snapshot;
+    this.o.onApplied?.(snapshot);
     if (this.o.quiet) return;
     log.info(`configuration version ${snapshot.version} in force: ${summary(snapshot)}; `
       + `${rules.length} JWT rule(s) and ${policies.length} authorization policy(ies) select this workload`);
@@ -121,14 +126,14 @@ export class MeshResources {
 
 function summary(s: ResourceSnapshot): string {
   return `${s.gateways.length} Gateway, ${s.virtualServices.length} VirtualService, ${s.serviceEntries.length} ServiceEntry, `
-    + `${s.destinationRules.length} DestinationRule, ${s.requestAuthentications.length} RequestAuthentication, `
+    + `${s.workloadEntries.length} WorkloadEntry, ${s.destinationRules.length} DestinationRule, ${s.requestAuthentications.length} RequestAuthentication, `
     + `${s.authorizationPolicies.length} AuthorizationPolicy, ${s.peerAuthentications.length} PeerAuthentication`;
 }
 
 /** The loaded resources as /config_dump lists them. */
 export function loadedResources(s: ResourceSnapshot | undefined): { kind: string; namespace: string; name: string; file: string }[] {
   if (!s) return [];
-  return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.destinationRules, ...s.requestAuthentications,
+  return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.workloadEntries, ...s.destinationRules, ...s.requestAuthentications,
     ...s.authorizationPolicies, ...s.peerAuthentications]
     .map((r) => ({ kind: r.meta.kind, namespace: r.meta.namespace, name: r.meta.name, file: `${r.meta.origin.file}[${r.meta.origin.index}]` }));
 }

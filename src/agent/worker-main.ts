@@ -13,7 +13,9 @@ const port = parentPort!;
 configureLogging(init.logOptions);
 
 const connections = new ConnectionBudget({ ...init.connections, worker: init.worker, warn: (message) => log.warn(message) });
-const plane = new DataPlane({ options: init.options, env: init.env, mesh: init.mesh, cwd: init.cwd, reusePort: true, connections });
+const plane = new DataPlane({
+  options: init.options, env: init.env, mesh: init.mesh, cwd: init.cwd, reusePort: true, connections, traffic: { memory: init.traffic, worker: init.worker },
+});
 // As in the primary: one odd socket error must not take this worker's connections down.
 process.on('uncaughtException', (err) => {
   plane.stats.uncaughtErrors++;

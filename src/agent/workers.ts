@@ -22,6 +22,8 @@ export interface WorkerInit {
   readonly logOptions: LogOptions;
   /** The process's count of downstream connections (shared memory) and its maximum. */
   readonly connections: { readonly shared: SharedArrayBuffer; readonly max: number };
+  /** Traffic management's shared memory (createTrafficMemory): counts, limits and ejections of every cluster. */
+  readonly traffic: SharedArrayBuffer;
 }
 
 /** What one worker thread is started with: the common part and its number (1..N-1; 0 is the primary). */

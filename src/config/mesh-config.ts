@@ -57,6 +57,8 @@ export interface MeshConfig {
   readonly autoMtlsCidrs: readonly string[];
   /** Istio's `trustDomain` when the file sets it; the agent falls back to TRUST_DOMAIN, then cluster.local. */
   readonly trustDomain?: string;
+  /** Istio's `connectTimeout`: a new upstream connection not made by then fails (a DestinationRule's tcp.connectTimeout wins); default 10 s. */
+  readonly connectTimeoutMs: number;
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
 }
@@ -159,6 +161,17 @@ function autoMtlsOf(doc: Doc, path: string): { enableAutoMtls: boolean; autoMtls
   return { enableAutoMtls: enable, autoMtlsCidrs, ...(typeof trustDomain === 'string' && trustDomain !== '' ? { trustDomain: trustDomain.toLowerCase() } : {}) };
 }
 
+/** Istio's mesh-wide connectTimeout (10 s by default); 0 and negative durations are refused, as Istio's validation does. */
+function connectTimeoutOf(doc: Doc, path: string): number {
+  const ms = duration(doc['connectTimeout'], path, 'connectTimeout');
+  if (ms === undefined) return DEFAULT_CONNECT_TIMEOUT_MS;
+  if (ms < 1) throw bad(path, 'connectTimeout', `${JSON.stringify(doc['connectTimeout'])} is too short: at least 1ms`);
+  return ms;
+}
+
+/** Istio's default connectTimeout. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
 /**
  * Reads the mesh config. `fileText` undefined means the file does not exist: the default mesh
  * (Istio's behaviour); a file that does not parse is an error naming the file and the field.
@@ -196,5 +209,6 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     ...(accessLogFormat !== undefined ? { accessLogFormat } : {}),
     pathNormalization: pathNormalizationOf(doc, path),
     ...autoMtlsOf(doc, path),
+    connectTimeoutMs: connectTimeoutOf(doc, path),
   };
 }

@@ -27,6 +27,10 @@ export interface Decision extends DecisionNote {
   readonly route?: string;
   /** `host:port` the request went to. */
   readonly upstream?: string;
+  /** Traffic management: the cluster the request was routed to (`outbound|80|v1|reviews...`). */
+  readonly cluster?: string;
+  /** Traffic management: each attempt (endpoint, how it ended) and each retry decision with its reason. */
+  readonly attempts?: readonly string[];
   /** The peer of a connection decided as TCP. */
   readonly source?: string;
   /** The peer's principal over mutual TLS (`cluster.local/ns/a/sa/sleep`). */
@@ -93,7 +97,7 @@ type Slot = { [K in DecisionField]: Decision[K] | undefined };
 function emptySlot(): Slot {
   return {
     time: '', listener: '', method: '', authority: '', path: '', jwt: '', principal: undefined, authz: '', route: undefined,
-    routeName: undefined, flag: undefined, details: undefined, upstream: undefined, source: undefined, peer: undefined,
+    routeName: undefined, flag: undefined, details: undefined, upstream: undefined, cluster: undefined, attempts: undefined, source: undefined, peer: undefined,
     connectionSecurityPolicy: undefined, status: undefined, durationMs: 0,
   };
 }
@@ -113,6 +117,8 @@ function fill(slot: Slot, d: Decision): void {
   slot.flag = d.flag;
   slot.details = d.details;
   slot.upstream = d.upstream;
+  slot.cluster = d.cluster;
+  slot.attempts = d.attempts;
   slot.source = d.source;
   slot.peer = d.peer;
   slot.connectionSecurityPolicy = d.connectionSecurityPolicy;

@@ -23,6 +23,9 @@ export const RESPONSE_FLAGS = [
   ['URX', 'UpstreamRetryLimitExceeded'],
   ['DPE', 'DownstreamProtocolError'],
   ['UPE', 'UpstreamProtocolError'],
+  ['NC', 'NoClusterFound'],
+  ['UR', 'UpstreamRemoteReset'],
+  ['LR', 'LocalReset'],
 ] as const;
 
 export type ResponseFlagName = (typeof RESPONSE_FLAGS)[number][0];

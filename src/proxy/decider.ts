@@ -5,6 +5,8 @@
 // (Istio's TCP semantics for policy).
 import type { IncomingMessage } from 'node:http';
 import type { DecisionNote, ResponseFlagName } from '../log/access-record.js';
+import type { ClusterRuntime } from '../traffic/cluster.js';
+import type { RetrySpec } from '../traffic/spec.js';
 import type { Endpoint } from './socket-options.js';
 import type { UpstreamTls } from './tls/origination.js';
 import type { PeerIdentity } from './tls/peer-identity.js';
@@ -24,6 +26,23 @@ export interface ForwardTarget {
   readonly timeoutMs?: number;
   /** Speak TLS to the upstream (mTLS to another sidecar, or a DestinationRule's TLS); absent: plaintext. */
   readonly tls?: UpstreamTls;
+  /**
+   * Traffic management: the request goes to one of this cluster's endpoints, chosen per attempt,
+   * retried and timed out as its route says (`address`/`port` are then the original destination,
+   * for the log). Absent: to `address`/`port` as they are.
+   */
+  readonly cluster?: ClusterTarget;
+}
+
+/** A request's cluster and its route's traffic settings (src/proxy/attempts.ts carries them out). */
+export interface ClusterTarget {
+  readonly cluster: ClusterRuntime;
+  /** The route's retry policy (Istio's default when the route says none). */
+  readonly retry: RetrySpec;
+  /** The request's consistent-hash value, when the cluster balances by one. */
+  readonly hash?: number | undefined;
+  /** How an endpoint is reached: TLS settings, plaintext (undefined), or a 503 when TLS is required and cannot be had. */
+  tlsFor(address: string, port: number): UpstreamTls | LocalReply | undefined;
 }
 
 /** Answer locally (401, 403, 404, a redirect...) without going upstream. */
@@ -87,6 +106,11 @@ export interface RequestDecider {
    * cannot be had; the connection is reset and the reason logged). Absent: plaintext.
    */
   connectionUpstream?(facts: ConnectionFacts): UpstreamTls | LocalReply | undefined;
+  /**
+   * Traffic management: the cluster a connection carried as opaque bytes goes to (an endpoint is
+   * chosen per connection; its tlsFor gives TCP's TLS). Undefined or absent: the original destination.
+   */
+  connectionCluster?(facts: ConnectionFacts): ClusterTarget | undefined;
 }
 
 /** A captured connection whose original destination could not be read (Envoy's original-dst cluster has no host: UH). */

@@ -15,7 +15,10 @@ import {
 } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
-import type { ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
+import type { ClusterTarget, ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
+import { isPickFailure, type Endpoint as TrafficEndpoint } from '../traffic/cluster.js';
+import { OUTCOME } from '../traffic/retry.js';
+import { setTcpKeepalive } from './socket-options.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS, type HttpHandlerOptions } from './http1/handler.js';
 import { Http2Handler } from './http2/handler.js';
 import { http2Settings } from './http2/preface.js';
@@ -254,6 +257,27 @@ export class CaptureListener {
     resetSocket(downstream);
   }
 
+  /**
+   * Traffic management: the endpoint of the cluster that serves this connection's destination, with
+   * the TLS to reach it; `failed`: why none (UH, UO); undefined: no cluster serves it.
+   */
+  private routeConnection(downstream: Socket, dst: Endpoint): ConnectionRoute | undefined {
+    const d = this.o.decider;
+    if (!d?.connectionCluster) return undefined;
+    let target: ClusterTarget | undefined;
+    try {
+      target = d.connectionCluster({ source: downstream.remoteAddress, destination: dst, kind: 'tcp' });
+    } catch (err) {
+      log.error(`connection routing failed: ${(err as Error).message}`);
+      return { failed: 'UH', reason: 'connection routing failed', cluster: undefined };
+    }
+    if (target === undefined) return undefined;
+    const picked = target.cluster.pickConnection(target.hash === undefined ? undefined : { hash: target.hash });
+    if (isPickFailure(picked)) return { failed: picked.flag, reason: picked.body, cluster: target.cluster.name };
+    const tls = target.tlsFor(picked.address, picked.port);
+    return { target, endpoint: picked, dst: { address: picked.address, port: picked.port }, tls: tls?.kind === 'reply' ? tls.body.trim() : tls };
+  }
+
   /** The TLS an outbound connection carried as TCP needs (undefined: plaintext), or why it cannot go at all. */
   private upstreamTls(downstream: Socket, dst: Endpoint): UpstreamTls | string | undefined {
     const d = this.o.decider;
@@ -272,32 +296,46 @@ export class CaptureListener {
     // The plaintext inside a terminated mTLS connection is not checked for mTLS again.
     const meshTls = peer ? undefined : this.o.meshTls;
     const mode = meshTls ? meshTls.modeFor(dst.port) : 'DISABLE';
-    const upTls = this.upstreamTls(downstream, dst);
+    // A cluster's endpoint (traffic management), or the original destination.
+    const routed = this.routeConnection(downstream, dst);
+    const upDst = routed && !('failed' in routed) ? routed.dst : dst;
+    const upTls = routed ? ('failed' in routed ? routed.reason : routed.tls) : this.upstreamTls(downstream, dst);
     const verdict = this.tcpVerdict(downstream, dst, peer);
     const started = this.o.accessLog ? performance.now() : 0;
     let upstream: Socket | undefined;
     let connectFailed = false;
     /** Why, for the log (ECONNREFUSED, or the socket libc would not make). */
     let connectError: string | undefined;
+    /** Envoy's flag when no connection could be made: UF, or the cluster's UH / UO. */
+    let failFlag: number = routed && 'failed' in routed ? FLAG[routed.failed] : FLAG.UF;
     const openUpstream = (): Socket | undefined => {
       if (typeof upTls === 'string') {
         connectFailed = true;
         connectError = upTls;
         return undefined;
       }
+      const cluster = routed && !('failed' in routed) ? routed : undefined;
+      if (cluster && !cluster.target.cluster.tryAcquireConnection(cluster.endpoint)) {
+        connectFailed = true;
+        connectError = 'overflow';
+        failFlag = FLAG.UO;
+        return undefined;
+      }
       try {
-        const s = upTls ? connectTls(dst, upTls, stats)
-          : connectUpstream(this.o.upstream, dst, sourceFor(this.o.upstream, dst, downstream.remoteAddress));
+        const s = upTls ? connectTls(upDst, upTls, stats)
+          : connectUpstream(this.o.upstream, upDst, sourceFor(this.o.upstream, upDst, downstream.remoteAddress));
+        if (cluster) connectionToCluster(s, cluster, upTls !== undefined);
         s.on('error', (err: TlsHandshakeError) => {
-          if (!decided && err.code === 'ECONNREFUSED') {
+          if (!decided && (err.code === 'ECONNREFUSED' || err.code === 'ETIMEDOUT')) {
             connectFailed = true;
             connectError = err.code;
           }
-          if (err.tlsHandshake) log.debug(`outbound TLS to ${dst.address}:${dst.port} failed (${upTls ? (upTls as UpstreamTls).describe : ''}): ${err.message}`);
+          if (err.tlsHandshake) log.debug(`outbound TLS to ${upDst.address}:${upDst.port} failed (${upTls ? (upTls as UpstreamTls).describe : ''}): ${err.message}`);
         });
         s.pause();
         return s;
       } catch (err) { // a socket libc would not make (TPROXY without the capabilities...)
+        if (cluster) cluster.target.cluster.releaseConnection(cluster.endpoint);
         log.debug('upstream connection failed', { error: (err as Error).message });
         connectFailed = true;
         connectError = (err as Error).message;
@@ -323,7 +361,8 @@ export class CaptureListener {
         note = this.o.decider?.connectionDecided?.(facts, verdict);
       }
       const tcpLog = this.o.accessLog
-        ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined, peer, this.o.meshTls?.contexts()?.certificate.spiffeId)
+        ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined, peer,
+          this.o.meshTls?.contexts()?.certificate.spiffeId, routed ? { host: upDst, cluster: 'failed' in routed ? routed.cluster : routed.target.cluster.name } : undefined)
         : undefined;
       if (verdict && !verdict.allowed) {
         dropUpstream();
@@ -334,14 +373,20 @@ export class CaptureListener {
         return;
       }
       stats.tcpCxTotal++;
-      downstream.setTimeout(TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
+      const pool = routed && !('failed' in routed) ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
+      downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
       if (connectFailed || !upstream || upstream.destroyed) {
         stats.upstreamCxConnectFail++;
         upstream?.destroy();
-        tcpLog?.write(FLAG.UF, connectError);
+        tcpLog?.write(failFlag, connectError);
         resetSocket(downstream);
         return;
+      }
+      if (pool?.maxConnectionDurationMs !== undefined) {
+        const opened = upstream;
+        const limit = setTimeout(() => { downstream.destroy(); opened.destroy(); }, pool.maxConnectionDurationMs).unref();
+        downstream.once('close', () => clearTimeout(limit));
       }
       upstream.off('readable', onUpstreamFirst);
       trackUpstream(upstream, stats);
@@ -452,6 +497,39 @@ export class CaptureListener {
 
 function relayEnded(): void { /* nothing to log */ }
 
+/** Where a connection carried as TCP goes when a cluster serves its destination (routeConnection). */
+type ConnectionRoute =
+  | { readonly target: ClusterTarget; readonly endpoint: TrafficEndpoint; readonly dst: Endpoint; readonly tls: UpstreamTls | string | undefined }
+  | { readonly failed: 'UH' | 'UO'; readonly reason: string; readonly cluster: string | undefined };
+
+/**
+ * A TCP connection to a cluster's endpoint: its slot in maxConnections given back when it closes,
+ * connectTimeout, tcpKeepalive, and how the connect went told to the cluster (outlier detection).
+ */
+function connectionToCluster(s: Socket, r: Extract<ConnectionRoute, { target: ClusterTarget }>, tls: boolean): void {
+  const cluster = r.target.cluster;
+  const tcp = cluster.spec.policy.connectionPool.tcp;
+  let connected = false;
+  s.once('close', () => cluster.releaseConnection(r.endpoint));
+  const timer = setTimeout(() => {
+    s.destroy(Object.assign(new Error(`upstream connect timeout (${tcp.connectTimeoutMs} ms)`), { code: 'ETIMEDOUT' }));
+  }, tcp.connectTimeoutMs);
+  s.once(tls ? 'secureConnect' : 'connect', () => {
+    connected = true;
+    clearTimeout(timer);
+    cluster.connectEnded(r.endpoint, OUTCOME.connected);
+    if (tcp.tcpKeepalive !== undefined) {
+      try {
+        setTcpKeepalive(s, tcp.tcpKeepalive);
+      } catch { /* the kernel's keep-alive settings stay */ }
+    }
+  });
+  s.once('error', (err: NodeJS.ErrnoException) => {
+    clearTimeout(timer);
+    if (!connected) cluster.connectEnded(r.endpoint, err.code === 'ETIMEDOUT' ? OUTCOME.connectTimeout : OUTCOME.connectFailure);
+  });
+}
+
 
 /**
  * The access log of one connection carried as TCP (made only with an access log): its start, the
@@ -465,7 +543,8 @@ class TcpLog {
 
   constructor(private readonly log: AccessLogSink, private readonly role: ListenerRole, private readonly downstream: Socket,
     private readonly dst: Endpoint, private readonly started: number, private readonly tlsHead: Buffer | undefined,
-    private readonly decision: DecisionNote | undefined, private readonly peer?: PeerIdentity, private readonly localId?: string) {
+    private readonly decision: DecisionNote | undefined, private readonly peer?: PeerIdentity, private readonly localId?: string,
+    private readonly routed?: { readonly host: Endpoint; readonly cluster: string | undefined }) {
     this.remote = hostPort(downstream.remoteAddress, downstream.remotePort);
   }
 
@@ -490,7 +569,8 @@ class TcpLog {
       role: this.role, startMs: performance.timeOrigin + this.started, durationMs: now - this.started, flags,
       terminationDetails: terminationDetails === undefined ? undefined : detailsWord(terminationDetails),
       bytesReceived: this.downstream.bytesRead, bytesSent: this.downstream.bytesWritten,
-      upstreamHost: hostPort(this.dst.address, this.dst.port), upstreamCluster: clusterName(this.role, this.dst.address, this.dst.port),
+      upstreamHost: hostPort((this.routed?.host ?? this.dst).address, (this.routed?.host ?? this.dst).port),
+      upstreamCluster: this.routed?.cluster ?? clusterName(this.role, this.dst.address, this.dst.port),
       upstreamLocal: this.upstreamLocal, downstreamLocal: hostPort(this.dst.address, this.dst.port),
       downstreamRemote: this.remote, serverName: sni?.kind === 'hello' ? sni.serverName : undefined, decision: this.decision,
       ...(this.peer ? { downstreamPeerUriSan: this.peer.spiffeId, downstreamPeerFingerprint: this.peer.certHash, downstreamLocalUriSan: this.localId } : {}),

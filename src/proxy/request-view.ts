@@ -15,6 +15,10 @@ export class RequestView {
    * class, so setting it does not change the object's shape per request.
    */
   decisionDraft: unknown = undefined;
+  /** Traffic management: what the request's attempts did (set by the engine at its end, for the decision log). */
+  trail: readonly string[] | undefined = undefined;
+  /** Traffic management: the cluster and route a decider sent it to (the decider's own note). */
+  routed: unknown = undefined;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(
@@ -24,6 +28,8 @@ export class RequestView {
     readonly httpVersionMinor: number,
     readonly rawHeaders: string[],
     readonly socket: Socket,
+    /** The request's authority (Host / :authority, or the absolute URI's): what routing reads without building `headers`. */
+    readonly authority: string = '',
   ) {}
 
   get headers(): IncomingHttpHeaders {

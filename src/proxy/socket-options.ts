@@ -238,3 +238,33 @@ export function boundConnectFd(from: string, to: Endpoint, opts: BindOptions): n
     throw err;
   }
 }
+
+const SOL_TCP = 6;
+const TCP_KEEPIDLE = 4;
+const TCP_KEEPINTVL = 5;
+const TCP_KEEPCNT = 6;
+
+/** DestinationRule connectionPool.tcp.tcpKeepalive: what is not given keeps the kernel's value (Istio's rule). */
+export interface TcpKeepalive {
+  readonly probes?: number | undefined;
+  readonly timeMs?: number | undefined;
+  readonly intervalMs?: number | undefined;
+}
+
+/**
+ * SO_KEEPALIVE on a connected socket, with the idle time, interval and probe count given (node
+ * sets only the idle time). A socket libc refuses them on is left with node's keep-alive alone.
+ */
+export function setTcpKeepalive(socket: Socket, k: TcpKeepalive): void {
+  socket.setKeepAlive(true, k.timeMs ?? 0);
+  let fd: number;
+  try {
+    fd = fdOf(socket);
+  } catch {
+    return; // a TLS socket's fd is its TCP socket's: set on that one
+  }
+  const seconds = (ms: number): number => Math.max(1, Math.round(ms / 1000));
+  if (k.timeMs !== undefined) setInt(fd, SOL_TCP, TCP_KEEPIDLE, seconds(k.timeMs), 'setsockopt(TCP_KEEPIDLE)');
+  if (k.intervalMs !== undefined) setInt(fd, SOL_TCP, TCP_KEEPINTVL, seconds(k.intervalMs), 'setsockopt(TCP_KEEPINTVL)');
+  if (k.probes !== undefined) setInt(fd, SOL_TCP, TCP_KEEPCNT, k.probes, 'setsockopt(TCP_KEEPCNT)');
+}

@@ -136,6 +136,8 @@ export class DirectionStats {
   upstreamRqErrors = 0;
   /** Requests answered 504 because the route's timeout passed before the upstream's response head. */
   upstreamRqTimeouts = 0;
+  /** Attempts sent again by a route's retry policy (traffic management). */
+  upstreamRqRetries = 0;
 
   /**
    * One completed request: its status, how long it took, the peer's principal (mutual TLS), and for

@@ -253,6 +253,14 @@ export class ClusterRuntime {
     this.finishAttempt(ep);
   }
 
+  /**
+   * The attempt on `ep` ended for a reason that is not the endpoint's: its client went away, or TLS
+   * to it could not even be set up. Its request slot is given back; nothing is counted against it.
+   */
+  attemptAbandoned(ep: Endpoint): void {
+    this.finishAttempt(ep);
+  }
+
   /** A new connection to `ep` within maxConnections; false: upstream_cx_overflow. Released by releaseConnection. */
   tryAcquireConnection(ep: Endpoint): boolean {
     if (!this.limits.tryAcquireConnection()) return false;

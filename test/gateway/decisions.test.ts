@@ -38,7 +38,8 @@ describe('DecisionLog', () => {
     const full: Required<Decision> = {
       time: '2026-11-25T00:00:00.000Z', listener: 'inbound', method: 'POST', authority: 'a.example', path: '/p', jwt: 'valid',
       principal: 'iss/sub', authz: 'denied: policy x', route: 'rule 0', routeName: 'named', flag: 'RBAC', details: 'rbac_access_denied',
-      upstream: '10.0.0.1:80', source: '10.0.0.9', peer: 'cluster.local/ns/a/sa/b', connectionSecurityPolicy: 'mutual_tls',
+      upstream: '10.0.0.1:80', cluster: 'outbound|80||a.example', attempts: ['attempt 1 10.0.0.1:80: 503, retried (5xx)'],
+      source: '10.0.0.9', peer: 'cluster.local/ns/a/sa/b', connectionSecurityPolicy: 'mutual_tls',
       status: 403, durationMs: 2.5,
     };
     log.record(full);

@@ -31,7 +31,7 @@ const CLIENT_UID = 1000;
 export const AGENT = process.env['PILOT_AGENT_BIN'] || binPath;
 
 /** Client pacing: a pause between the pieces of a split write, the quiet time that ends an open connection. */
-const CLIENT_TIMING = { quietMs: 400, timeoutMs: 8_000, gapMs: 15, concurrency: 16 };
+const CLIENT_TIMING = { quietMs: 400, timeoutMs: 8_000, gapMs: 15, concurrency: 64 };
 
 export type PathName = 'inbound' | 'outbound' | 'gateway';
 

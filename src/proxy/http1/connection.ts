@@ -10,7 +10,10 @@ import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { FLAG, hostPort, httpExchangeRecord, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
+import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
+import { REPLAYABLE_BODY_LIMIT, OUTCOME } from '../../traffic/retry.js';
+import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { RequestView } from '../request-view.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
@@ -24,7 +27,7 @@ import { runTunnel } from './tunnel.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
-import { poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
+import { poolKey, type ConnectionPolicy, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 
 const log = scope('default');
 
@@ -73,8 +76,15 @@ export interface ConnectionOwner {
 }
 
 /** One request and its response. */
-class Exchange implements ResponseSink {
+class Exchange implements ResponseSink, AttemptSender {
   verdict: Verdict | undefined;
+  /** Traffic management: the request's attempts on its cluster's endpoints. */
+  attempts: Attempts | undefined = undefined;
+  /** The body sent so far, held while it fits REPLAYABLE_BODY_LIMIT (a retry sends it again); undefined past it. */
+  replay: Buffer[] | undefined = undefined;
+  replayBytes = 0;
+  /** The attempt's upstream connection was taken from the pool (not made for it). */
+  reusedUp = false;
   up: UpstreamConnection | undefined;
   target: ForwardTarget | undefined;
   /** The request head as sent upstream (kept to send it again). */
@@ -148,6 +158,24 @@ class Exchange implements ResponseSink {
 
   onReadDone(): boolean {
     return this.conn.readDone();
+  }
+
+  // ---- AttemptSender: the attempts of a request sent to a cluster
+
+  get replayable(): boolean {
+    return !this.hasBody || this.replay !== undefined;
+  }
+
+  send(to: AttemptRoute, fresh: boolean): void {
+    this.conn.sendAttempt(this, to, fresh);
+  }
+
+  drop(): void {
+    this.conn.dropAttempt(this);
+  }
+
+  answer(reply: LocalReply): void {
+    this.conn.answerAttempts(this, reply);
   }
 }
 
@@ -287,7 +315,7 @@ export class Connection {
     } else {
       msg = m;
     }
-    const view = new RequestView(head.method, msg ? msg.url : head.target, 1, head.minor, msg ? msg.headers : head.rawHeaders, this.socket);
+    const view = new RequestView(head.method, msg ? msg.url : head.target, 1, head.minor, msg ? msg.headers : head.rawHeaders, this.socket, msg?.authority);
     const ex = new Exchange(this, msg, view, fixed, msg !== undefined && msg.keepAlive && !this.owner.draining, performance.now());
     if (ex.closeAfter) this.last = true;
     this.queue.push(ex);
@@ -309,10 +337,12 @@ export class Connection {
     if (ex.done) return; // answered already: the rest is dropped
     if (ex.up) {
       this.bodyToUpstream(ex, view);
+      if (ex.attempts) keepForReplay(ex, view, true);
     } else {
       const chunk = owned(view); // kept: never a view of the shared read buffer
       (ex.held ??= []).push(chunk);
       ex.heldBytes += chunk.length;
+      if (ex.attempts) keepForReplay(ex, chunk, false);
     }
   }
 
@@ -472,7 +502,105 @@ export class Connection {
     // The client waits for a 100 before it sends the body: the proxy says it, now that the request goes on.
     if (msg.expectContinue && !forwardExpect && !ex.reqComplete) this.push(CONTINUE);
     if (t.timeoutMs) ex.timer = setTimeout(() => this.timedOut(ex), t.timeoutMs);
+    if (t.cluster) {
+      // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
+      ex.attempts = new Attempts(t.cluster, ex, this.owner.stats, this.owner.decider?.completed !== undefined);
+      if (ex.held) for (const b of ex.held) keepForReplay(ex, b, false);
+      ex.attempts.start();
+      return;
+    }
     this.send(ex, ex.switching !== undefined);
+  }
+
+  /** An attempt of a request sent to a cluster: a pooled connection to the endpoint, or a new one within the cluster's limit. */
+  sendAttempt(ex: Exchange, to: AttemptRoute, fresh: boolean): void {
+    if (ex.done || this.closed) return;
+    const source = sourceFor(this.owner.upstreamMode, to, this.remote);
+    const key = poolKey(to, source, to.tls);
+    const pool = this.owner.pool;
+    const up = pool.idle(key, fresh || ex.switching !== undefined);
+    if (up) {
+      ex.reusedUp = true;
+      this.carry(ex, up);
+      return;
+    }
+    ex.reusedUp = false;
+    const cluster = ex.target!.cluster!.cluster;
+    if (!cluster.tryAcquireConnection(to.endpoint)) {
+      this.waitForConnection(ex, to, key, source);
+      return;
+    }
+    let opened: UpstreamConnection;
+    try {
+      opened = pool.open(key, to, source, to.tls, connectionPolicy(cluster, to.endpoint));
+    } catch (err) { // a socket libc would not make (its slot is given back by the pool)
+      this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
+      return;
+    }
+    this.carry(ex, opened);
+  }
+
+  /**
+   * The cluster's maxConnections is reached (by this worker or another): the request waits as a
+   * pending one (http1MaxPendingRequests; over it, 503 UO) until a connection of the cluster is
+   * released anywhere, then tries again.
+   */
+  private waitForConnection(ex: Exchange, to: AttemptRoute, key: string, source: string | undefined): void {
+    const cluster = ex.target!.cluster!.cluster;
+    if (!cluster.tryAcquirePending()) {
+      ex.attempts!.overflowed('pending requests (http1MaxPendingRequests)');
+      this.settle();
+      return;
+    }
+    const wait = (): void => {
+      void cluster.waitForConnection(PENDING_POLL_MS).then(() => {
+        if (ex.done || this.closed || !ex.attempts!.waitingOn(to.endpoint)) {
+          cluster.releasePending();
+          return;
+        }
+        const up = this.owner.pool.idle(key);
+        if (up === undefined && !cluster.tryAcquireConnection(to.endpoint)) {
+          wait();
+          return;
+        }
+        cluster.releasePending();
+        ex.reusedUp = up !== undefined;
+        let conn = up;
+        if (conn === undefined) {
+          try {
+            conn = this.owner.pool.open(key, to, source, to.tls, connectionPolicy(cluster, to.endpoint));
+          } catch (err) {
+            this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
+            this.settle();
+            return;
+          }
+        }
+        this.carry(ex, conn);
+        this.settle();
+      });
+    };
+    wait();
+  }
+
+  /** The attempt in flight is given up (retried or timed out): its connection closes unread. */
+  dropAttempt(ex: Exchange): void {
+    const up = ex.up;
+    if (up) {
+      ex.up = undefined;
+      up.destroy();
+    }
+    this.upBlocked = false;
+  }
+
+  /** The attempts' final local answer (no endpoint, a limit, retries spent, the route's time-out). */
+  answerAttempts(ex: Exchange, reply: LocalReply): void {
+    if (ex.done || this.closed) return;
+    if (ex.timer) {
+      clearTimeout(ex.timer);
+      ex.timer = undefined;
+    }
+    this.reply(ex, reply);
+    this.settle();
   }
 
   /** Sends the request on a pooled connection (`fresh`: a new one) with the body held so far. */
@@ -492,12 +620,18 @@ export class Connection {
       this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
       return;
     }
+    this.carry(ex, up);
+  }
+
+  /** Writes the request on `up`: its head and the body held so far (a retry: the whole body kept for it). */
+  private carry(ex: Exchange, up: UpstreamConnection): void {
     if (this.owner.accessLog) ex.sentAt = performance.now();
     ex.up = up;
     up.attach(ex);
-    const held = ex.held;
+    // A retry sends what the attempts kept (everything so far); a first attempt what was held.
+    const body = ex.attempts && ex.replay ? ex.replay : ex.held;
     const end = ex.reqComplete && ex.msg!.framing === 'chunked';
-    if (!held) {
+    if (!body) {
       up.socket.write(end ? ex.upHead + LAST_CHUNK : ex.upHead, 'latin1');
       return;
     }
@@ -505,7 +639,7 @@ export class Connection {
     ex.heldBytes = 0;
     up.socket.cork();
     up.socket.write(ex.upHead, 'latin1');
-    for (const b of held) this.bodyToUpstream(ex, b);
+    for (const b of body) this.bodyToUpstream(ex, b);
     if (end) up.socket.write(LAST_CHUNK, 'latin1');
     up.socket.uncork();
   }
@@ -540,6 +674,11 @@ export class Connection {
   private timedOut(ex: Exchange): void {
     ex.timer = undefined;
     if (ex.done || ex.headSent) return;
+    if (ex.attempts) { // whatever attempt is in flight or waiting ends; 504 UT
+      ex.closeAfter = true;
+      ex.attempts.timedOut();
+      return;
+    }
     this.owner.stats.upstreamRqTimeouts++;
     ex.closeAfter = true;
     this.reply(ex, TIMED_OUT);
@@ -559,6 +698,8 @@ export class Connection {
       this.push(CRLF);
       return;
     }
+    // A response the route's retry policy retries is dropped here, unread (its connection closed).
+    if (ex.attempts && !ex.attempts.head(head.status)) return;
     if (ex.timer) {
       clearTimeout(ex.timer);
       ex.timer = undefined;
@@ -611,6 +752,7 @@ export class Connection {
 
   responseEnd(ex: Exchange): void {
     if (ex.done) return;
+    ex.attempts?.ended(false);
     if (ex.wrapChunks) this.push(LAST_CHUNK);
     // A switch the upstream ended at once: nothing to tunnel, and the client is past HTTP.
     if (ex.switched) ex.closeAfter = true;
@@ -622,6 +764,13 @@ export class Connection {
     if (ex.done) return;
     ex.up = undefined;
     this.upBlocked = false;
+    if (ex.attempts) {
+      if (!ex.headSent) {
+        this.attemptFailed(ex, err, retryable, socketFailed);
+        return;
+      }
+      ex.attempts.ended(true);
+    }
     if (retryable && !ex.retried && !ex.hasBody && ex.reqComplete && ex.switching === undefined && IDEMPOTENT.has(ex.view.method)) {
       // A pooled connection the upstream had closed while idle: the request never reached it.
       ex.retried = true;
@@ -647,6 +796,25 @@ export class Connection {
     }
     ex.closeAfter = true;
     this.reply(ex, { kind: 'reply', status: 503, body: upstreamFailureBody(err, ex.transportFailure) });
+    this.settle();
+  }
+
+  /** An attempt on a cluster's endpoint failed before its response head: the attempts decide what follows. */
+  private attemptFailed(ex: Exchange, err: NodeJS.ErrnoException & { connectTimeout?: true }, reused: boolean, socketFailed: boolean): void {
+    const tlsFailed = (err as TlsHandshakeError).tlsHandshake === true;
+    if (tlsFailed) ex.transportFailure = `TLS_error:${err.code ? `${err.code}:` : ''}${err.message}`;
+    const timedOut = err.connectTimeout === true;
+    const connectFailed = socketFailed || tlsFailed || timedOut || isConnectFailure(err.code);
+    const malformed = err instanceof ResponseError && !err.cut;
+    log.debug('upstream attempt failed', { error: err.message, code: err.code });
+    ex.attempts!.failed({
+      outcome: timedOut ? OUTCOME.connectTimeout : connectFailed ? OUTCOME.connectFailure : OUTCOME.reset,
+      reused,
+      flag: connectFailed ? 'UF' : malformed ? 'UPE' : 'UC',
+      reason: timedOut ? 'connection timeout' : tlsFailed ? `connection failure, transport failure reason: ${ex.transportFailure}`
+        : connectFailed ? 'connection failure' : malformed ? 'protocol error' : 'connection termination',
+      details: upstreamFailureDetails(connectFailed ? 'connection_failure' : malformed ? 'protocol_error' : 'connection_termination', err.code, false),
+    });
     this.settle();
   }
 
@@ -698,6 +866,7 @@ export class Connection {
     }
     ex.done = true;
     if (ex.timer) clearTimeout(ex.timer);
+    ex.attempts?.abandoned();
     ex.up?.destroy();
     ex.up = undefined;
     this.completed(ex, ex.headSent ? ex.status : undefined);
@@ -705,6 +874,7 @@ export class Connection {
 
   /** Counts the request's end, tells the decider, logs it; answers the time it read (one clock read per request end). */
   private completed(ex: Exchange, status: number | undefined): number {
+    if (ex.attempts) ex.flags |= ex.attempts.flags;
     const s = this.owner.stats;
     s.rqActive--;
     const now = performance.now();
@@ -713,6 +883,7 @@ export class Connection {
     const decider = this.owner.decider;
     let note: DecisionNote | undefined | void;
     if (decider?.completed && !ex.fixed) {
+      if (ex.attempts) ex.view.trail = ex.attempts.trail;
       try {
         note = decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms);
       } catch (err) {
@@ -966,6 +1137,38 @@ export class Connection {
 }
 
 function ignore(): void { /* errors end in 'close', handled there */ }
+
+/** A request waiting for a cluster's connection slot looks again at least this often. */
+const PENDING_POLL_MS = 1_000;
+
+/**
+ * Keeps a body chunk for a retry while the body fits REPLAYABLE_BODY_LIMIT; past it nothing more is
+ * kept and the request is not retried once its first byte has left. `copy`: the chunk is a view of
+ * a read buffer.
+ */
+function keepForReplay(ex: Exchange, b: Buffer, copy: boolean): void {
+  if (ex.replayBytes > REPLAYABLE_BODY_LIMIT) return;
+  ex.replayBytes += b.length;
+  if (ex.replayBytes > REPLAYABLE_BODY_LIMIT) {
+    ex.replay = undefined;
+    return;
+  }
+  (ex.replay ??= []).push(copy ? Buffer.from(b) : b);
+}
+
+/** The pool's view of a cluster's connection settings for a new connection to `ep` (and its slot back when it closes). */
+function connectionPolicy(cluster: ClusterRuntime, ep: TrafficEndpoint): ConnectionPolicy {
+  const cp = cluster.spec.policy.connectionPool;
+  return {
+    connectTimeoutMs: cp.tcp.connectTimeoutMs,
+    idleTimeoutMs: cp.http.idleTimeoutMs,
+    maxRequests: cp.http.maxRequestsPerConnection,
+    maxDurationMs: cp.tcp.maxConnectionDurationMs,
+    othersWaiting: () => cluster.connectionWaiters() > 0,
+    released: () => cluster.releaseConnection(ep),
+    keepalive: cp.tcp.tcpKeepalive,
+  };
+}
 
 /** `[name, value, ...]` of the response head's lines named in `wanted` (lower-case), from the head as read. */
 function headerValues(parts: readonly Buffer[], wanted: readonly string[]): string[] | undefined {

@@ -18,6 +18,8 @@ export interface ResponseHead {
   readonly framing: Framing;
   /** The connection may carry another request after this response. */
   readonly keepAlive: boolean;
+  /** `Keep-Alive: timeout=N` (RFC 9112 appendix; what node's and Apache's servers send): the upstream closes the idle connection after N s. */
+  readonly keepAliveTimeoutMs?: number | undefined;
   /** A Date header is there. */
   readonly hasDate: boolean;
   /** A 101's Upgrade value (the hop-by-hop lines are not in `parts`). */
@@ -179,6 +181,7 @@ export class ResponseParser {
     let closeToken = false;
     let keepAliveToken = false;
     let hasDate = false;
+    let keepAliveTimeoutMs: number | undefined;
     let upgrade: string | undefined;
     let named: string[] | undefined;
     let at = lineEnd + 2;
@@ -216,8 +219,9 @@ export class ResponseParser {
               else if (token === 'keep-alive') keepAliveToken = true;
               else if (token !== '') (named ??= []).push(token);
             }
-          } else {
-            drop = nameIs(b, at, 'keep-alive');
+          } else if (nameIs(b, at, 'keep-alive')) {
+            drop = true;
+            keepAliveTimeoutMs = keepAliveTimeout(b.toString('latin1', vs, ve));
           }
           break;
         case 14:
@@ -265,7 +269,9 @@ export class ResponseParser {
     else framing = 'close';
     const keepAlive = framing !== 'close' && framing !== 'tunnel' && (minor === 1 ? !closeToken : keepAliveToken);
     this.final = status >= 200 || switched;
-    this.on.onHead({ status, framing, keepAlive, hasDate, parts, ...(status === 101 ? { upgrade } : {}) });
+    this.on.onHead({
+      status, framing, keepAlive, hasDate, parts, ...(status === 101 ? { upgrade } : {}), ...(keepAliveTimeoutMs !== undefined ? { keepAliveTimeoutMs } : {}),
+    });
     switch (framing) {
       case 'none': this.complete(); break;
       case 'length':
@@ -403,4 +409,10 @@ export class ResponseParser {
     if (this.state !== State.Trailer && this.state !== State.TrailerLine && this.state !== State.TrailerLf && this.state !== State.TrailerEndLf) emit(end);
     return end;
   }
+}
+
+/** The `timeout=N` of a Keep-Alive header value, in ms (undefined when absent or not a number). */
+export function keepAliveTimeout(value: string): number | undefined {
+  const m = /(?:^|[,;\s])timeout\s*=\s*(\d{1,6})(?:$|[,;\s])/i.exec(value);
+  return m ? Number(m[1]) * 1000 : undefined;
 }

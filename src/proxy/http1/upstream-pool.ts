@@ -6,7 +6,7 @@
 // protocol switch a connection carries raw bytes for a tunnel (`carryRaw`) and is never pooled.
 import type { Socket } from 'node:net';
 import { MAX_HEAD_BYTES, ResponseParser, type ResponseHead, type SwitchRequest } from './response-parser.js';
-import type { Endpoint } from '../socket-options.js';
+import { setTcpKeepalive, type Endpoint, type TcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { connectTls, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
@@ -16,6 +16,33 @@ import { sharedReadBuffer } from '../read-buffers.js';
 
 /** What the pool keeps at most idle per destination (and source address). */
 export const MAX_IDLE_PER_KEY = 1024;
+/**
+ * An upstream that said `Keep-Alive: timeout=N` closes an idle connection after N s: the pool stops
+ * reusing it this much earlier, so a request is not written just as the upstream closes (the
+ * keep-alive race Envoy and Linkerd guard against the same way).
+ */
+export const KEEP_ALIVE_MARGIN_MS = 1_000;
+
+/**
+ * What a cluster's connection policy says of one connection (DestinationRule connectionPool), and
+ * what to call when it closes (its slot in the cluster's maxConnections).
+ */
+export interface ConnectionPolicy {
+  /** connectTimeout: not connected by then, the connection fails (ETIMEDOUT). */
+  readonly connectTimeoutMs?: number | undefined;
+  /** http.idleTimeout: idle this long in the pool, it is closed. */
+  readonly idleTimeoutMs?: number | undefined;
+  /** http.maxRequestsPerConnection (0: no limit). */
+  readonly maxRequests?: number | undefined;
+  /** tcp.maxConnectionDuration: not reused once this old. */
+  readonly maxDurationMs?: number | undefined;
+  /** Other workers wait for this cluster's connection slots: close rather than pool. */
+  readonly othersWaiting?: (() => boolean) | undefined;
+  /** Called once when the connection closes (or never opened). */
+  readonly released?: (() => void) | undefined;
+  /** tcp.tcpKeepalive: SO_KEEPALIVE with these settings once connected. */
+  readonly keepalive?: TcpKeepalive | undefined;
+}
 
 /** The request a connection is carrying the response of. */
 export interface ResponseSink {
@@ -59,6 +86,10 @@ export class UpstreamConnection {
   /** Requests carried before the current one. */
   uses = 0;
   idle = false;
+  /** When it went idle (performance.now()), and until when it may be reused. */
+  idleSince = 0;
+  private reuseUntil = Infinity;
+  private readonly born: number;
   readonly socket: Socket;
   /** Bytes of the current response arrived. */
   private answered = false;
@@ -70,11 +101,16 @@ export class UpstreamConnection {
   private busy = false;
   private readonly parser: ResponseParser;
 
-  constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined, tls: UpstreamTls | undefined) {
+  constructor(private readonly pool: UpstreamPool, readonly key: string, dst: Endpoint, source: string | undefined, tls: UpstreamTls | undefined,
+    readonly policy: ConnectionPolicy | undefined = undefined) {
+    this.born = policy === undefined ? 0 : performance.now();
     this.parser = new ResponseParser({
       onHead: (head) => {
         this.interim = head.status < 200;
-        if (!this.interim) this.keepAlive = head.keepAlive;
+        if (!this.interim) {
+          this.keepAlive = head.keepAlive;
+          if (head.keepAliveTimeoutMs !== undefined) this.reuseUntilIdle = head.keepAliveTimeoutMs - KEEP_ALIVE_MARGIN_MS;
+        }
         this.sink?.onResponseHead(head);
       },
       onBody: (bytes, payload) => this.sink?.onResponseBody(bytes, payload),
@@ -85,7 +121,22 @@ export class UpstreamConnection {
     }, pool.maxHeadBytes);
     const onread = { buffer: sharedReadBuffer, callback: (n: number): boolean => this.onRead(n) };
     // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
-    this.socket = trackUpstream(tls ? connectTls(dst, tls, pool.stats, { onread }) : connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
+    try {
+      this.socket = trackUpstream(tls ? connectTls(dst, tls, pool.stats, { onread }) : connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
+    } catch (err) {
+      policy?.released?.();
+      throw err;
+    }
+    if (policy?.released) this.socket.once('close', policy.released);
+    if (policy?.connectTimeoutMs !== undefined) this.connectDeadline(policy.connectTimeoutMs, tls !== undefined);
+    const keepalive = policy?.keepalive;
+    if (keepalive !== undefined) {
+      this.socket.once('connect', () => {
+        try {
+          setTcpKeepalive(this.socket, keepalive);
+        } catch { /* the kernel's keep-alive settings stay */ }
+      });
+    }
     this.socket.on('error', (err: NodeJS.ErrnoException) => {
       if (this.raw) this.raw.onClose(err);
       else this.fail(err);
@@ -114,6 +165,39 @@ export class UpstreamConnection {
       this.pool.remove(this);
       if (this.sink) this.fail(closedError());
     });
+  }
+
+  /** Idle time after which the upstream said it closes the connection (less the margin). */
+  private reuseUntilIdle = Infinity;
+
+  /** The connection is not made within `ms`: it fails as a connect time-out (Envoy's connect_timeout). */
+  private connectDeadline(ms: number, tls: boolean): void {
+    const socket = this.socket;
+    const timer = setTimeout(() => {
+      socket.destroy(Object.assign(new Error(`upstream connect timeout (${ms} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
+    }, ms);
+    socket.once(tls ? 'secureConnect' : 'connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  }
+
+  /** Goes idle in the pool; false when it may not carry another request (its limits, its age, others waiting). */
+  goIdle(now: number): boolean {
+    const p = this.policy;
+    if (p !== undefined) {
+      if (p.maxRequests !== undefined && p.maxRequests > 0 && this.uses + 1 >= p.maxRequests) return false;
+      if (p.maxDurationMs !== undefined && now - this.born >= p.maxDurationMs) return false;
+      if (p.othersWaiting?.() === true) return false;
+    }
+    this.idleSince = now;
+    this.reuseUntil = now + Math.min(this.reuseUntilIdle, p?.idleTimeoutMs ?? Infinity);
+    return true;
+  }
+
+  /** Whether an idle connection may still be reused at `now` (the upstream's Keep-Alive timeout, the policy's idle time and age). */
+  reusable(now: number): boolean {
+    if (now >= this.reuseUntil) return false;
+    const max = this.policy?.maxDurationMs;
+    return max === undefined || now - this.born < max;
   }
 
   /** From now on reads go to `raw` as they come (a tunnel); the connection is never pooled again. */
@@ -208,19 +292,30 @@ export class UpstreamPool {
    * (`fresh`: always new). May throw (see connectUpstream).
    */
   acquire(key: string, dst: Endpoint, source: string | undefined, fresh = false, tls?: UpstreamTls): UpstreamConnection {
+    return this.idle(key, fresh) ?? this.open(key, dst, source, tls);
+  }
+
+  /** A pooled connection for `key` still fit to carry a request, if any (`fresh`: none wanted). */
+  idle(key: string, fresh = false): UpstreamConnection | undefined {
     const list = fresh ? undefined : this.idleByKey.get(key);
-    if (list) {
-      for (let c = list.pop(); c; c = list.pop()) {
-        c.idle = false;
-        if (!c.socket.writable) { // closing: not one to write to
-          c.destroy();
-          continue;
-        }
-        c.uses++;
-        return c;
+    if (!list) return undefined;
+    let now = 0;
+    for (let c = list.pop(); c; c = list.pop()) {
+      c.idle = false;
+      // Closing, or idle past the time the upstream (or the policy) keeps it: not one to write to.
+      if (!c.socket.writable || (c.policy !== undefined || c.idleSince > 0) && !c.reusable(now ||= performance.now())) {
+        c.destroy();
+        continue;
       }
+      c.uses++;
+      return c;
     }
-    return new UpstreamConnection(this, key, dst, source, tls);
+    return undefined;
+  }
+
+  /** A new connection (may throw: see connectUpstream); `policy`: its cluster's connection settings. */
+  open(key: string, dst: Endpoint, source: string | undefined, tls?: UpstreamTls, policy?: ConnectionPolicy): UpstreamConnection {
+    return new UpstreamConnection(this, key, dst, source, tls, policy);
   }
 
   /** Back to the pool after a complete response, if it may carry another. */
@@ -237,9 +332,20 @@ export class UpstreamPool {
       c.destroy();
       return;
     }
+    if (!c.goIdle(performance.now())) {
+      c.destroy();
+      return;
+    }
     c.idle = true;
     c.resume(); // an idle connection reads, to see the upstream close it
     list.push(c);
+  }
+
+  /** Closes idle connections past their reuse time (the handler's periodic sweep). */
+  sweep(now: number): void {
+    for (const list of this.idleByKey.values()) {
+      for (const c of [...list]) if (!c.reusable(now)) c.destroy();
+    }
   }
 
   remove(c: UpstreamConnection): void {

@@ -17,7 +17,9 @@ import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { FLAG, hostPort, httpExchangeRecord, type DecisionNote } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
+import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import type { ForwardTarget, LocalReply, Verdict } from '../decider.js';
+import { OUTCOME, REPLAYABLE_BODY_LIMIT } from '../../traffic/retry.js';
 import { invalidEdit, validHeaderValue, wireText } from '../http1/headers.js';
 import { decisionFailed, isConnectFailure, refusal, upstreamFailureBody, upstreamFailureDetails } from '../http1/replies.js';
 import { RequestView } from '../request-view.js';
@@ -79,7 +81,66 @@ function trailerFields(h: IncomingHttpHeaders | NodeJS.Dict<string | string[]>):
   return out;
 }
 
-export class Http2Exchange {
+/**
+ * The client's request body for a request sent to a cluster: relayed to the attempt in flight with
+ * back-pressure, and kept (up to REPLAYABLE_BODY_LIMIT) so a retry can send it again. Between
+ * attempts the client is not read.
+ */
+class BodyPipe {
+  private up: Writable | undefined;
+  private replay: Buffer[] | undefined = [];
+  private kept = 0;
+  /** The client's body ended whole (END_STREAM). */
+  private ended = false;
+
+  constructor(private readonly from: ServerHttp2Stream, count: (n: number) => void) {
+    from.pause();
+    from.on('data', (chunk: Buffer) => {
+      count(chunk.length);
+      this.keep(chunk);
+      const up = this.up;
+      if (up === undefined) {
+        from.pause();
+      } else if (!up.write(chunk)) {
+        from.pause();
+        up.once('drain', () => { if (this.up === up) from.resume(); });
+      }
+    });
+    const end = (): void => {
+      if (!endedWhole(from)) return; // a reset or a closed connection: the attempt is cancelled, never ended
+      this.ended = true;
+      this.up?.end();
+    };
+    if (from.readableEnded) end();
+    else from.once('end', end);
+  }
+
+  /** The body so far is held whole: it may go again. */
+  get replayable(): boolean {
+    return this.replay !== undefined;
+  }
+
+  /** An attempt's upstream: what was kept goes first, then the rest as it comes. */
+  attach(up: Writable): void {
+    this.up = up;
+    for (const b of this.replay ?? []) up.write(b);
+    if (this.ended) up.end();
+    else this.from.resume();
+  }
+
+  detach(): void {
+    this.up = undefined;
+  }
+
+  private keep(chunk: Buffer): void {
+    if (this.replay === undefined) return;
+    this.kept += chunk.length;
+    if (this.kept > REPLAYABLE_BODY_LIMIT) this.replay = undefined;
+    else this.replay.push(chunk);
+  }
+}
+
+export class Http2Exchange implements AttemptSender {
   private readonly started = performance.now();
   private req: Http2Request | undefined;
   private view: RequestView | undefined;
@@ -115,6 +176,13 @@ export class Http2Exchange {
   private respHeaders: string[] | undefined;
   /** The request's HEADERS ended the stream: there is no body to send on. */
   private readonly bodyless: boolean;
+  /** Traffic management: the request's attempts on its cluster's endpoints, and its body kept for them. */
+  private attempts: Attempts | undefined;
+  private body: BodyPipe | undefined;
+  /** The attempt the upstream handlers belong to: a dropped attempt's late events are ignored. */
+  private gen = 0;
+  private lines: readonly string[] = [];
+  private path = '';
 
   constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: ServerHttp2Stream,
     private readonly raw: string[], flags: number) {
@@ -155,7 +223,7 @@ export class Http2Exchange {
       return;
     }
     this.req = req;
-    this.view = new RequestView(req.method, req.url, 2, 0, req.headers, this.conn.socket as Socket);
+    this.view = new RequestView(req.method, req.url, 2, 0, req.headers, this.conn.socket as Socket, req.authority);
     const decider = this.owner.decider;
     if (!decider) {
       this.apply(this.conn.defaultVerdict);
@@ -196,6 +264,7 @@ export class Http2Exchange {
   private reply(r: LocalReply): void {
     if (this.gone || this.responded) return;
     this.responded = true;
+    this.respDone = true; // a local answer is whole once written: the stream's close is its end, not a client leaving
     if (r.flag) this.flags |= FLAG[r.flag];
     if (r.details) this.details = r.details;
     const stream = this.stream;
@@ -238,20 +307,34 @@ export class Http2Exchange {
     }
     this.target = t;
     if (t.timeoutMs) this.timer = setTimeout(() => this.timedOut(), t.timeoutMs);
-    const dst = { address: t.address, port: t.port };
-    const target: UpstreamTarget = { address: t.address, port: t.port, tls: t.tls, source: sourceFor(this.owner.upstreamMode, dst, this.conn.socket.remoteAddress) };
+    this.lines = editedLines(req, t);
+    this.path = t.path ?? req.url;
+    if (t.cluster) {
+      // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
+      const s = this.owner.stats;
+      if (!this.bodyless) this.body = new BodyPipe(this.stream, (n) => { this.bytesIn += n; s.rqBodyBytes += n; });
+      this.attempts = new Attempts(t.cluster, this, s, this.owner.decider?.completed !== undefined);
+      this.attempts.start();
+      return;
+    }
+    this.sendTo(t.address, t.port, t.tls);
+  }
+
+  /** Sends the request to `address:port` over a shared HTTP/2 session, or an HTTP/1.1 leg when it speaks only that. */
+  private sendTo(address: string, port: number, tls: ForwardTarget['tls']): void {
+    const gen = ++this.gen;
+    const req = this.req!;
+    const target: UpstreamTarget = { address, port, tls, source: sourceFor(this.owner.upstreamMode, { address, port }, this.conn.socket.remoteAddress) };
     this.sentAt = performance.now();
-    const lines = editedLines(req, t);
-    const path = t.path ?? req.url;
     this.owner.pool.acquire(target, (route) => {
-      this.route = route;
-      if (this.gone) {
+      if (gen !== this.gen || this.gone) {
         if (route.kind === 'h2') route.release();
         return;
       }
+      this.route = route;
       try {
-        if (route.kind === 'h2') this.sendHttp2(route, upstreamHttp2Headers(req, lines, path, t.tls ? 'https' : 'http'));
-        else if (route.kind === 'http1') this.sendHttp1(target, path, lines);
+        if (route.kind === 'h2') this.sendHttp2(route, upstreamHttp2Headers(req, this.lines, this.path, tls ? 'https' : 'http'), gen);
+        else if (route.kind === 'http1') this.sendHttp1(target, this.path, this.lines, gen);
         else this.upstreamFailed(route.error, route.transportFailure);
       } catch (err) {
         this.upstreamFailed(err as NodeJS.ErrnoException);
@@ -259,7 +342,32 @@ export class Http2Exchange {
     });
   }
 
-  private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, headers: OutgoingHttpHeaders): void {
+  // ---- AttemptSender: the attempts of a request sent to a cluster
+
+  get replayable(): boolean {
+    return this.body === undefined || this.body.replayable;
+  }
+
+  send(to: AttemptRoute): void {
+    if (this.gone) return;
+    this.sendTo(to.address, to.port, to.tls);
+  }
+
+  drop(): void {
+    this.gen++;
+    this.body?.detach();
+    this.cancelUpstream();
+    this.up = undefined;
+    this.h1Up = undefined;
+    this.h1Complete = false;
+  }
+
+  answer(reply: LocalReply): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.reply(reply);
+  }
+
+  private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, headers: OutgoingHttpHeaders, gen: number): void {
     this.upLocal = route.local;
     const up = route.session.request(headers, this.bodyless ? { endStream: true } : { endStream: false, waitForTrailers: true });
     this.up = up;
@@ -268,7 +376,7 @@ export class Http2Exchange {
     up.once('close', () => {
       stats.upstreamRqActive--;
       route.release();
-      if (this.done) return;
+      if (this.done || gen !== this.gen) return;
       const code = up.rstCode;
       if (!this.responded) {
         this.upstreamFailed(Object.assign(new Error(`upstream reset the stream (code ${code ?? '?'})`), { code: 'ECONNRESET' }), undefined, code);
@@ -280,24 +388,31 @@ export class Http2Exchange {
     });
     up.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 upstream stream error: ${err.message}`));
     up.on('wantTrailers', () => {
+      if (gen !== this.gen) return;
       if (this.reqTrailers) up.sendTrailers(trailerFields(this.reqTrailers));
       else up.sendTrailers({});
     });
     up.once('response', (h: IncomingHttpHeaders, flags: number) => {
-      if (!this.responseHead(Number(h[':status']), headerLines(h), (flags & END_STREAM) !== 0)) return;
+      if (gen !== this.gen) return;
+      const status = Number(h[':status']);
+      // A response the route's retry policy retries is dropped here (the stream is cancelled).
+      if (this.attempts && !this.attempts.head(status, h['grpc-status'] !== undefined ? grpcStatusOf(h['grpc-status']) : undefined)) return;
+      if (!this.responseHead(status, headerLines(h), (flags & END_STREAM) !== 0)) return;
       relayBody(up, this.stream, this.countOut, () => {
         if (endedWhole(up)) this.responseEnded();
         else this.responseCut(resetCodeFor(up.rstCode));
       });
     });
     up.once('trailers', (t: IncomingHttpHeaders) => {
+      if (gen !== this.gen) return;
       this.respTrailers = t;
       if (this.req!.grpc) this.grpcStatus = grpcStatusOf(t['grpc-status']);
     });
-    this.pipeBody(up);
+    if (this.body) this.body.attach(up);
+    else this.pipeBody(up);
   }
 
-  private sendHttp1(target: UpstreamTarget, path: string, lines: readonly string[]): void {
+  private sendHttp1(target: UpstreamTarget, path: string, lines: readonly string[], gen: number): void {
     const req = this.req!;
     const up = this.owner.http1.request(target, req.method, path, upstreamHttp1Headers(req, lines, !this.bodyless));
     this.h1Up = up;
@@ -305,7 +420,7 @@ export class Http2Exchange {
     stats.upstreamRqActive++;
     up.once('close', () => { stats.upstreamRqActive--; });
     up.on('error', (err: NodeJS.ErrnoException) => {
-      if (this.done) return;
+      if (this.done || gen !== this.gen) return;
       if (!this.responded) this.upstreamFailed(err);
       else if (!this.respDone) this.responseCut(H2.INTERNAL_ERROR);
     });
@@ -315,6 +430,11 @@ export class Http2Exchange {
       else note();
     });
     up.once('response', (res: IncomingMessage) => {
+      if (gen !== this.gen) {
+        res.resume();
+        return;
+      }
+      if (this.attempts && !this.attempts.head(res.statusCode ?? 502)) return;
       const bodyless = req.method === 'HEAD' || res.statusCode === 204 || res.statusCode === 304;
       res.on('error', () => { /* the request's error handler answers */ });
       res.once('end', () => {
@@ -337,6 +457,7 @@ export class Http2Exchange {
       }
     });
     if (this.bodyless) up.end();
+    else if (this.body) this.body.attach(up);
     else this.pipeBody(up);
   }
 
@@ -344,12 +465,14 @@ export class Http2Exchange {
   private responseEnded(): void {
     if (this.done || this.respDone) return;
     this.respDone = true;
+    this.attempts?.ended(false);
     this.stream.end();
   }
 
   /** The upstream's response was cut short after its head went out: the client's stream is reset, not ended. */
   private responseCut(code: number): void {
     if (this.done || this.respDone) return;
+    this.attempts?.ended(true);
     this.flags |= FLAG.UC;
     this.details = upstreamFailureDetails('connection_termination', undefined, true);
     resetStream(this.stream, code);
@@ -375,7 +498,10 @@ export class Http2Exchange {
     // waiting for them costs a frame per response, which a plain HTTP/2 client does not pay.
     const trailers = !ended && this.req!.teTrailers;
     this.stream.respond(headers, { endStream: ended, waitForTrailers: trailers });
-    if (ended) this.respDone = true;
+    if (ended) {
+      this.respDone = true;
+      this.attempts?.ended(false);
+    }
     if (trailers) {
       this.stream.once('wantTrailers', () => {
         const t = this.respTrailers;
@@ -395,6 +521,10 @@ export class Http2Exchange {
 
   private upstreamFailed(err: NodeJS.ErrnoException, transport?: string, rstCode?: number): void {
     if (this.gone || this.responded) return;
+    if (this.attempts) {
+      this.attemptFailed(err, transport, rstCode);
+      return;
+    }
     if (this.timer) clearTimeout(this.timer);
     this.owner.stats.upstreamRqErrors++;
     this.transportFailure = transport;
@@ -407,8 +537,28 @@ export class Http2Exchange {
     });
   }
 
+  /** An attempt on a cluster's endpoint failed before its response head: the attempts decide what follows. */
+  private attemptFailed(err: NodeJS.ErrnoException & { connectTimeout?: true }, transport: string | undefined, rstCode: number | undefined): void {
+    this.transportFailure = transport;
+    const connectFailed = this.route?.kind === 'failed' && (isConnectFailure(err.code) || transport !== undefined);
+    const refused = rstCode === H2.REFUSED_STREAM;
+    const timedOut = err.connectTimeout === true;
+    this.attempts!.failed({
+      outcome: timedOut ? OUTCOME.connectTimeout : connectFailed ? OUTCOME.connectFailure : refused ? OUTCOME.refusedStream : OUTCOME.reset,
+      reused: false,
+      flag: connectFailed ? 'UF' : 'UC',
+      reason: timedOut ? 'connection timeout' : transport !== undefined ? `connection failure, transport failure reason: ${transport}`
+        : connectFailed ? 'connection failure' : refused ? 'remote refused stream reset' : 'connection termination',
+      details: upstreamFailureDetails(connectFailed ? 'connection_failure' : refused ? 'protocol_error' : 'connection_termination', err.code, false),
+    });
+  }
+
   private timedOut(): void {
     if (this.gone) return;
+    if (this.attempts && !this.responded) {
+      this.attempts.timedOut();
+      return;
+    }
     this.owner.stats.upstreamRqTimeouts++;
     this.cancelUpstream();
     if (this.responded) {
@@ -425,6 +575,8 @@ export class Http2Exchange {
     if (this.timer) clearTimeout(this.timer);
     const stream = this.stream;
     const finished = this.respDone && endedWhole(stream);
+    this.attempts?.abandoned();
+    if (this.attempts) this.flags |= this.attempts.flags;
     if (!finished) {
       // Whatever the upstream request is still doing (its body on the way, its response unread or
       // paused by flow control) ends now: nothing stays open for a client that is gone.
@@ -442,6 +594,7 @@ export class Http2Exchange {
     let note: DecisionNote | undefined | void;
     const decider = this.owner.decider;
     if (decider?.completed && !this.fixed && this.view) {
+      if (this.attempts) this.view.trail = this.attempts.trail;
       try {
         note = decider.completed(this.view.asIncomingMessage(), this.verdict, status, ms);
       } catch (err) {

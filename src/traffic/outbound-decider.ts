@@ -1,0 +1,214 @@
+// The sidecar's outbound requests and connections under traffic management: a request to a service
+// (its original destination is one of the service's addresses, or its Host one of its hosts on a
+// captured port) goes to the service's cluster, or to the cluster its VirtualService route picks,
+// and from there to an endpoint chosen per attempt (src/proxy/attempts.ts); anything else goes to
+// its original destination exactly as before (`base`: the mTLS outbound decider). TLS to an
+// endpoint is what the DestinationRules and auto mTLS say for the service's host at that address.
+// Per request: a few Map lookups; the cluster targets are made once per configuration.
+import type { IncomingMessage } from 'node:http';
+import type { DecisionLog } from '../gateway/decisions.js';
+import type { DecisionNote } from '../log/access-record.js';
+import type { ClusterTarget, ConnectionFacts, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import { NO_DESTINATION } from '../proxy/decider.js';
+import type { Endpoint } from '../proxy/socket-options.js';
+import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
+import type { ClusterRuntime } from './cluster.js';
+import { clusterName, type ClusterSet, type ServiceSpec } from './clusters.js';
+import type { ClusterManager } from './cluster-manager.js';
+import { requestHash, type HashRequestFacts } from './hash-key.js';
+import type { ServiceIndex } from './service-index.js';
+import { DEFAULT_RETRY, type RetrySpec } from './spec.js';
+
+/** A route's answer for one request: which cluster, with which retry policy and time-out, or a local reply. */
+export type MeshRouteResult =
+  | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
+    /** Edits the route makes to what is forwarded. */
+    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'removeHeaders'> | undefined }
+  | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string };
+
+/** What the configuration in force says of outbound traffic (made once per configuration version). */
+export interface MeshTraffic {
+  readonly set: ClusterSet;
+  readonly index: ServiceIndex;
+  readonly clusters: ClusterManager;
+  /** The VirtualService route for a request to `service` (undefined: no VirtualService for its host: the service's own cluster). */
+  route?(service: ServiceSpec, req: IncomingMessage, dst: Endpoint): MeshRouteResult | undefined;
+}
+
+export interface OutboundTrafficOptions {
+  /** What happens to traffic no service claims (and to PASSTHROUGH / resolution NONE clusters): the original destination, TLS as planned. */
+  readonly base: RequestDecider;
+  readonly traffic: () => MeshTraffic | undefined;
+  readonly tlsFor: UpstreamTlsFor;
+  /** /debug/decisions: each routed request's cluster, attempts and answer. */
+  readonly decisions?: DecisionLog | undefined;
+}
+
+const XFCC = 'x-forwarded-client-cert';
+const STRIP_XFCC: readonly string[] = [XFCC];
+
+/** The request's authority: the proxy's request view carries it; another IncomingMessage its Host. */
+function authorityOf(req: IncomingMessage): string {
+  const a = (req as { authority?: string }).authority;
+  return a !== undefined && a !== '' ? a : req.headers.host ?? '';
+}
+
+/** What the decision log is given at a request's end (the engine sets `trail` on its request view). */
+interface RoutedView { trail?: readonly string[] | undefined; routed?: RoutedRequest | undefined }
+
+/** A routed request's facts for its decision record. */
+interface RoutedRequest {
+  readonly cluster: string;
+  readonly route: string;
+}
+
+function noCluster(name: string, why: string): LocalReply {
+  return { kind: 'reply', status: 503, body: `no cluster ${name}: ${why}\n`, flag: 'NC', details: 'cluster_not_found' };
+}
+
+export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecider {
+  /** Cluster targets (default retry policy) per cluster and protocol, for the configuration in force. */
+  let targetsFor: MeshTraffic | undefined;
+  let httpTargets = new Map<string, ClusterTarget>();
+  let tcpTargets = new Map<string, ClusterTarget>();
+
+  const target = (t: MeshTraffic, runtime: ClusterRuntime, http: boolean): ClusterTarget => {
+    if (targetsFor !== t) {
+      targetsFor = t;
+      httpTargets = new Map();
+      tcpTargets = new Map();
+    }
+    const cache = http ? httpTargets : tcpTargets;
+    let made = cache.get(runtime.name);
+    if (made === undefined) {
+      const host = runtime.spec.host;
+      made = Object.freeze({
+        cluster: runtime,
+        retry: DEFAULT_RETRY,
+        tlsFor: (address: string, port: number) => o.tlsFor({ address, port }, host, http),
+      });
+      cache.set(runtime.name, made);
+    }
+    return made;
+  };
+
+  /** The cluster a request or connection to `service` goes to when no route says otherwise. */
+  const defaultCluster = (t: MeshTraffic, service: ServiceSpec): ClusterRuntime | undefined =>
+    t.clusters.get(clusterName(service.port.number, undefined, service.host));
+
+  const passesThrough = (runtime: ClusterRuntime): boolean => runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST';
+
+  return {
+    decide(req, dst): Verdict | Promise<Verdict> {
+      if (!dst) return NO_DESTINATION;
+      const t = o.traffic();
+      if (t === undefined || t.set.services.length === 0) return o.base.decide(req, dst);
+      const service = t.index.forRequest(authorityOf(req), dst.address, dst.port);
+      if (service === undefined) return o.base.decide(req, dst);
+      let runtime: ClusterRuntime | undefined;
+      let retry = DEFAULT_RETRY;
+      let timeoutMs: number | undefined;
+      let routeName = 'default';
+      let edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'];
+      const routed = t.route?.(service, req, dst);
+      if (routed !== undefined) {
+        if (routed.kind === 'reply') return routed.reply;
+        routeName = routed.route;
+        runtime = t.clusters.get(routed.cluster);
+        if (runtime === undefined) return noCluster(routed.cluster, `the route ${routed.route} names a cluster that does not exist`);
+        retry = routed.retry;
+        timeoutMs = routed.timeoutMs;
+        edits = routed.forward;
+      } else {
+        runtime = defaultCluster(t, service);
+        if (runtime === undefined) return o.base.decide(req, dst);
+      }
+      (req as RoutedView).routed = { cluster: runtime.name, route: routeName };
+      if (passesThrough(runtime)) return o.base.decide(req, dst);
+      let cluster = target(t, runtime, true);
+      if (retry !== DEFAULT_RETRY || runtime.hashKey !== undefined) {
+        const hash = runtime.hashKey === undefined ? undefined : requestHash(runtime.hashKey, hashFacts(req));
+        cluster = { cluster: runtime, retry, hash, tlsFor: cluster.tlsFor };
+      }
+      const xfcc = req.headers[XFCC] !== undefined;
+      const removeHeaders = xfcc ? [...STRIP_XFCC, ...(edits?.removeHeaders ?? [])] : edits?.removeHeaders;
+      return {
+        kind: 'forward', address: dst.address, port: dst.port, cluster,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        ...(edits?.path !== undefined ? { path: edits.path } : {}),
+        ...(edits?.setHeaders !== undefined ? { setHeaders: edits.setHeaders } : {}),
+        ...(removeHeaders !== undefined ? { removeHeaders } : {}),
+      };
+    },
+
+    completed(req, verdict, status, durationMs): DecisionNote | undefined {
+      const base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
+      const routed = (req as RoutedView).routed;
+      if (routed === undefined || o.decisions === undefined) return base;
+      const trail = (req as RoutedView).trail;
+      const decision = {
+        time: new Date(Date.now() - durationMs).toISOString(), listener: 'outbound', method: req.method ?? 'GET',
+        authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: routed.route, routeName: routed.route,
+        cluster: routed.cluster, ...(trail !== undefined ? { attempts: trail } : {}),
+        ...(verdict?.kind === 'reply' && verdict.flag ? { flag: verdict.flag, details: verdict.details } : {}),
+        ...(status !== undefined ? { status } : {}), durationMs,
+      };
+      o.decisions.record(decision);
+      return base;
+    },
+
+    admitConnection: o.base.admitConnection?.bind(o.base),
+    connectionDecided: o.base.connectionDecided?.bind(o.base),
+    policesConnections: o.base.policesConnections,
+    connectionUpstream: o.base.connectionUpstream?.bind(o.base),
+
+    connectionCluster(facts: ConnectionFacts): ClusterTarget | undefined {
+      const t = o.traffic();
+      if (t === undefined || t.set.services.length === 0) return undefined;
+      const service = t.index.byDestination(facts.destination.address, facts.destination.port);
+      if (service === undefined) return undefined;
+      const runtime = defaultCluster(t, service);
+      if (runtime === undefined || passesThrough(runtime)) return undefined;
+      const made = target(t, runtime, false);
+      if (runtime.hashKey?.kind !== 'sourceIp' || facts.source === undefined) return made;
+      return { ...made, hash: requestHash(runtime.hashKey, connectionFacts(facts.source)) };
+    },
+  };
+}
+
+const nothing = (): undefined => undefined;
+
+/** A connection carried as TCP hashes by its client's address only. */
+function connectionFacts(source: string): HashRequestFacts {
+  return { header: nothing, cookie: nothing, queryParameter: nothing, sourceIp: source, connection: source };
+}
+
+/** What a consistent hash reads of a request: a header, a cookie, the client's address, a query parameter. */
+export function hashFacts(req: IncomingMessage): HashRequestFacts {
+  const s = req.socket;
+  return {
+    header: (name: string) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v.join(',') : v;
+    },
+    cookie: (name: string) => cookieValue(req.headers.cookie, name),
+    sourceIp: s?.remoteAddress,
+    queryParameter: (name: string) => queryValue(req.url ?? '', name),
+    connection: `${s?.remoteAddress ?? ''}:${s?.remotePort ?? 0}+${s?.localAddress ?? ''}:${s?.localPort ?? 0}`,
+  };
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  if (header === undefined) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function queryValue(url: string, name: string): string | undefined {
+  const q = url.indexOf('?');
+  if (q < 0) return undefined;
+  return new URLSearchParams(url.slice(q + 1)).get(name) ?? undefined;
+}
