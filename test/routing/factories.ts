@@ -3,9 +3,9 @@
 import type {
   Gateway, GatewayServer, GatewayTls, HeaderMatch, HttpMatchRequest, HttpRoute, HttpRouteDestination, ResourceKind, ResourceMeta,
   ServerProtocol, StringMatch, VirtualService,
-} from '../../../src/config/resources/types.js';
-import type { RouteRequest } from '../../../src/gateway/routing/request.js';
-import { parseRouteClaimKey } from '../../../src/security/claims.js';
+} from '../../src/config/resources/types.js';
+import type { RouteRequest } from '../../src/routing/request.js';
+import { parseRouteClaimKey } from '../../src/security/claims.js';
 
 export function meta(kind: ResourceKind, id: string): ResourceMeta {
   const [namespace, name] = id.split('/') as [string, string];
