@@ -4,8 +4,8 @@ import { resolve } from 'node:path';
 import { credentialFiles } from '../config/resources/credentials.js';
 import { nodeTlsSettings, parametersWarning, type NodeTlsSettings } from '../config/resources/tls-parameters.js';
 import type { Gateway, GatewayServer } from '../config/resources/types.js';
-import { DomainIndex } from './routing/hosts.js';
-import { serverKey } from './routing/table.js';
+import { DomainIndex } from '../routing/hosts.js';
+import { serverKey } from '../routing/gateway-table.js';
 
 /** Where `tls.credentialName: NAME` is read from (a mounted Secret, Istio's gateway file-mount layout). */
 export { CREDENTIALS_DIR } from '../config/resources/credentials.js';

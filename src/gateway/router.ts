@@ -20,11 +20,11 @@ import { adoptAccepted } from '../proxy/read-buffers.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenOnce } from '../net/listen.js';
 import type { ProxyStats } from '../proxy/stats.js';
+import { pickDestination, route, routeName, type RouteTable } from '../routing/index.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
 import type { PortPlan } from './listener-plan.js';
-import { pickDestination, route, type RouteTable } from './routing/index.js';
 import { TlsTermination } from './tls-termination.js';
 
 const log = scope('default');
@@ -92,12 +92,6 @@ function envoyInternal(raw: readonly string[]): string[] {
 function noRoute(draft: DecisionDraft): void {
   draft.flag = 'NR';
   draft.details = 'route_not_found';
-}
-
-/** Istio's route name: the rule's `name`, with its match entry's `name` after a dot; none when neither is named. */
-function routeName(rule: string | undefined, match: string | undefined): string | undefined {
-  if (rule === undefined) return match;
-  return match === undefined ? rule : `${rule}.${match}`;
 }
 
 /** One listening port of the gateway. */

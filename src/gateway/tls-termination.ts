@@ -15,7 +15,7 @@ import type { DirectionStats } from '../proxy/stats.js';
 import { adoptTlsReads } from '../proxy/read-buffers.js';
 import { readClientHello } from '../proxy/tls/client-hello.js';
 import { serverForName, sniIndex, type TlsServerPlan } from './listener-plan.js';
-import type { DomainIndex } from './routing/hosts.js';
+import type { DomainIndex } from '../routing/hosts.js';
 
 const log = scope('default');
 

@@ -1,21 +1,13 @@
-// One request against the route table: the listener port (on a TLS connection, the server its SNI
-// chose), then the virtual host by Host (Envoy's domain order), then the first rule whose match
-// list matches. The answer says what to do and, in
-// `reason`, why (for the decision log). Pure.
-import { decide, type RouteDecision } from './decision.js';
-import { matchRequest } from './match.js';
+// One request against the gateway's route table: the listener port (on a TLS connection, the server
+// its SNI chose), then the virtual host by Host (Envoy's domain order), then the first rule whose
+// match list matches (rule.ts). The answer says what to do and, in `reason`, why (for the decision
+// log). Pure.
+import type { RouteDecision } from './decision.js';
+import type { RouteTable } from './gateway-table.js';
 import { RequestView, type RouteRequest } from './request.js';
-import type { CompiledRule, RouteTable } from './table.js';
+import { firstMatchingRule } from './rule.js';
 
 export type { RouteDecision, RuleRef } from './decision.js';
-
-/** The position in rule.matches of the first entry that matches (0 for a rule without entries), or -1. */
-function firstMatch(rule: CompiledRule, view: RequestView): number {
-  const matches = rule.matches;
-  if (matches === undefined) return 0;
-  for (let i = 0; i < matches.length; i++) if (matchRequest(matches[i]!, view)) return i;
-  return -1;
-}
 
 export function route(table: RouteTable, req: RouteRequest): RouteDecision {
   const port = table.ports.get(req.port);
@@ -35,9 +27,5 @@ export function route(table: RouteTable, req: RouteRequest): RouteDecision {
   if (vh.httpsRedirect && req.scheme === 'http') {
     return { kind: 'redirect', status: 301, location: `https://${view.host}${req.path}`, reason: `https redirect for ${vh.domain} on port ${req.port}` };
   }
-  for (const rule of vh.rules) {
-    const i = firstMatch(rule, view);
-    if (i >= 0) return rule.decisions[i] ?? decide(rule, rule.matches?.[i], view);
-  }
-  return vh.noRoute;
+  return firstMatchingRule(vh.rules, view) ?? vh.noRoute;
 }

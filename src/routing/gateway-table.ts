@@ -2,31 +2,12 @@
 // on it and the virtual hosts they serve, each holding the VirtualService rules that apply there.
 // Everything a request would otherwise recompute (host intersections, gateway and port filters on
 // match entries, case folding) is done here. Pure.
-import type { Gateway, GatewayServerHost, GatewayTls, HttpRoute, ServerProtocol, VirtualService } from '../../config/resources/types.js';
-import { fixedDecision, type RouteDecision } from './decision.js';
+import type { Gateway, GatewayServerHost, GatewayTls, HttpRoute, ServerProtocol, VirtualService } from '../config/resources/types.js';
+import type { NoRouteDecision } from './decision.js';
 import { DomainIndex, intersectHosts } from './hosts.js';
-import { compileMatch, type CompiledMatch } from './match.js';
+import { compileRule, type CompiledRule } from './rule.js';
 
-/** A VirtualService http rule as it applies on one gateway and port. */
-export interface CompiledRule {
-  /** `ns/name` of the VirtualService. */
-  readonly virtualService: string;
-  /** `ns/name` of the Gateway whose server brought the rule in. */
-  readonly gateway: string;
-  /** Position in the VirtualService's `http` list. */
-  readonly ruleIndex: number;
-  readonly route: HttpRoute;
-  /**
-   * The match entries that apply on this gateway and port, in order. Undefined: the rule has no
-   * match list and matches every request (a rule whose entries all belong elsewhere is left out).
-   */
-  readonly matches: readonly CompiledMatch[] | undefined;
-  /**
-   * The decision for each entry of `matches` (one for a rule without entries), built once; undefined
-   * where it depends on the request (rewrites, redirects).
-   */
-  readonly decisions: readonly (RouteDecision | undefined)[];
-}
+export type { CompiledRule } from './rule.js';
 
 export interface VirtualHost {
   /** `*`, `*.suffix` or an exact host: the intersection of a server host and a VirtualService host. */
@@ -37,7 +18,7 @@ export interface VirtualHost {
   /** Plain-HTTP requests get a 301 to https (the server's tls.httpsRedirect). */
   readonly httpsRedirect: boolean;
   /** The answer when no rule matches. */
-  readonly noRoute: Extract<RouteDecision, { kind: 'no-route' }>;
+  readonly noRoute: NoRouteDecision;
 }
 
 export interface ServerRoutes {
@@ -84,7 +65,7 @@ interface MutableVirtualHost {
   readonly virtualServices: string[];
   readonly rules: CompiledRule[];
   httpsRedirect: boolean;
-  noRoute: Extract<RouteDecision, { kind: 'no-route' }>;
+  noRoute: NoRouteDecision;
 }
 
 /** Protocols that can share a port: HTTP flavours with each other, TLS-based ones by SNI. */
@@ -115,23 +96,17 @@ export function serverKey(gateway: string, index: number): string {
 }
 
 /** The rule as it applies on `gateway` and `port`, or undefined when none of its match entries does. */
-function compileRule(vs: VirtualService, vsId: string, route: HttpRoute, ruleIndex: number, gateway: string, port: number): CompiledRule | undefined {
-  const source = { virtualService: vsId, gateway, ruleIndex, route };
-  if (route.match.length === 0) return { ...source, matches: undefined, decisions: [fixedDecision(source, undefined)] };
-  const matches: CompiledMatch[] = [];
-  route.match.forEach((m, i) => {
-    if (m.gateways && !m.gateways.some((g) => resolveGatewayRef(g, vs.meta.namespace) === gateway)) return;
-    if (m.port !== undefined && m.port !== port) return;
-    matches.push(compileMatch(m, i));
+function compileGatewayRule(vs: VirtualService, vsId: string, route: HttpRoute, ruleIndex: number, gateway: string, port: number): CompiledRule | undefined {
+  return compileRule({ virtualService: vsId, gateway, ruleIndex, route }, (m) => {
+    if (m.gateways && !m.gateways.some((g) => resolveGatewayRef(g, vs.meta.namespace) === gateway)) return false;
+    return m.port === undefined || m.port === port;
   });
-  if (matches.length === 0) return undefined;
-  return { ...source, matches, decisions: matches.map((m) => fixedDecision(source, m)) };
 }
 
 /** Until every VirtualService is in: buildRouteTable replaces it before returning. */
 const PENDING = Object.freeze({ kind: 'no-route' as const, virtualServices: [], reason: 'no route: table not built' });
 
-function noRoute(vh: MutableVirtualHost): Extract<RouteDecision, { kind: 'no-route' }> {
+function noRoute(vh: MutableVirtualHost): NoRouteDecision {
   return Object.freeze({
     kind: 'no-route' as const,
     virtualServices: vh.virtualServices,
@@ -184,7 +159,7 @@ export function buildRouteTable(gateways: readonly Gateway[], virtualServices: r
           const vsId = id(vs.meta);
           const rules: CompiledRule[] = [];
           vs.http.forEach((r, i) => {
-            const rule = compileRule(vs, vsId, r, i, gwId, port);
+            const rule = compileGatewayRule(vs, vsId, r, i, gwId, port);
             if (rule) rules.push(rule);
           });
           for (const domain of domains) {

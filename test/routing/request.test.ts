@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseQuery, RequestView } from '../../../src/gateway/routing/request.js';
+import { parseQuery, RequestView } from '../../src/routing/request.js';
 import { request } from './factories.js';
 
 describe('parseQuery', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DomainIndex, hostMatches, hostWithoutPort, intersectHosts } from '../../../src/gateway/routing/hosts.js';
+import { DomainIndex, hostMatches, hostWithoutPort, intersectHosts } from '../../src/routing/hosts.js';
 
 describe('hostMatches', () => {
   const cases: [pattern: string, host: string, want: boolean][] = [

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_DESTINATION_PORT, pickDestination, rewritePath } from '../../../src/gateway/routing/destination.js';
+import { DEFAULT_DESTINATION_PORT, pickDestination, rewritePath } from '../../src/routing/destination.js';
 import { dest } from './factories.js';
 
 describe('pickDestination', () => {

@@ -3,14 +3,8 @@
 // asks for it. Pure.
 import { hostWithoutPort } from './hosts.js';
 
-export interface RouteRequest {
-  /** The listener port the request arrived on. */
-  readonly port: number;
-  /**
-   * On a TLS connection: the server (serverKey) the client's SNI chose; only that server's hosts
-   * are routed. Absent (plain HTTP): every server of the port.
-   */
-  readonly server?: string;
+/** What the matcher reads of a request, whichever table routes it. */
+export interface MatchRequest {
   /** Host/:authority as received; may carry `:port`; compared case-insensitively. */
   readonly host: string;
   readonly method: string;
@@ -19,9 +13,28 @@ export interface RouteRequest {
   readonly scheme: 'http' | 'https';
   /** Lower-case names, as Node gives them. */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The validated JWT payload (gateway only); undefined: claim matchers never match. */
+  readonly claims?: unknown;
+  readonly sourceIp?: string;
+}
+
+/** A request at the gateway (route()). */
+export interface RouteRequest extends MatchRequest {
+  /** The listener port the request arrived on. */
+  readonly port: number;
+  /**
+   * On a TLS connection: the server (serverKey) the client's SNI chose; only that server's hosts
+   * are routed. Absent (plain HTTP): every server of the port.
+   */
+  readonly server?: string;
   /** The validated JWT payload; undefined when the request carries no valid token. */
   readonly claims: unknown;
-  readonly sourceIp?: string;
+}
+
+/** A sidecar's outbound request (routeMesh). Claims are never known there (Istio's rule). */
+export interface MeshRouteRequest extends MatchRequest {
+  /** The port the connection was made to (its original destination port). */
+  readonly port: number;
 }
 
 export class RequestView {
@@ -34,8 +47,9 @@ export class RequestView {
   private lowerPathCache: string | undefined;
   private paramsCache: Map<string, string> | undefined;
 
-  constructor(readonly req: RouteRequest) {
-    this.host = hostWithoutPort(req.host);
+  /** `host`: req.host lower-case without port, when the caller has it already. */
+  constructor(readonly req: MatchRequest, host: string = hostWithoutPort(req.host)) {
+    this.host = host;
     const q = req.path.indexOf('?');
     this.path = q < 0 ? req.path : req.path.slice(0, q);
     this.query = q < 0 ? '' : req.path.slice(q);

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { HttpMatchRequest } from '../../../src/config/resources/types.js';
-import type { RouteRequest } from '../../../src/gateway/routing/request.js';
-import { route, type RouteDecision } from '../../../src/gateway/routing/route.js';
-import { buildRouteTable } from '../../../src/gateway/routing/table.js';
+import type { HttpMatchRequest } from '../../src/config/resources/types.js';
+import type { RouteRequest } from '../../src/routing/request.js';
+import { route, type RouteDecision } from '../../src/routing/gateway-route.js';
+import { buildRouteTable } from '../../src/routing/gateway-table.js';
 import { claim, dest, exact, gateway, header, prefix, present, regex, request, rule, server, virtualService } from './factories.js';
 
 const GW = 'mesh-system/ingress';

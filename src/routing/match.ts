@@ -1,7 +1,7 @@
 // One HTTPMatchRequest against one request: every field present must hold. Matchers are prepared
 // once per table (case folding for ignoreUriCase); per request only the comparisons run. Pure.
-import type { HeaderMatch, HttpMatchRequest, StringMatch } from '../../config/resources/types.js';
-import { matchClaim, matchString } from '../../security/claims.js';
+import type { HeaderMatch, HttpMatchRequest, StringMatch } from '../config/resources/types.js';
+import { matchClaim, matchString } from '../security/claims.js';
 import type { RequestView } from './request.js';
 
 /** A uri matcher with the comparison value already case-folded when the match ignores case. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { VirtualService } from '../../../src/config/resources/types.js';
-import { buildRouteTable, type RouteTable } from '../../../src/gateway/routing/table.js';
+import type { VirtualService } from '../../src/config/resources/types.js';
+import { buildRouteTable, type RouteTable } from '../../src/routing/gateway-table.js';
 import { gateway, prefix, rule, server, virtualService } from './factories.js';
 
 /** domain → VirtualServices serving it on `port`. */

@@ -3,9 +3,9 @@
 import type {
   Gateway, GatewayServer, GatewayTls, HeaderMatch, HttpMatchRequest, HttpRoute, HttpRouteDestination, ResourceKind, ResourceMeta,
   ServerProtocol, StringMatch, VirtualService,
-} from '../../../src/config/resources/types.js';
-import type { RouteRequest } from '../../../src/gateway/routing/request.js';
-import { parseRouteClaimKey } from '../../../src/security/claims.js';
+} from '../../src/config/resources/types.js';
+import type { MeshRouteRequest, RouteRequest } from '../../src/routing/request.js';
+import { parseRouteClaimKey } from '../../src/security/claims.js';
 
 export function meta(kind: ResourceKind, id: string): ResourceMeta {
   const [namespace, name] = id.split('/') as [string, string];
@@ -59,4 +59,9 @@ export function virtualService(id: string, hosts: string[], gateways: string[], 
 
 export function request(r: Partial<RouteRequest> = {}): RouteRequest {
   return { port: 80, host: 'example.com', method: 'GET', path: '/', scheme: 'http', headers: {}, claims: undefined, ...r };
+}
+
+/** A sidecar's outbound request: to reviews on its service port unless the case says otherwise. */
+export function meshRequest(r: Partial<MeshRouteRequest> = {}): MeshRouteRequest {
+  return { port: 9080, host: 'reviews.default.svc.cluster.local', method: 'GET', path: '/', scheme: 'http', headers: {}, ...r };
 }
