@@ -88,6 +88,7 @@ spec:
   addresses: [198.20.0.3]
   ports: [{number: 8080, name: http, protocol: HTTP}, {number: 7070, name: grpc, protocol: GRPC}]
   resolution: STATIC
+  endpoints: [{address: 198.20.0.3}]
 ---
 apiVersion: networking.mesh.io/v1
 kind: DestinationRule

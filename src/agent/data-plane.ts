@@ -41,8 +41,10 @@ import { ClusterManager } from '../traffic/cluster-manager.js';
 import { buildClusters } from '../traffic/clusters.js';
 import { MeshEndpointSource } from '../traffic/endpoint-sources/mesh-source.js';
 import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js';
-import { outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
-import { ServiceIndex } from '../traffic/service-index.js';
+import { meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
+import { hostNames, ServiceIndex } from '../traffic/service-index.js';
+import { meshVirtualServices } from '../traffic/mesh-routes.js';
+import { buildMeshRouteTable } from '../routing/index.js';
 import { TrafficStore } from '../traffic/shared-state.js';
 
 const log = scope('default');
@@ -326,9 +328,16 @@ export class DataPlane {
     const set = buildClusters(snapshot, {
       workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
     });
-    if (this.o.primary) for (const w of set.warnings) log.warn(`traffic: ${w}`);
+    const domain = this.clusterDomain;
+    const routes = buildMeshRouteTable(meshVirtualServices(snapshot.virtualServices, { workload, clusterDomain: domain }), {
+      hostNames: (host) => hostNames(host, workload.namespace, domain),
+    });
+    if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings]) log.warn(`traffic: ${w}`);
     this.clusters.update(set, snapshot.workloadEntries);
-    this.traffic = { set, index: ServiceIndex.build(set, { namespace: workload.namespace, clusterDomain: this.clusterDomain }), clusters: this.clusters };
+    this.traffic = {
+      set, index: ServiceIndex.build(set, { namespace: workload.namespace, clusterDomain: domain }), clusters: this.clusters,
+      route: meshRouter(routes, set, domain),
+    };
   }
 
   /** The traffic the configuration in force manages (undefined before the first one). */

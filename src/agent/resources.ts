@@ -9,7 +9,7 @@ import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from
 import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from '../config/resources/types.js';
 import { planListeners } from '../gateway/listener-plan.js';
 import type { GatewayRouter } from '../gateway/router.js';
-import { buildRouteTable } from '../gateway/routing/index.js';
+import { buildRouteTable } from '../routing/index.js';
 import { scope } from '../log/logger.js';
 import type { RequestSecurity } from '../security/request-security.js';
 

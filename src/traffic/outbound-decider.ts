@@ -13,7 +13,8 @@ import { NO_DESTINATION } from '../proxy/decider.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
-import { clusterName, type ClusterSet, type ServiceSpec } from './clusters.js';
+import { NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
+import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
 import { requestHash, type HashRequestFacts } from './hash-key.js';
 import type { ServiceIndex } from './service-index.js';
@@ -211,4 +212,65 @@ function queryValue(url: string, name: string): string | undefined {
   const q = url.indexOf('?');
   if (q < 0) return undefined;
   return new URLSearchParams(url.slice(q + 1)).get(name) ?? undefined;
+}
+
+/**
+ * The `route` function of MeshTraffic: a request to a service goes through the mesh VirtualServices
+ * (src/routing: first matching rule of the host's VirtualService), and a routed request to the
+ * destination its weights pick, as the cluster resolveDestination names (NC when none serves it).
+ */
+export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain: string): NonNullable<MeshTraffic['route']> {
+  return (service, req, dst) => {
+    const d = routeMesh(table, {
+      port: dst.port, host: authorityOf(req), method: req.method ?? 'GET', path: req.url ?? '/', scheme: 'http',
+      // Read only when a rule matches on a header: building the header object costs.
+      get headers() { return req.headers; },
+      claims: undefined,
+      ...(req.socket?.remoteAddress !== undefined ? { sourceIp: req.socket.remoteAddress } : {}),
+    });
+    switch (d.kind) {
+      case 'no-virtual-service': return undefined;
+      case 'no-route':
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: NO_ROUTE_REPLY.status, body: 'route not found\n', flag: 'NR', details: NO_ROUTE_REPLY.details } };
+      case 'direct':
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: d.body ?? '', details: 'direct_response' } };
+      case 'redirect':
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' } };
+      case 'route': {
+        const ports = set.servicesByHost.get(service.host);
+        const picked = pickDestination(d.destinations, Math.random, ports?.length === 1 ? ports[0]!.port.number : dst.port);
+        if (picked === undefined) {
+          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: 'no healthy upstream\n', flag: 'UH', details: 'no_healthy_upstream' } };
+        }
+        const vsNamespace = d.virtualService.slice(0, d.virtualService.indexOf('/'));
+        const target = resolveDestination(set, picked.destination, dst.port, vsNamespace, clusterDomain);
+        if (target.kind === 'no-cluster') {
+          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' } };
+        }
+        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, { consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash' });
+        return {
+          kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
+          forward: routeEdits(d),
+        };
+      }
+    }
+  };
+}
+
+/** A rule's edits of what is forwarded: rewrite (path, authority) and request header set / add / remove. */
+function routeEdits(d: ForwardDecision): Extract<MeshRouteResult, { kind: 'cluster' }>['forward'] {
+  const rh = d.requestHeaders;
+  if (rh === undefined && d.rewrite === undefined) return undefined;
+  const setHeaders: [string, string][] = [];
+  const removeHeaders: string[] = [];
+  if (rh) {
+    for (const [n, v] of Object.entries({ ...rh.add, ...rh.set })) setHeaders.push([n.toLowerCase(), v]);
+    removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
+  }
+  if (d.rewrite?.authority !== undefined) setHeaders.push(['host', d.rewrite.authority]);
+  return {
+    ...(d.rewrite?.path !== undefined ? { path: d.rewrite.path } : {}),
+    ...(setHeaders.length > 0 ? { setHeaders } : {}),
+    ...(removeHeaders.length > 0 ? { removeHeaders } : {}),
+  };
 }

@@ -47,6 +47,7 @@ spec:
   addresses: [${B}]
   ports: [{number: ${H1}, name: http, protocol: HTTP}, {number: ${H2}, name: http2, protocol: HTTP2}, {number: ${TCP}, name: tcp, protocol: TCP}]
   resolution: STATIC
+  endpoints: [{address: ${B}}]
   location: MESH_INTERNAL
 ---
 apiVersion: networking.mesh.io/v1

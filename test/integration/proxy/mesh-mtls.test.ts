@@ -60,6 +60,7 @@ spec:
   addresses: [${B}]
   ports: [{number: 8080, name: http, protocol: HTTP}, {number: 8081, name: tcp, protocol: TCP}, {number: 7070, name: grpc, protocol: GRPC}]
   resolution: STATIC
+  endpoints: [{address: ${B}}]
   location: MESH_INTERNAL
 ---
 apiVersion: networking.mesh.io/v1
@@ -272,6 +273,7 @@ spec:
   ports: [{number: 8443, name: https, protocol: TLS}]
   location: MESH_EXTERNAL
   resolution: STATIC
+  endpoints: [{address: ${d.address}}]
 ---
 apiVersion: networking.mesh.io/v1
 kind: DestinationRule
