@@ -41,7 +41,7 @@ import { ClusterManager } from '../traffic/cluster-manager.js';
 import { buildClusters } from '../traffic/clusters.js';
 import { MeshEndpointSource } from '../traffic/endpoint-sources/mesh-source.js';
 import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js';
-import { meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
+import { gatewayClusters, meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
 import { hostNames, ServiceIndex } from '../traffic/service-index.js';
 import { meshVirtualServices } from '../traffic/mesh-routes.js';
 import { buildMeshRouteTable } from '../routing/index.js';
@@ -290,7 +290,7 @@ export class DataPlane {
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
-        upstreamTls: this.upstreamTls,
+        upstreamTls: this.upstreamTls, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls),
       })
       : undefined;
     this.clusterDomain = o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local';

@@ -11,7 +11,8 @@ import { hostPort, type AccessLogSink } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
-import type { ForwardTarget, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { ClusterTarget, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { HttpRouteDestination } from '../config/resources/types.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '../proxy/http1/handler.js';
 import { Http2Handler } from '../proxy/http2/handler.js';
@@ -20,7 +21,7 @@ import { adoptAccepted } from '../proxy/read-buffers.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenOnce } from '../net/listen.js';
 import type { ProxyStats } from '../proxy/stats.js';
-import { pickDestination, route, routeName, type RouteTable } from '../routing/index.js';
+import { pickDestination, route, routeName, type ForwardDecision, type RouteTable } from '../routing/index.js';
 import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
@@ -50,6 +51,12 @@ export interface GatewayRouterOptions {
   readonly accessLog?: AccessLogSink | undefined;
   /** TLS to a route's destination (mTLS into the mesh, a DestinationRule's TLS); absent: plaintext. */
   readonly upstreamTls?: UpstreamTlsFor | undefined;
+  /**
+   * Traffic management: the cluster a route destination names (a ServiceEntry host), with the
+   * route's retries, or a local reply (NC); undefined: the destination is not a service, reached as
+   * today (its host and port as they are).
+   */
+  readonly clusterFor?: ((destination: HttpRouteDestination, port: number, route: ForwardDecision) => ClusterTarget | LocalReply | undefined) | undefined;
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
@@ -318,6 +325,21 @@ export class GatewayRouter {
         }
         if (decision.rewrite?.authority) setHeaders.push(['host', decision.rewrite.authority]);
         const path = decision.rewrite?.path ?? tokenlessPath;
+        const cluster = this.o.clusterFor?.(dst.destination, dst.port, decision);
+        if (cluster !== undefined && 'kind' in cluster) {
+          draft.flag = cluster.flag;
+          draft.details = cluster.details;
+          return cluster;
+        }
+        if (cluster !== undefined) {
+          draft.upstream = cluster.cluster.name;
+          const path = decision.rewrite?.path ?? tokenlessPath;
+          return {
+            kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster,
+            ...(path !== undefined && path !== draft.path ? { path } : {}),
+            ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
+          };
+        }
         const tls = this.o.upstreamTls?.({ address: dst.host, port: dst.port }, dst.host, true);
         if (tls?.kind === 'reply') {
           draft.flag = tls.flag;

@@ -13,6 +13,8 @@ export type ListenerRole = 'outbound' | 'inbound' | 'gateway';
 export const RESPONSE_FLAGS = [
   ['UH', 'NoHealthyUpstream'],
   ['UT', 'UpstreamRequestTimeout'],
+  ['LR', 'LocalReset'],
+  ['UR', 'UpstreamRemoteReset'],
   ['UF', 'UpstreamConnectionFailure'],
   ['UC', 'UpstreamConnectionTermination'],
   ['UO', 'UpstreamOverflow'],
@@ -24,8 +26,6 @@ export const RESPONSE_FLAGS = [
   ['DPE', 'DownstreamProtocolError'],
   ['UPE', 'UpstreamProtocolError'],
   ['NC', 'NoClusterFound'],
-  ['UR', 'UpstreamRemoteReset'],
-  ['LR', 'LocalReset'],
 ] as const;
 
 export type ResponseFlagName = (typeof RESPONSE_FLAGS)[number][0];
@@ -172,6 +172,8 @@ export interface LoggedTarget {
   readonly path?: string | undefined;
   readonly setHeaders?: readonly (readonly [string, string])[] | undefined;
   readonly removeHeaders?: readonly string[] | undefined;
+  /** Traffic management: the cluster the request went to (its name is the log's upstream cluster). */
+  readonly cluster?: { readonly cluster: { readonly name: string } } | undefined;
 }
 
 /** The client connection's side of a request's record. */
@@ -204,6 +206,10 @@ export interface HttpExchangeFacts {
   /** Answered before any decision (a malformed request): no cluster. */
   readonly fixed: boolean;
   readonly retried: boolean;
+  /** Traffic management: attempts sent (retries + 1); absent: 1, or 2 when `retried`. */
+  readonly attempts?: number | undefined;
+  /** Traffic management: the endpoint of the last attempt (`10.0.0.1:8080`). */
+  readonly endpoint?: string | undefined;
   readonly bytesIn: number;
   readonly bytesOut: number;
   readonly respHeaders: readonly string[] | undefined;
@@ -229,12 +235,12 @@ export function httpExchangeRecord(f: HttpExchangeFacts): AccessRecord {
     bytesReceived: f.bytesIn, bytesSent: f.bytesOut,
     upstreamServiceMs: f.respAt > 0 ? f.respAt - f.sentAt : undefined,
     responseMs: f.respAt > 0 ? f.respAt - f.started : undefined,
-    attempts: t ? (f.retried ? 2 : 1) : undefined,
+    attempts: t ? f.attempts ?? (f.retried ? 2 : 1) : undefined,
     requestHeaders: f.rawHeaders ? { raw: f.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders } : undefined,
     responseHeaders: f.respHeaders,
-    upstreamHost: f.upHost ?? (t ? hostPort(t.address, t.port) : undefined),
+    upstreamHost: f.upHost ?? f.endpoint ?? (t ? hostPort(t.address, t.port) : undefined),
     // A sidecar's cluster is known before any verdict (Istio logs it on a local 403 too); a gateway's comes with its route.
-    upstreamCluster: t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !f.fixed ? clusterName(role, '', 0) : undefined,
+    upstreamCluster: t?.cluster ? t.cluster.cluster.name : t ? clusterName(role, t.address, t.port) : role !== 'gateway' && !f.fixed ? clusterName(role, '', 0) : undefined,
     upstreamLocal: f.upLocal,
     downstreamLocal: f.downstream.localText, downstreamRemote: f.downstream.remoteText, serverName: f.downstream.serverName,
     routeName: note?.routeName ?? defaultRouteName(role, 'http'),

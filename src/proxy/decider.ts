@@ -32,6 +32,8 @@ export interface ForwardTarget {
    * for the log). Absent: to `address`/`port` as they are.
    */
   readonly cluster?: ClusterTarget;
+  /** Response header lines to add (a consistent hash's generated cookie: Set-Cookie); values are text, sent as UTF-8. */
+  readonly addResponseHeaders?: readonly (readonly [string, string])[];
 }
 
 /** A request's cluster and its route's traffic settings (src/proxy/attempts.ts carries them out). */

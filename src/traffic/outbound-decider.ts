@@ -6,6 +6,7 @@
 // endpoint is what the DestinationRules and auto mTLS say for the service's host at that address.
 // Per request: a few Map lookups; the cluster targets are made once per configuration.
 import type { IncomingMessage } from 'node:http';
+import type { HttpRouteDestination } from '../config/resources/types.js';
 import type { DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
@@ -16,7 +17,7 @@ import type { ClusterRuntime } from './cluster.js';
 import { NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
-import { requestHash, type HashRequestFacts } from './hash-key.js';
+import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
 import type { ServiceIndex } from './service-index.js';
 import { DEFAULT_RETRY, type RetrySpec } from './spec.js';
 
@@ -127,8 +128,15 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       (req as RoutedView).routed = { cluster: runtime.name, route: routeName };
       if (passesThrough(runtime)) return o.base.decide(req, dst);
       let cluster = target(t, runtime, true);
+      let cookie: GeneratedCookie | undefined;
       if (retry !== DEFAULT_RETRY || runtime.hashKey !== undefined) {
-        const hash = runtime.hashKey === undefined ? undefined : requestHash(runtime.hashKey, hashFacts(req));
+        let hash: number | undefined;
+        if (runtime.hashKey !== undefined) {
+          const facts = hashFacts(req);
+          hash = requestHash(runtime.hashKey, facts);
+          // A cookie key with a ttl and no such cookie: Envoy makes one, and the answer sets it.
+          cookie = cookieToGenerate(runtime.hashKey, facts);
+        }
         cluster = { cluster: runtime, retry, hash, tlsFor: cluster.tlsFor };
       }
       const xfcc = req.headers[XFCC] !== undefined;
@@ -139,6 +147,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
         ...(edits?.path !== undefined ? { path: edits.path } : {}),
         ...(edits?.setHeaders !== undefined ? { setHeaders: edits.setHeaders } : {}),
         ...(removeHeaders !== undefined ? { removeHeaders } : {}),
+        ...(cookie !== undefined ? { addResponseHeaders: [['set-cookie', cookie.header]] } : {}),
       };
     },
 
@@ -272,5 +281,31 @@ function routeEdits(d: ForwardDecision): Extract<MeshRouteResult, { kind: 'clust
     ...(d.rewrite?.path !== undefined ? { path: d.rewrite.path } : {}),
     ...(setHeaders.length > 0 ? { setHeaders } : {}),
     ...(removeHeaders.length > 0 ? { removeHeaders } : {}),
+  };
+}
+
+/**
+ * The gateway's side of the same clusters: a route destination whose host is a service goes to its
+ * cluster (endpoints, balancing, the route's retries, ejection), with TLS per endpoint as the
+ * resources say; a destination no service declares is not this function's (undefined). A
+ * destination to a subset no rule defines: 503 NC.
+ */
+export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: UpstreamTlsFor):
+  (destination: HttpRouteDestination, port: number, route: ForwardDecision) => ClusterTarget | LocalReply | undefined {
+  return (destination, port, route) => {
+    const t = traffic();
+    if (t === undefined || t.set.services.length === 0) return undefined;
+    const vsNamespace = route.virtualService.slice(0, route.virtualService.indexOf('/'));
+    const target = resolveDestination(t.set, destination, port, vsNamespace);
+    if (target.kind === 'no-cluster') {
+      // A host no ServiceEntry declares is an address or a name the gateway reaches as it is.
+      if (target.reason.startsWith('host ')) return undefined;
+      return noCluster(target.name, target.reason);
+    }
+    const runtime = t.clusters.get(target.cluster.name);
+    if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
+    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs }, { consistentHash: runtime.hashKey !== undefined });
+    const host = runtime.spec.host;
+    return { cluster: runtime, retry: traffic2.retry, tlsFor: (address, p) => tlsFor({ address, port: p }, host, true) };
   };
 }

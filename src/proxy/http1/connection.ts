@@ -18,7 +18,7 @@ import { RequestView } from '../request-view.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { sourceFor, type UpstreamMode } from '../upstream.js';
-import { invalidEdit } from './headers.js';
+import { invalidEdit, validHeaderValue, wireText } from './headers.js';
 import { isMessageError, requestMessage, upstreamHead, type MessageOptions, type RequestMessage } from './message.js';
 import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstreamFailureBody, upstreamFailureDetails } from './replies.js';
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
@@ -719,6 +719,8 @@ export class Connection {
     // A body delimited by the upstream's close goes in chunks: an HTTP/1.1 client keeps its connection.
     ex.wrapChunks = head.framing === 'close' && minor === 1;
     if (this.owner.draining) ex.closeAfter = true;
+    const added = ex.target?.addResponseHeaders;
+    if (added) for (const [name, value] of added) if (validHeaderValue(value)) this.push(`${name}: ${wireText(value)}\r\n`);
     this.push(`${head.hasDate ? '' : `date: ${httpDate()}\r\n`}${head.framing === 'chunked' || ex.wrapChunks ? 'transfer-encoding: chunked\r\n' : ''}`
       + `${ex.closeAfter ? 'connection: close\r\n' : ''}\r\n`);
   }
@@ -904,6 +906,7 @@ export class Connection {
       role: this.owner.role, started: ex.started, sentAt: ex.sentAt, respAt: ex.respAt, durationMs,
       method: view.method, url: view.url, rawHeaders: view.rawHeaders, protocol: view.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1',
       status, flags: ex.flags, details: ex.details, note, target: ex.target, fixed: ex.fixed !== undefined, retried: ex.retried,
+      attempts: ex.attempts ? ex.attempts.retries + 1 : undefined, endpoint: ex.attempts?.endpoint?.hostPort,
       bytesIn: ex.bytesIn, bytesOut: ex.bytesOut, respHeaders: ex.respHeaders, upHost: ex.upHost, upLocal: ex.upLocal,
       transportFailure: ex.transportFailure,
       downstream: { localText: this.localText, remoteText: this.remoteText, serverName: this.serverName, peer: this.peer, localUriSan: this.localUriSan },

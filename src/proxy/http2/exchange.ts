@@ -321,10 +321,13 @@ export class Http2Exchange implements AttemptSender {
   }
 
   /** Sends the request to `address:port` over a shared HTTP/2 session, or an HTTP/1.1 leg when it speaks only that. */
-  private sendTo(address: string, port: number, tls: ForwardTarget['tls']): void {
+  private sendTo(address: string, port: number, tls: ForwardTarget['tls'], to?: AttemptRoute): void {
     const gen = ++this.gen;
     const req = this.req!;
-    const target: UpstreamTarget = { address, port, tls, source: sourceFor(this.owner.upstreamMode, { address, port }, this.conn.socket.remoteAddress) };
+    const target: UpstreamTarget = {
+      address, port, tls, source: sourceFor(this.owner.upstreamMode, { address, port }, this.conn.socket.remoteAddress),
+      ...(to ? { cluster: { runtime: this.target!.cluster!.cluster, endpoint: to.endpoint } } : {}),
+    };
     this.sentAt = performance.now();
     this.owner.pool.acquire(target, (route) => {
       if (gen !== this.gen || this.gone) {
@@ -350,7 +353,7 @@ export class Http2Exchange implements AttemptSender {
 
   send(to: AttemptRoute): void {
     if (this.gone) return;
-    this.sendTo(to.address, to.port, to.tls);
+    this.sendTo(to.address, to.port, to.tls, to);
   }
 
   drop(): void {
@@ -492,6 +495,14 @@ export class Http2Exchange implements AttemptSender {
     this.status = status;
     this.details ??= 'via_upstream';
     const headers = downstreamResponseHeaders(status, lines);
+    const added = this.target?.addResponseHeaders;
+    if (added) {
+      for (const [name, value] of added) {
+        if (!validHeaderValue(value)) continue;
+        const had = headers[name];
+        headers[name] = had === undefined ? wireText(value) : [...(Array.isArray(had) ? had : [String(had)]), wireText(value)];
+      }
+    }
     if (this.req!.grpc && headers['grpc-status'] !== undefined) this.grpcStatus = grpcStatusOf(String(headers['grpc-status']));
     if (this.owner.accessLog) this.keepResponseHeaders(headers);
     // Trailers go on to a client that said it takes them (`te: trailers`, as every gRPC client does):
@@ -539,6 +550,10 @@ export class Http2Exchange implements AttemptSender {
 
   /** An attempt on a cluster's endpoint failed before its response head: the attempts decide what follows. */
   private attemptFailed(err: NodeJS.ErrnoException & { connectTimeout?: true }, transport: string | undefined, rstCode: number | undefined): void {
+    if (err.code === 'EOVERFLOW') {
+      this.attempts!.overflowed('connections (maxConnections)');
+      return;
+    }
     this.transportFailure = transport;
     const connectFailed = this.route?.kind === 'failed' && (isConnectFailure(err.code) || transport !== undefined);
     const refused = rstCode === H2.REFUSED_STREAM;
@@ -618,6 +633,7 @@ export class Http2Exchange implements AttemptSender {
       role: this.owner.role, started: this.started, sentAt: this.sentAt, respAt: this.respAt, durationMs,
       method: this.view?.method, url: this.view?.url, rawHeaders: this.view?.rawHeaders, protocol: 'HTTP/2',
       status, flags: this.flags, details: this.details, note, target: this.target, fixed: this.fixed, retried: false,
+      attempts: this.attempts ? this.attempts.retries + 1 : undefined, endpoint: this.attempts?.endpoint?.hostPort,
       bytesIn: this.bytesIn, bytesOut: this.bytesOut, respHeaders: this.respHeaders, upHost: undefined, upLocal: this.upLocal,
       transportFailure: this.transportFailure, grpcStatus: this.req?.grpc ? this.grpcStatus : undefined, downstream: this.conn,
     }));

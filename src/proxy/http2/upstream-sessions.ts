@@ -17,6 +17,7 @@ import type { DirectionStats } from '../stats.js';
 import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
+import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 
 const log = scope('default');
 
@@ -33,6 +34,16 @@ export interface UpstreamTarget {
   readonly tls?: UpstreamTls | undefined;
   /** The source address to bind (inbound passthrough and TPROXY). */
   readonly source?: string | undefined;
+  /**
+   * Traffic management: the endpoint's cluster, whose maxConnections a new session counts against
+   * (none left: the stream fails with EOVERFLOW, 503 UO) and whose connectTimeout it keeps.
+   */
+  readonly cluster?: { readonly runtime: ClusterRuntime; readonly endpoint: TrafficEndpoint } | undefined;
+}
+
+/** Why a stream could not get a session: its cluster's maxConnections. */
+export function overflowError(): NodeJS.ErrnoException {
+  return Object.assign(new Error('upstream overflow: the cluster\'s maxConnections'), { code: 'EOVERFLOW' });
 }
 
 export type UpstreamRoute =
@@ -138,17 +149,32 @@ export class Http2UpstreamPool {
 
   private open(key: string, e: SessionEntry, t: UpstreamTarget): void {
     const dst: Endpoint = { address: t.address, port: t.port };
+    const c = t.cluster;
+    if (c && !c.runtime.tryAcquireConnection(c.endpoint)) {
+      queueMicrotask(() => this.fail(key, e, { kind: 'failed', error: overflowError() }));
+      return;
+    }
     let socket: Socket | TLSSocket;
     try {
       socket = t.tls
         ? connectTls(dst, { ...t.tls, alpn: t.tls.mesh ? MESH_ALPN_H2 : ['h2', 'http/1.1'] }, this.stats)
         : connectUpstream(this.mode, dst, t.source);
     } catch (err) { // a socket libc would not make
+      c?.runtime.releaseConnection(c.endpoint);
       this.stats.upstreamCxConnectFail++;
       queueMicrotask(() => this.fail(key, e, { kind: 'failed', error: err as NodeJS.ErrnoException }));
       return;
     }
     trackUpstream(socket, this.stats);
+    if (c) {
+      socket.once('close', () => c.runtime.releaseConnection(c.endpoint));
+      const ms = c.runtime.spec.policy.connectionPool.tcp.connectTimeoutMs;
+      const timer = setTimeout(() => {
+        socket.destroy(Object.assign(new Error(`upstream connect timeout (${ms} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
+      }, ms);
+      socket.once(t.tls ? 'secureConnect' : 'connect', () => clearTimeout(timer));
+      socket.once('close', () => clearTimeout(timer));
+    }
     let connected = false;
     socket.once('error', (err: TlsHandshakeError) => {
       if (connected) return; // the session reports it

@@ -242,7 +242,6 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
   const startApp = async (ns: MeshPodNamespace): Promise<() => Event[]> => {
     const child = ns.start(process.execPath, [APP, '0.0.0.0']);
     child.stderr!.setEncoding('utf8').on('data', (d: string) => process.stderr.write(`[disconnect-app ${ns.name}] ${d}`));
-    child.once('exit', (code, signal) => process.stderr.write(`[disconnect-app ${ns.name}] exited (${code ?? signal})\n`));
     let first = '';
     await new Promise<void>((resolve, reject) => {
       child.once('exit', (code) => reject(new Error(`disconnect-app exited with ${code}`)));
