@@ -10,6 +10,7 @@ import { filterExposition, parseExposition, renderExposition } from '../metrics/
 import { PROMETHEUS_CONTENT_TYPE, closeServer, robustServer } from '../metrics/servers.js';
 import { listenOnce } from '../net/listen.js';
 import { DIRECTIONS, MTLS_FAILURE_REASONS, requestLabels, type Direction, type Histogram, type ProxyStats } from '../proxy/stats.js';
+import { clusterStats, clusterStatusesJson, formatClustersText, type ClusterStatus } from '../traffic/cluster-status.js';
 
 const log = logScope('default');
 
@@ -22,7 +23,13 @@ export interface AdminHooks {
   readonly serverInfo: () => Record<string, unknown>; // version, state, uptime, command line options, node {id, cluster}
   readonly configDump: () => Record<string, unknown>; // listeners, routes, clusters, loaded resources, bootstrap settings
   readonly listeners: () => readonly { name: string; address: string; port: number }[];
+  /** The passthrough clusters (PassthroughCluster, InboundPassthroughCluster), from `stats`. */
   readonly clusters: () => readonly { name: string; address: string; port: number; cxActive: number; cxTotal: number; rqTotal: number; connectFail: number }[];
+  /**
+   * The traffic clusters in force (`ClusterRuntime.status()`), for `/clusters` and `/stats`. Their
+   * counts live in the memory every worker shares: this thread's runtimes give the process's totals.
+   */
+  readonly trafficClusters?: () => readonly ClusterStatus[];
   readonly drainListeners: () => void;
   readonly setHealthcheckFailed: (failed: boolean) => void;
   readonly quit: () => void;
@@ -64,6 +71,8 @@ export interface EnvoyStatsInput {
   readonly memory: { readonly allocated: number; readonly heapSize: number; readonly physical: number };
   /** More counters by name (request decisions, configuration rejects). */
   readonly extra?: readonly StatValue[];
+  /** The traffic clusters in force: their `cluster.<name>.*` series. */
+  readonly clusters?: readonly ClusterStatus[];
 }
 
 export interface StatValue {
@@ -179,6 +188,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
   add('server.total_connections', input.stats.outbound.cxActive + input.stats.inbound.cxActive);
   add('server.loop_connections_refused', input.stats.loopsRefused);
   for (const v of input.extra ?? []) values.push(v);
+  for (const c of input.clusters ?? []) for (const s of clusterStats(c)) values.push({ name: s.name, value: s.value });
   const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   return { values: values.sort(byName), histograms: histograms.sort(byName) };
 }
@@ -296,8 +306,15 @@ function hostPort(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-/** `name::observability_name::name`, then `name::addr:port::stat::N` per host. */
-export function renderClustersText(clusters: readonly ClusterInfo[]): string {
+/**
+ * Envoy's `/clusters` text: the passthrough clusters (`name::observability_name::name`, then
+ * `name::addr:port::stat::N` per host), then the traffic clusters in force (formatClustersText).
+ */
+export function renderClustersText(clusters: readonly ClusterInfo[], traffic: readonly ClusterStatus[] = []): string {
+  return renderPassthroughText(clusters) + formatClustersText(traffic);
+}
+
+function renderPassthroughText(clusters: readonly ClusterInfo[]): string {
   const lines: string[] = [];
   const named = new Set<string>();
   for (const c of clusters) {
@@ -312,8 +329,11 @@ export function renderClustersText(clusters: readonly ClusterInfo[]): string {
   return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
 }
 
-/** Envoy's `{"cluster_statuses":[...]}`; counters as strings, as Envoy's protobuf JSON prints uint64. */
-export function renderClustersJson(clusters: readonly ClusterInfo[]): string {
+/**
+ * Envoy's `{"cluster_statuses":[...]}`, the passthrough clusters then the traffic ones; counters as
+ * strings, as Envoy's protobuf JSON prints uint64.
+ */
+export function renderClustersJson(clusters: readonly ClusterInfo[], traffic: readonly ClusterStatus[] = []): string {
   const byName = new Map<string, ClusterInfo[]>();
   for (const c of clusters) byName.set(c.name, [...(byName.get(c.name) ?? []), c]);
   const cluster_statuses = [...byName].map(([name, hosts]) => ({
@@ -331,7 +351,7 @@ export function renderClustersJson(clusters: readonly ClusterInfo[]): string {
       weight: 1,
     })),
   }));
-  return `${JSON.stringify({ cluster_statuses }, null, 2)}\n`;
+  return `${JSON.stringify({ cluster_statuses: [...cluster_statuses, ...clusterStatusesJson(traffic)] }, null, 2)}\n`;
 }
 
 export function renderListenersText(listeners: readonly ListenerInfo[]): string {
@@ -417,6 +437,7 @@ function endpoints(hooks: AdminHooks): Endpoint[] {
       uptimeSeconds: process.uptime(),
       memory: { allocated: memory.heapUsed, heapSize: memory.heapTotal, physical: memory.rss },
       extra: hooks.extraStats(),
+      clusters: hooks.trafficClusters?.() ?? [],
     });
   };
   const list: Endpoint[] = [
@@ -455,9 +476,12 @@ function endpoints(hooks: AdminHooks): Endpoint[] {
       },
     },
     {
-      path: '/clusters', mutates: false, help: 'upstream clusters and their hosts (?format=json)',
-      handle: (params) => (params.get('format') === 'json'
-        ? ok(renderClustersJson(hooks.clusters()), JSON_TYPE) : ok(renderClustersText(hooks.clusters()))),
+      path: '/clusters', mutates: false, help: 'upstream clusters (passthrough and traffic) and their hosts: counts, health, weights, circuit breakers (?format=json)',
+      handle: (params) => {
+        const traffic = hooks.trafficClusters?.() ?? [];
+        return params.get('format') === 'json'
+          ? ok(renderClustersJson(hooks.clusters(), traffic), JSON_TYPE) : ok(renderClustersText(hooks.clusters(), traffic));
+      },
     },
     {
       path: '/listeners', mutates: false, help: 'listeners and their addresses (?format=json)',

@@ -8,11 +8,35 @@ import { PORTS } from '../config/ports.js';
 import { loadedResources } from './resources.js';
 import { buildInfo } from '../version/build-info.js';
 import { certsDump } from '../admin/certs.js';
+import { clusterConfigDump } from '../traffic/cluster-dump.js';
+import { meshVirtualServices } from '../traffic/mesh-routes.js';
 
 /** Istio's node id: `sidecar~<ip>~<pod>.<namespace>~<domain>`. */
 function nodeId(agent: Agent): string {
   const e = agent.env;
   return `${agent.options.type}~${e.INSTANCE_IP}~${e.POD_NAME}.${e.POD_NAMESPACE}~${agent.options.domain}`;
+}
+
+/** The Kubernetes cluster domain of the proxy's `--domain` (`ns.svc.cluster.local` → `cluster.local`), as the data plane reads it. */
+function clusterDomainOf(domain: string): string {
+  return domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local';
+}
+
+/**
+ * The routes in force for /config_dump: a gateway's VirtualServices as loaded; a sidecar's, the mesh
+ * VirtualServices as it applies them (bound to `mesh`, exported to its namespace, hosts expanded,
+ * matches narrowed to those that can apply to this workload).
+ */
+function routesInForce(agent: Agent): readonly unknown[] {
+  const snapshot = agent.plane.resources.snapshot;
+  if (snapshot === undefined) return [];
+  if (agent.plane.router) return snapshot.virtualServices;
+  return meshVirtualServices(snapshot.virtualServices, { workload: agent.plane.resources.workload, clusterDomain: clusterDomainOf(agent.options.domain) });
+}
+
+/** The traffic clusters in force for /config_dump: spec, resolved policy, endpoints and their health. */
+function trafficClustersDump(agent: Agent): Record<string, unknown>[] {
+  return agent.plane.clusters.all().map((c) => clusterConfigDump(c.spec, c.endpoints.map((e) => e.spec), c.status()));
 }
 
 /** What the admin API shows and does, read from the running agent. */
@@ -54,8 +78,9 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
         interception_mode: agent.env.INBOUND_INTERCEPTION_MODE || 'REDIRECT',
       },
       listeners: listenerInfo(),
-      routes: agent.plane.router ? agent.plane.resources.snapshot?.virtualServices ?? [] : [],
-      clusters: clusterInfo(),
+      routes: routesInForce(agent),
+      // The passthrough clusters (original destination), then the traffic clusters in force.
+      clusters: [...clusterInfo().map((c) => ({ ...c, type: 'ORIGINAL_DST' })), ...trafficClustersDump(agent)],
       loaded_resources: loadedResources(agent.plane.resources.snapshot),
       configuration_version: agent.plane.resources.snapshot?.version ?? 0,
       rejected_resources: agent.plane.resources.lastRejections,
@@ -66,6 +91,7 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
     }),
     listeners: listenerInfo,
     clusters: clusterInfo,
+    trafficClusters: () => agent.plane.clusters.statuses(),
     drainListeners: agent.drainListeners,
     setHealthcheckFailed: agent.setHealthcheckFailed,
     quit: agent.quit,

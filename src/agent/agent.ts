@@ -16,6 +16,7 @@ import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog } from '../gateway/decisions.js';
 import { currentLogOptions, scope } from '../log/logger.js';
 import { createAgentMetrics, RefreshingRegistry, registerDefaultMetrics } from '../metrics/agent-metrics.js';
+import { registerClusterMetrics } from '../metrics/cluster-metrics.js';
 import { registerDecisionMetrics, registerProxyMetrics } from '../metrics/proxy-metrics.js';
 import { parseMetricsAnnotations, startMergedMetricsServer, startProxyMetricsServer } from '../metrics/servers.js';
 import { PORTS } from '../config/ports.js';
@@ -122,6 +123,8 @@ export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<v
     plane.activeConnections + (await workers.snapshots()).reduce((n, s) => n + s.activeConnections, 0);
   const proxyRegistry = new RefreshingRegistry(refresh);
   registerProxyMetrics(proxyRegistry, stats);
+  // The traffic clusters' counts are in the memory every worker shares: this thread's clusters give the totals.
+  registerClusterMetrics(proxyRegistry, () => plane.clusters.statuses());
   registerDecisionMetrics(proxyRegistry, decisions);
   // Each new certificate (the source logs it) goes to every worker for the connections made from now on.
   identity.onChange((certificate) => {

@@ -68,6 +68,11 @@ export interface DecisionNote {
   readonly details?: string | undefined;
 }
 
+/** A request's flags with the one its decision note sets (RBAC, UAEX, NR...), as the log and the metrics show them. */
+export function withNoteFlag(flags: number, note: DecisionNote | undefined | void): number {
+  return note && note.flag !== undefined ? flags | FLAG[note.flag] : flags;
+}
+
 /** A request's headers as forwarded: the lines received (Host = the authority) with the decider's edits. */
 export interface ForwardedHeaders {
   /** `[name, value, ...]` as received, names in any case. */
@@ -229,7 +234,7 @@ export function httpExchangeRecord(f: HttpExchangeFacts): AccessRecord {
     method: f.method, path: t?.path ?? f.url,
     originalPath: t?.path !== undefined && t.path !== f.url ? f.url : undefined,
     protocol: f.protocol, status: status ?? 0,
-    flags: f.flags | (note?.flag ? FLAG[note.flag] : 0),
+    flags: withNoteFlag(f.flags, note),
     details: f.details ?? note?.details ?? (status !== undefined ? 'direct_response' : undefined),
     terminationDetails: undefined,
     bytesReceived: f.bytesIn, bytesSent: f.bytesOut,

@@ -138,9 +138,10 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
   new Counter({
     name: n.requests,
     help: 'HTTP requests completed by the proxy, by direction, response status code, and Istio\'s labels: request_protocol '
-      + '(http, grpc), grpc_response_status (a gRPC call\'s grpc-status), whether the client came over mutual TLS and as whom '
+      + '(http, grpc), grpc_response_status (a gRPC call\'s grpc-status), response_flags (Envoy\'s short flags: UH, UF, UO, URX, '
+      + 'NR, UT, UC, UR, LR, DC...; - for none), whether the client came over mutual TLS and as whom '
       + '(connection_security_policy mutual_tls/none inbound, unknown outbound; source_principal).',
-    labelNames: ['direction', 'response_code', 'request_protocol', 'grpc_response_status', 'connection_security_policy', 'source_principal'],
+    labelNames: ['direction', 'response_code', 'request_protocol', 'grpc_response_status', 'response_flags', 'connection_security_policy', 'source_principal'],
     registers: [registry],
     collect() {
       this.reset();
@@ -152,14 +153,14 @@ export function registerProxyMetrics(registry: Registry, stats: ProxyStats): voi
           const l = requestLabels(key);
           plain.set(l.code, (plain.get(l.code) ?? 0) - count);
           this.inc({
-            direction, response_code: String(l.code), request_protocol: l.protocol, grpc_response_status: l.grpcStatus,
+            direction, response_code: String(l.code), request_protocol: l.protocol, grpc_response_status: l.grpcStatus, response_flags: l.flags,
             connection_security_policy: l.peer === undefined ? policy : 'mutual_tls', source_principal: l.peer ?? 'unknown',
           }, count);
         }
         for (const [code, count] of [...plain].sort(([a], [b]) => a - b)) {
           if (count > 0) {
             this.inc({
-              direction, response_code: String(code), request_protocol: 'http', grpc_response_status: '',
+              direction, response_code: String(code), request_protocol: 'http', grpc_response_status: '', response_flags: '-',
               connection_security_policy: policy, source_principal: 'unknown',
             }, count);
           }

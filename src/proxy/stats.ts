@@ -1,6 +1,7 @@
 // The data plane's counters: plain numbers the hot path bumps (no allocation, no prom-client call
 // per packet). The admin API renders them as Envoy-style `/stats`, the metrics module exports them
 // as Prometheus series at scrape time. One source, two views.
+import { flagsText } from '../log/access-record.js';
 
 export type Direction = 'inbound' | 'outbound';
 export const DIRECTIONS: readonly Direction[] = ['outbound', 'inbound'];
@@ -39,15 +40,55 @@ export class Histogram {
 export const MTLS_FAILURE_REASONS = ['peer_certificate', 'handshake', 'timeout'] as const;
 export type MtlsFailureReason = (typeof MTLS_FAILURE_REASONS)[number];
 
-/** The key of DirectionStats.rqLabelled. */
-export function requestKey(status: number, grpc: number | null | undefined, peer: string | undefined): string {
-  return `${status} ${grpc === undefined ? 'http' : 'grpc'} ${grpc ?? '-'} ${peer ?? '-'}`;
+// rqLabelled keys, cached: a labelled request (gRPC, mutual TLS, response flags) looks its key up
+// instead of building a string. Packed: status (< 1024), grpc status (undefined 0, null 1, n → n + 2,
+// n < 30) and the FLAG bits (< 2^15) in one small integer; per peer principal (undefined: none).
+const KEYS_BY_PEER = new Map<string | undefined, Map<number, string>>();
+/** Bounds on what is cached (distinct peers; keys per peer); beyond them a key is built each time. */
+const MAX_CACHED_PEERS = 1024;
+const MAX_KEYS_PER_PEER = 4096;
+
+function buildKey(status: number, grpc: number | null | undefined, peer: string | undefined, flags: number): string {
+  return `${status} ${grpc === undefined ? 'http' : 'grpc'} ${grpc ?? '-'} ${flagsText(flags) ?? '-'} ${peer ?? '-'}`;
+}
+
+/**
+ * The key of DirectionStats.rqLabelled: `<code> <http|grpc> <grpc status|-> <response flags|-> <peer|->`
+ * (flags in Envoy's short form, `UF,URX`; the peer last, as the one field that could hold anything).
+ */
+export function requestKey(status: number, grpc: number | null | undefined, peer: string | undefined, flags = 0): string {
+  const g = grpc === undefined ? 0 : grpc === null ? 1 : grpc + 2;
+  if (status < 0 || status > 1023 || g < 0 || g > 31 || flags < 0 || flags > 0x7fff || !Number.isInteger(g)) return buildKey(status, grpc, peer, flags);
+  const packed = (flags * 32 + g) * 1024 + status;
+  let keys = KEYS_BY_PEER.get(peer);
+  if (keys === undefined) {
+    if (KEYS_BY_PEER.size >= MAX_CACHED_PEERS) return buildKey(status, grpc, peer, flags);
+    keys = new Map();
+    KEYS_BY_PEER.set(peer, keys);
+  }
+  let key = keys.get(packed);
+  if (key === undefined) {
+    key = buildKey(status, grpc, peer, flags);
+    if (keys.size < MAX_KEYS_PER_PEER) keys.set(packed, key);
+  }
+  return key;
+}
+
+export interface RequestLabels {
+  readonly code: number;
+  readonly protocol: 'http' | 'grpc';
+  /** '' when none. */
+  readonly grpcStatus: string;
+  /** Envoy's short response flags (`UH`, `UF,URX`), `-` when none (Istio's `response_flags`). */
+  readonly flags: string;
+  readonly peer: string | undefined;
 }
 
 /** Istio's labels of one rqLabelled key. */
-export function requestLabels(key: string): { code: number; protocol: 'http' | 'grpc'; grpcStatus: string; peer: string | undefined } {
-  const [code, protocol, grpc, peer] = key.split(' ') as [string, 'http' | 'grpc', string, string];
-  return { code: Number(code), protocol, grpcStatus: grpc === '-' ? '' : grpc, peer: peer === '-' ? undefined : peer };
+export function requestLabels(key: string): RequestLabels {
+  const [code, protocol, grpc, flags, ...peer] = key.split(' ') as [string, 'http' | 'grpc', string, string, ...string[]];
+  const p = peer.join(' ');
+  return { code: Number(code), protocol, grpcStatus: grpc === '-' ? '' : grpc, flags, peer: p === '-' ? undefined : p };
 }
 
 /** Counters of one direction of traffic (one listener and the upstreams it reaches). */
@@ -105,8 +146,8 @@ export class DirectionStats {
   /** Completed requests by response status code. */
   readonly rqByCode = new Map<number, number>();
   /**
-   * Of those, the ones that were gRPC or came over mutual TLS, by Istio's labels:
-   * `<code> <http|grpc> <grpc status|-> <peer principal|->` → count (requestKey() makes the key).
+   * Of those, the ones that were gRPC, came over mutual TLS or carry response flags, by Istio's labels:
+   * `<code> <http|grpc> <grpc status|-> <flags|-> <peer principal|->` → count (requestKey() makes the key).
    */
   readonly rqLabelled = new Map<string, number>();
   /** HTTP/2 connections (h2c prior knowledge, or ALPN h2 / istio-h2) and the requests (streams) they carried. */
@@ -140,13 +181,14 @@ export class DirectionStats {
   upstreamRqRetries = 0;
 
   /**
-   * One completed request: its status, how long it took, the peer's principal (mutual TLS), and for
-   * a gRPC call its `grpc-status` (null: a gRPC call that ended without one).
+   * One completed request: its status, how long it took, the peer's principal (mutual TLS), for
+   * a gRPC call its `grpc-status` (null: a gRPC call that ended without one), and Envoy's response
+   * flags (FLAG bits, 0: none). A plain request (none of the three) costs one Map update, as before.
    */
-  recordResponse(status: number, durationMs: number, peer?: string, grpc?: number | null): void {
+  recordResponse(status: number, durationMs: number, peer?: string, grpc?: number | null, flags = 0): void {
     this.rqByCode.set(status, (this.rqByCode.get(status) ?? 0) + 1);
-    if (peer !== undefined || grpc !== undefined) {
-      const key = requestKey(status, grpc, peer);
+    if (peer !== undefined || grpc !== undefined || flags !== 0) {
+      const key = requestKey(status, grpc, peer, flags);
       this.rqLabelled.set(key, (this.rqLabelled.get(key) ?? 0) + 1);
     }
     this.rqDurationMs.observe(durationMs);

@@ -6,6 +6,7 @@
 import type { WorkloadEntry } from '../config/resources/types.js';
 import { ClusterRuntime } from './cluster.js';
 import type { ClusterSet } from './clusters.js';
+import type { ClusterStatus } from './cluster-status.js';
 import type { Clock, Random } from './clock.js';
 import { selectSubset, type EndpointSource } from './endpoint-sources/endpoint-source.js';
 import type { OutlierEvent } from './outlier-event.js';
@@ -80,6 +81,11 @@ export class ClusterManager {
   /** Every cluster in force, in configuration order (for /clusters, /stats, /config_dump). */
   all(): readonly ClusterRuntime[] {
     return this.runtimes.size === 0 ? NO_CLUSTERS : [...this.runtimes.values()];
+  }
+
+  /** Every cluster in force as /clusters, /stats and the metrics show it (every worker's counts: shared memory). */
+  statuses(): ClusterStatus[] {
+    return this.all().map((c) => c.status());
   }
 
   close(): void {

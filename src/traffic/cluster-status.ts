@@ -100,11 +100,12 @@ function thresholds(l: LimitValues, priority?: 'HIGH'): Record<string, unknown> 
 }
 
 /**
- * Envoy's `/clusters?format=json` (admin.v3.Clusters as protobuf JSON: fields in field-number order,
- * zero values left out, uint64 as strings; counters before gauges in a host's stats).
+ * The `cluster_statuses` entries of Envoy's `/clusters?format=json` (admin.v3.ClusterStatus as
+ * protobuf JSON: fields in field-number order, zero values left out, uint64 as strings; counters
+ * before gauges in a host's stats): for an admin page that lists other clusters beside these.
  */
-export function formatClustersJson(clusters: readonly ClusterStatus[]): string {
-  const cluster_statuses = clusters.map((c) => ({
+export function clusterStatusesJson(clusters: readonly ClusterStatus[]): Record<string, unknown>[] {
+  return clusters.map((c) => ({
     name: c.name,
     added_via_api: true,
     host_statuses: c.hosts.map((h) => {
@@ -125,22 +126,35 @@ export function formatClustersJson(clusters: readonly ClusterStatus[]): string {
     circuit_breakers: { thresholds: [thresholds(c.limits), thresholds(ENVOY_HIGH_PRIORITY_LIMITS, 'HIGH')] },
     observability_name: c.name,
   }));
-  return `${JSON.stringify({ cluster_statuses }, null, 2)}\n`;
+}
+
+/** Envoy's `/clusters?format=json` (admin.v3.Clusters) of these clusters. */
+export function formatClustersJson(clusters: readonly ClusterStatus[]): string {
+  return `${JSON.stringify({ cluster_statuses: clusterStatusesJson(clusters) }, null, 2)}\n`;
+}
+
+export type StatType = 'counter' | 'gauge';
+
+/** One of a cluster's stats, named as Envoy names it under `cluster.<cluster>.`. */
+export interface ClusterStat {
+  /** `upstream_rq_retry`, `outlier_detection.ejections_active`, `circuit_breakers.default.cx_open`. */
+  readonly stat: string;
+  readonly value: number;
+  readonly type: StatType;
 }
 
 export interface StatSample {
   /** The full Envoy name: `cluster.<cluster>.<stat>`. */
   readonly name: string;
   readonly value: number;
-  readonly type: 'counter' | 'gauge';
+  readonly type: StatType;
 }
 
-/** The cluster's `/stats` series with Envoy's names: its counters, then its gauges. */
-export function clusterStats(c: ClusterStatus): StatSample[] {
-  const p = `cluster.${c.name}.`;
-  const out: StatSample[] = CLUSTER_COUNTERS.map((k) => ({ name: p + k, value: c.counters[k], type: 'counter' as const }));
+/** The cluster's stats with Envoy's names (without the `cluster.<name>.` prefix): its counters, then its gauges. */
+export function clusterStatValues(c: ClusterStatus): ClusterStat[] {
+  const out: ClusterStat[] = CLUSTER_COUNTERS.map((k) => ({ stat: k, value: c.counters[k], type: 'counter' as const }));
   const healthy = c.hosts.filter((h) => !h.ejected).length;
-  const gauge = (name: string, value: number): void => { out.push({ name: p + name, value, type: 'gauge' }); };
+  const gauge = (stat: string, value: number): void => { out.push({ stat, value, type: 'gauge' }); };
   gauge('upstream_cx_active', c.active.cx);
   gauge('upstream_rq_active', c.active.rq);
   gauge('upstream_rq_pending_active', c.active.pending);
@@ -162,6 +176,20 @@ export function clusterStats(c: ClusterStatus): StatSample[] {
   gauge(`${cb}remaining_rq`, Math.max(0, c.limits.maxRequests - c.active.rq));
   gauge(`${cb}remaining_retries`, Math.max(0, c.limits.maxRetries - c.active.retries));
   return out;
+}
+
+/** Every stat a cluster has, in clusterStatValues' order (the names do not depend on the cluster). */
+export const CLUSTER_STATS: readonly { readonly stat: string; readonly type: StatType }[] = Object.freeze(clusterStatValues({
+  name: '', outlierDetection: false, hosts: [],
+  limits: { maxConnections: 0, maxPendingRequests: 0, maxRequests: 0, maxRetries: 0 },
+  counters: Object.fromEntries(CLUSTER_COUNTERS.map((k) => [k, 0])) as Record<ClusterCounter, number>,
+  active: { cx: 0, pending: 0, rq: 0, retries: 0 },
+}).map(({ stat, type }) => Object.freeze({ stat, type })));
+
+/** The cluster's `/stats` series with Envoy's names (`cluster.<name>.<stat>`): its counters, then its gauges. */
+export function clusterStats(c: ClusterStatus): StatSample[] {
+  const p = `cluster.${c.name}.`;
+  return clusterStatValues(c).map((s) => ({ name: p + s.stat, value: s.value, type: s.type }));
 }
 
 /** `/stats` text lines (`name: value`), sorted by name as Envoy prints them. */

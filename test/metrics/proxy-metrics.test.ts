@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { Registry, register as globalRegistry } from 'prom-client';
 import { DecisionLog } from '../../src/gateway/decisions.js';
 import { DECISION_METRIC_NAME, PROXY_METRIC_NAMES, durationSamples, registerDecisionMetrics, registerProxyMetrics } from '../../src/metrics/proxy-metrics.js';
+import { FLAG } from '../../src/log/access-record.js';
 import { DURATION_BUCKETS_MS, ProxyStats } from '../../src/proxy/stats.js';
 import { repoRoot } from '../helpers/repo.js';
 import { assertValidPrometheusText } from './prom-text-validator.js';
@@ -49,10 +50,10 @@ describe('proxy metrics', () => {
     assert.deepEqual(block(text, 'mesh_requests_total'), [
       '# HELP mesh_requests_total',
       '# TYPE mesh_requests_total counter',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 3',
-      'mesh_requests_total{direction="outbound",response_code="404",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="inbound",response_code="201",request_protocol="http",grpc_response_status="",connection_security_policy="none",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 3',
+      'mesh_requests_total{direction="outbound",response_code="404",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="inbound",response_code="201",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"} 1',
     ]);
     const pairs: [string, string, string][] = [
       ['mesh_request_bytes_total', '300', '0'],
@@ -127,7 +128,7 @@ describe('proxy metrics', () => {
     stats.outbound.recordResponse(500, 2);
     const text = await registry.metrics();
     assert.match(text, /^mesh_tcp_connections_opened_total\{direction="outbound"\} 42$/m);
-    assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="500",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
+    assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="500",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
     assert.match(text, /^mesh_request_duration_milliseconds_count\{direction="outbound"\} 1$/m);
   });
 
@@ -141,9 +142,9 @@ describe('proxy metrics', () => {
     stats.inbound.recordResponse(200, 1);
     const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
     assert.deepEqual(lines.sort(), [
-      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 2',
-      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="none",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
+      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 2',
+      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
     ]);
   });
 
@@ -159,11 +160,31 @@ describe('proxy metrics', () => {
     stats.inbound.recordResponse(200, 1, 'cluster.local/ns/default/sa/sleep', 14);
     const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
     assert.deepEqual(lines.sort(), [
-      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="grpc",grpc_response_status="14",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="0",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="7",connection_security_policy="unknown",source_principal="unknown"} 2',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="grpc",grpc_response_status="14",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="0",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="7",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 2',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
+    ]);
+  });
+
+  it('labels requests with Envoy\'s response flags (response_flags, - when none), beside the other labels', async () => {
+    const stats = new ProxyStats();
+    const registry = new Registry();
+    registerProxyMetrics(registry, stats);
+    stats.outbound.recordResponse(503, 1, undefined, undefined, FLAG.UH);
+    stats.outbound.recordResponse(503, 1, undefined, undefined, FLAG.UH);
+    stats.outbound.recordResponse(503, 1, undefined, undefined, FLAG.UF | FLAG.URX);
+    stats.outbound.recordResponse(200, 1, undefined, 14, FLAG.URX);
+    stats.outbound.recordResponse(200, 1);
+    stats.inbound.recordResponse(403, 1, 'cluster.local/ns/default/sa/other', undefined, FLAG.RBAC);
+    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
+    assert.deepEqual(lines.sort(), [
+      'mesh_requests_total{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",response_flags="RBAC",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="14",response_flags="URX",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="UF,URX",connection_security_policy="unknown",source_principal="unknown"} 1',
+      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="UH",connection_security_policy="unknown",source_principal="unknown"} 2',
     ]);
   });
 

@@ -8,7 +8,7 @@
 // answer keeps it HTTP and the next request is parsed and judged like the first.
 import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { FLAG, hostPort, httpExchangeRecord, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
+import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
@@ -881,7 +881,6 @@ export class Connection {
     s.rqActive--;
     const now = performance.now();
     const ms = now - ex.started;
-    if (status !== undefined) s.recordResponse(status, ms, this.peer?.principal);
     const decider = this.owner.decider;
     let note: DecisionNote | undefined | void;
     if (decider?.completed && !ex.fixed) {
@@ -892,6 +891,8 @@ export class Connection {
         log.error(`request completion hook failed: ${(err as Error).message}`);
       }
     }
+    // After the decider: its note may add a flag (RBAC, UAEX) for the response_flags label.
+    if (status !== undefined) s.recordResponse(status, ms, this.peer?.principal, undefined, withNoteFlag(ex.flags, note));
     if (this.owner.accessLog) {
       if (this.refusedCut?.ex === ex) this.refusedCut.note = note || undefined; // logged with its refusal
       else this.logExchange(ex, status, note || undefined, ms);
@@ -961,7 +962,7 @@ export class Connection {
       if (this.refused) {
         const s = this.owner.stats;
         s.rqTotal++;
-        s.recordResponse(this.refused.status, 0);
+        s.recordResponse(this.refused.status, 0, undefined, undefined, this.refused.flag ? FLAG[this.refused.flag] : 0);
         if (this.owner.accessLog) this.logRefusal(this.refused);
         this.push(replyBytes(this.refused, true, false));
         this.refused = undefined;

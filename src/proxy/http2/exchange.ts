@@ -15,7 +15,7 @@ import { H2, resetStream } from './node-http2.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { FLAG, hostPort, httpExchangeRecord, type DecisionNote } from '../../log/access-record.js';
+import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type DecisionNote } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import type { ForwardTarget, LocalReply, Verdict } from '../decider.js';
@@ -605,7 +605,6 @@ export class Http2Exchange implements AttemptSender {
     const s = this.owner.stats;
     s.rqActive--;
     const ms = performance.now() - this.started;
-    if (status !== undefined) s.recordResponse(status, ms, this.conn.peer?.principal, this.req?.grpc ? this.grpcStatus ?? null : undefined);
     let note: DecisionNote | undefined | void;
     const decider = this.owner.decider;
     if (decider?.completed && !this.fixed && this.view) {
@@ -615,6 +614,10 @@ export class Http2Exchange implements AttemptSender {
       } catch (err) {
         log.error(`request completion hook failed: ${(err as Error).message}`);
       }
+    }
+    // After the decider: its note may add a flag (RBAC, UAEX) for the response_flags label.
+    if (status !== undefined) {
+      s.recordResponse(status, ms, this.conn.peer?.principal, this.req?.grpc ? this.grpcStatus ?? null : undefined, withNoteFlag(this.flags, note));
     }
     if (this.owner.accessLog) this.log(status, note || undefined, ms);
   }

@@ -158,7 +158,7 @@ describe('admin API (real server)', () => {
       const r = await get(path);
       assert.equal(r.status, 200);
       assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
-      assert.match(r.body, /^mesh_requests_total\{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
+      assert.match(r.body, /^mesh_requests_total\{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
       assertValidPrometheusText(r.body);
     }
     const filtered = await get('/stats/prometheus?filter=^mesh_requests_total$');

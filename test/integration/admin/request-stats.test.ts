@@ -47,7 +47,7 @@ describe('pilot-agent request against the admin API on 15000', () => {
     assert.equal(filtered.stdout, 'server.live: 1\n');
     const prom = await run(['GET', '/stats/prometheus']);
     assert.equal(prom.code, 0);
-    assert.match(prom.stdout, /^mesh_requests_total\{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
+    assert.match(prom.stdout, /^mesh_requests_total\{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
   });
 
   it('an unknown path exits 1 and still prints the list of endpoints', async () => {

@@ -101,7 +101,7 @@ describe('proxy metrics server (15090)', () => {
     const r = await httpGet(server.port, '/stats/prometheus');
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
-    assert.match(r.body, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="none",source_principal="unknown"\} 1$/m);
+    assert.match(r.body, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"\} 1$/m);
     assertValidPrometheusText(r.body);
   });
 
@@ -188,7 +188,7 @@ describe('merged metrics server (15020)', () => {
       const text = await scrape();
       assert.equal(failures(text, 'application'), before + 1, what);
       assert.doesNotMatch(text, /app_requests_total/, what);
-      assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="unknown",source_principal="unknown"\} \d+$/m, `${what}: the proxy part is still there`);
+      assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"\} \d+$/m, `${what}: the proxy part is still there`);
       app.status = 200;
       app.body = appMetrics;
       app.delayMs = 0;

@@ -358,9 +358,9 @@ spec:
     assert.ok(value('listener.0.0.0.0_15006.mtls.handshake') >= 2, stats.stdout);
     assert.ok(value('listener.0.0.0.0_15006.mtls.plaintext_refused') >= 1, stats.stdout);
     const proxyMetrics = b.pod.exec('curl', ['-s', 'http://127.0.0.1:15090/stats/prometheus']).stdout;
-    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/sleep"\} [1-9]/m);
-    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/other"\} [1-9]/m);
-    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",connection_security_policy="none",source_principal="unknown"\} [1-9]/m);
+    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/sleep"\} [1-9]/m);
+    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",response_flags="RBAC",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/other"\} [1-9]/m);
+    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"\} [1-9]/m);
     const certs = await runCli(['request', 'GET', 'certs'], { prefix: ['ip', 'netns', 'exec', a.pod.name] });
     const dump = JSON.parse(certs.stdout) as { identity: string; certificates: { cert_chain: { serial_number: string }[] }[] };
     assert.equal(dump.identity, id('sleep'));

@@ -176,7 +176,7 @@ describe('HTTP/2 and gRPC through the sidecar (REDIRECT)', { skip: netnsSkip }, 
 
     it(`${w.dir}: counted in /stats (HTTP/2 connection and streams, gRPC statuses) and in mesh_requests_total`, async () => {
       // One channel, three calls: the counters move by exactly that much.
-      const series = (grpcStatus: string): string => `direction="${w.dir}",response_code="200",request_protocol="grpc",grpc_response_status="${grpcStatus}",`
+      const series = (grpcStatus: string): string => `direction="${w.dir}",response_code="200",request_protocol="grpc",grpc_response_status="${grpcStatus}",response_flags="-",`
         + `connection_security_policy="${w.dir === 'inbound' ? 'none' : 'unknown'}",source_principal="unknown"`;
       const s0 = await stats(pod);
       const [ok0, notFound0] = [await requestsTotal(pod, series('0')), await requestsTotal(pod, series('5'))];
