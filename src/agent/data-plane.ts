@@ -329,8 +329,11 @@ export class DataPlane {
       workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
     });
     const domain = this.clusterDomain;
+    // A VirtualService's host is reached by its names and by its service's addresses (Istio lists the VIPs among the virtual host's domains).
+    const addresses = new Map<string, string[]>();
+    for (const svc of set.services) addresses.set(svc.host, svc.entry.addresses.filter((a) => !a.includes('/')).map((a) => (a.includes(':') ? `[${a}]` : a)));
     const routes = buildMeshRouteTable(meshVirtualServices(snapshot.virtualServices, { workload, clusterDomain: domain }), {
-      hostNames: (host) => hostNames(host, workload.namespace, domain),
+      hostNames: (host) => [...hostNames(host, workload.namespace, domain), ...addresses.get(host) ?? []],
     });
     if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings]) log.warn(`traffic: ${w}`);
     this.clusters.update(set, snapshot.workloadEntries);

@@ -46,6 +46,8 @@ const TCP_IDLE_TIMEOUT_MS = 3_600_000;
  * its connection opened as TCP.
  */
 export const SILENT_CLIENT_MS = 1_000;
+/** An upstream's first bytes that could begin an HTTP/2 SETTINGS frame but stop short: how long more is awaited. */
+const GREETING_WAIT_MS = 200;
 
 export interface CaptureListenerOptions {
   readonly direction: Direction;
@@ -448,11 +450,15 @@ export class CaptureListener {
       const first = upstream?.read() as Buffer | null | undefined;
       if (first) upstream!.unshift(first);
       const h2 = first ? http2Settings(first) : false;
-      if (h2 === 'maybe') {
-        upstream!.once('readable', onUpstreamFirst);
+      if (h2 === 'maybe' && maybeTimer === undefined) {
+        // Fewer bytes than a frame header that could start one: the rest of a SETTINGS frame comes at
+        // once, a short greeting (`b3\n`) never does. Look again in a moment (a 'readable' listener
+        // would fire again at once for the bytes put back: a loop that starves the process).
+        maybeTimer = setTimeout(onUpstreamFirst, GREETING_WAIT_MS).unref();
         return;
       }
-      if (h2) {
+      if (h2 === true) {
+        if (maybeTimer) clearTimeout(maybeTimer);
         dropUpstream();
         restartTimer(KEEP_ALIVE_TIMEOUT_MS);
         return;
@@ -460,6 +466,7 @@ export class CaptureListener {
       cleanup();
       asTcp('tcp');
     };
+    let maybeTimer: NodeJS.Timeout | undefined;
     const restartTimer = (ms: number): void => {
       if (timer) clearTimeout(timer);
       timer = setTimeout(() => {
@@ -471,6 +478,7 @@ export class CaptureListener {
     const cleanup = (): void => {
       this.silent.delete(downstream);
       if (timer) clearTimeout(timer);
+      if (maybeTimer) clearTimeout(maybeTimer);
       detachReader(downstream, onData);
       downstream.off('end', onEarlyEnd);
       upstream?.off('readable', onUpstreamFirst);

@@ -116,6 +116,11 @@ export class ClusterRuntime {
     this.sweepIfDue();
   }
 
+  /** Replaced by a newer version of the cluster, or removed: its pooled connections are not reused. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** The endpoints in force, in list order. */
   get endpoints(): readonly Endpoint[] {
     return this.members;
@@ -339,7 +344,7 @@ export class ClusterRuntime {
       const s = m.slot;
       return {
         address: m.address, port: m.port, hostPort: m.hostPort, weight: m.spec.weight, ...splitLocality(m.spec.locality),
-        ejected: s.isEjected(),
+        ejected: this.outlier !== undefined && s.isEjected(),
         stats: {
           cx_active: s.activeConnections(), cx_connect_fail: s.total('cx_connect_fail'), cx_total: s.total('cx_total'),
           rq_active: s.activeRequests(), rq_error: s.total('rq_error'), rq_success: s.total('rq_success'),
@@ -420,7 +425,9 @@ export class ClusterRuntime {
       size: list.length,
       weight: (i) => list[i]!.spec.weight,
       key: (i) => list[i]!.hostPort,
-      isHealthy: (i) => !list[i]!.slot.isEjected(),
+      // Without outlier detection nothing is ejected: an ejection made under an earlier version of
+      // the cluster's policy (the slot outlives the runtime) does not apply any more.
+      isHealthy: this.outlier === undefined ? () => true : (i) => !list[i]!.slot.isEjected(),
       activeRequests: (i) => list[i]!.slot.activeRequests(),
       healthVersion: () => slot.healthVersion(),
     };

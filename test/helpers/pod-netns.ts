@@ -43,8 +43,8 @@ export interface Namespace {
   readonly name: string;
   /** Runs a command inside, synchronously; throws unless it exits 0 (or `allowFailure`). */
   exec(command: string, args: readonly string[], o?: { input?: string; allowFailure?: boolean }): CommandResult;
-  /** Starts a long-running process inside; ended by PID in `close()`. */
-  start(command: string, args: readonly string[]): ChildProcess;
+  /** Starts a long-running process inside; ended by PID in `close()`. `stdin`: a pipe to write to (else none). */
+  start(command: string, args: readonly string[], o?: { stdin?: boolean }): ChildProcess;
   /** A CommandRunner (execa) whose commands run inside. */
   readonly runner: NetnsRunner;
   /** Ends (SIGKILL, by PID) every process `start` started here. */
@@ -72,9 +72,9 @@ function namespace(name: string): Namespace {
       if (r.exitCode !== 0 && !o.allowFailure) throw new Error(`[${name}] ${command} ${args.join(' ')}: exit ${r.exitCode}: ${r.stderr}`);
       return r;
     },
-    start(command, args) {
+    start(command, args, o = {}) {
       // `ip netns exec` execs the command: the PID is the command's own.
-      const child = spawn('ip', ['netns', 'exec', name, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('ip', ['netns', 'exec', name, command, ...args], { stdio: [o.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
       children.add(child);
       mine.add(child);
       return child;

@@ -14,6 +14,7 @@ import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js'
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
 import { REPLAYABLE_BODY_LIMIT, OUTCOME } from '../../traffic/retry.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
+import { UNLIMITED } from '../../traffic/spec.js';
 import { RequestView } from '../request-view.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
@@ -1168,8 +1169,10 @@ function connectionPolicy(cluster: ClusterRuntime, ep: TrafficEndpoint): Connect
     idleTimeoutMs: cp.http.idleTimeoutMs,
     maxRequests: cp.http.maxRequestsPerConnection,
     maxDurationMs: cp.tcp.maxConnectionDurationMs,
-    othersWaiting: () => cluster.connectionWaiters() > 0,
+    // Only a cluster with a connection limit has anyone to wait for a slot.
+    ...(cp.tcp.maxConnections < UNLIMITED ? { othersWaiting: () => cluster.connectionWaiters() > 0 } : {}),
     released: () => cluster.releaseConnection(ep),
+    retired: () => cluster.isClosed,
     keepalive: cp.tcp.tcpKeepalive,
   };
 }

@@ -22,6 +22,8 @@ export const MAX_IDLE_PER_KEY = 1024;
  * keep-alive race Envoy and Linkerd guard against the same way).
  */
 export const KEEP_ALIVE_MARGIN_MS = 1_000;
+/** How often idle connections of a limited cluster look for waiting requests elsewhere. */
+const WAITERS_CHECK_MS = 200;
 
 /**
  * What a cluster's connection policy says of one connection (DestinationRule connectionPool), and
@@ -40,6 +42,8 @@ export interface ConnectionPolicy {
   readonly othersWaiting?: (() => boolean) | undefined;
   /** Called once when the connection closes (or never opened). */
   readonly released?: (() => void) | undefined;
+  /** The cluster version it was opened for is gone (a configuration change): not reused, as Envoy drains an old cluster's pools. */
+  readonly retired?: (() => boolean) | undefined;
   /** tcp.tcpKeepalive: SO_KEEPALIVE with these settings once connected. */
   readonly keepalive?: TcpKeepalive | undefined;
 }
@@ -303,7 +307,7 @@ export class UpstreamPool {
     for (let c = list.pop(); c; c = list.pop()) {
       c.idle = false;
       // Closing, or idle past the time the upstream (or the policy) keeps it: not one to write to.
-      if (!c.socket.writable || (c.policy !== undefined || c.idleSince > 0) && !c.reusable(now ||= performance.now())) {
+      if (!c.socket.writable || (c.policy !== undefined || c.idleSince > 0) && !c.reusable(now ||= performance.now()) || c.policy?.retired?.() === true) {
         c.destroy();
         continue;
       }
@@ -339,6 +343,32 @@ export class UpstreamPool {
     c.idle = true;
     c.resume(); // an idle connection reads, to see the upstream close it
     list.push(c);
+    if (c.policy?.othersWaiting !== undefined) this.watchForWaiters();
+  }
+
+  /** Idle connections of clusters with a connection limit: closed when another worker waits for a slot. */
+  private waitersTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * While the pool holds idle connections of a cluster with maxConnections, looks a few times a
+   * second whether a request anywhere waits for one of its slots: an idle connection here is then
+   * closed, so the limit serves every worker in turn (1 means 1, across workers).
+   */
+  private watchForWaiters(): void {
+    this.waitersTimer ??= setInterval(() => {
+      let limited = 0;
+      for (const list of this.idleByKey.values()) {
+        for (const c of [...list]) {
+          if (c.policy?.othersWaiting === undefined) continue;
+          if (c.policy.othersWaiting()) c.destroy();
+          else limited++;
+        }
+      }
+      if (limited === 0 && this.waitersTimer !== undefined) {
+        clearInterval(this.waitersTimer);
+        this.waitersTimer = undefined;
+      }
+    }, WAITERS_CHECK_MS).unref();
   }
 
   /** Closes idle connections past their reuse time (the handler's periodic sweep). */

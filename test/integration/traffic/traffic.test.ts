@@ -135,7 +135,7 @@ describe('traffic management: services, balancing, routes, retries, time-outs, e
       prepare: async (pod) => {
         for (const address of Object.values(ADDRESSES)) pod.peer.exec('ip', ['addr', 'add', `${address}/24`, 'dev', 'peer0']);
         backends = pod.peer.start(process.execPath, [join(FIXTURES, 'traffic-backends.mjs'),
-          JSON.stringify(Object.entries(ADDRESSES).map(([name, address]) => ({ name, address })))]);
+          JSON.stringify(Object.entries(ADDRESSES).map(([name, address]) => ({ name, address })))], { stdin: true });
         let out = '';
         backends.stdout!.setEncoding('utf8').on('data', (d: string) => {
           out += d;
