@@ -675,13 +675,13 @@ export class Connection {
   private timedOut(ex: Exchange): void {
     ex.timer = undefined;
     if (ex.done || ex.headSent) return;
+    // A local answer keeps the client's connection, as Envoy's do (reply() closes it only when the
+    // request's body is still coming).
     if (ex.attempts) { // whatever attempt is in flight or waiting ends; 504 UT
-      ex.closeAfter = true;
       ex.attempts.timedOut();
       return;
     }
     this.owner.stats.upstreamRqTimeouts++;
-    ex.closeAfter = true;
     this.reply(ex, TIMED_OUT);
     this.settle();
   }
@@ -797,7 +797,6 @@ export class Connection {
       this.socket.destroy();
       return;
     }
-    ex.closeAfter = true;
     this.reply(ex, { kind: 'reply', status: 503, body: upstreamFailureBody(err, ex.transportFailure) });
     this.settle();
   }

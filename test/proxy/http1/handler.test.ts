@@ -292,12 +292,16 @@ describe('Http1Handler', () => {
     const r = await c.response();
     assert.equal(r.status, 503);
     assert.match(r.body.toString(), /connection failure/);
-    assert.equal(r.headers['connection'], 'close');
+    // A local answer keeps the connection (as Envoy's do): the client asks again on it.
+    assert.equal(r.headers['connection'], undefined);
+    c.write(GET('/refused-again'));
+    assert.equal((await c.response()).status, 503);
+    c.socket.end();
     await c.end();
-    assert.equal(p.stats.upstreamCxConnectFail, 1);
-    assert.equal(p.stats.upstreamRqErrors, 1);
-    await rec.waitFor(1);
-    assert.deepEqual(rec.completions.map((x) => x.status), [503]);
+    assert.equal(p.stats.upstreamCxConnectFail, 2);
+    assert.equal(p.stats.upstreamRqErrors, 2);
+    await rec.waitFor(2);
+    assert.deepEqual(rec.completions.map((x) => x.status), [503, 503]);
   });
 
   it('answers 504 when the route timeout passes before the response head', async () => {
@@ -308,6 +312,8 @@ describe('Http1Handler', () => {
     const r = await c.response();
     assert.equal(r.status, 504);
     assert.equal(r.body.toString(), 'upstream request timeout\n');
+    assert.equal(r.headers['connection'], undefined, 'a local answer keeps the connection, as Envoy\'s do');
+    c.socket.end();
     await c.end();
     assert.equal(p.stats.upstreamRqTimeouts, 1);
     await rec.waitFor(1);
