@@ -1078,6 +1078,8 @@ export class Connection {
     const writtenBefore = socket.bytesWritten;
     runTunnel(socket, up, rest, () => {
       ex.done = true;
+      // The upgraded request was active at its endpoint until its tunnel closed (Envoy counts it so).
+      ex.attempts?.ended(false);
       ex.bytesIn += socket.bytesRead - readBefore;
       ex.bytesOut += socket.bytesWritten - writtenBefore;
       this.completed(ex, ex.status);

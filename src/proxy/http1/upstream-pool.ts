@@ -190,7 +190,7 @@ export class UpstreamConnection {
     if (p !== undefined) {
       if (p.maxRequests !== undefined && p.maxRequests > 0 && this.uses + 1 >= p.maxRequests) return false;
       if (p.maxDurationMs !== undefined && now - this.born >= p.maxDurationMs) return false;
-      if (p.othersWaiting?.() === true) return false;
+      if (p.othersWaiting?.() === true || p.retired?.() === true) return false;
     }
     this.idleSince = now;
     this.reuseUntil = now + Math.min(this.reuseUntilIdle, p?.idleTimeoutMs ?? Infinity);
@@ -343,30 +343,32 @@ export class UpstreamPool {
     c.idle = true;
     c.resume(); // an idle connection reads, to see the upstream close it
     list.push(c);
-    if (c.policy?.othersWaiting !== undefined) this.watchForWaiters();
+    if (c.policy !== undefined) this.watchClusterConnections();
   }
 
-  /** Idle connections of clusters with a connection limit: closed when another worker waits for a slot. */
-  private waitersTimer: NodeJS.Timeout | undefined;
+  /** Idle connections of traffic clusters: closed when their cluster is replaced or another worker waits for a slot. */
+  private clusterTimer: NodeJS.Timeout | undefined;
 
   /**
-   * While the pool holds idle connections of a cluster with maxConnections, looks a few times a
-   * second whether a request anywhere waits for one of its slots: an idle connection here is then
-   * closed, so the limit serves every worker in turn (1 means 1, across workers).
+   * While the pool holds idle connections of traffic clusters, looks a few times a second whether
+   * one's cluster was replaced (a new configuration: its slots belong to the new version, as Envoy
+   * drains a replaced cluster's pools) or a request anywhere waits for one of its slots (the limit
+   * serves every worker in turn: 1 means 1, across workers): such a connection is closed.
    */
-  private watchForWaiters(): void {
-    this.waitersTimer ??= setInterval(() => {
-      let limited = 0;
+  private watchClusterConnections(): void {
+    this.clusterTimer ??= setInterval(() => {
+      let watched = 0;
       for (const list of this.idleByKey.values()) {
         for (const c of [...list]) {
-          if (c.policy?.othersWaiting === undefined) continue;
-          if (c.policy.othersWaiting()) c.destroy();
-          else limited++;
+          const p = c.policy;
+          if (p === undefined) continue;
+          if (p.retired?.() === true || p.othersWaiting?.() === true) c.destroy();
+          else watched++;
         }
       }
-      if (limited === 0 && this.waitersTimer !== undefined) {
-        clearInterval(this.waitersTimer);
-        this.waitersTimer = undefined;
+      if (watched === 0 && this.clusterTimer !== undefined) {
+        clearInterval(this.clusterTimer);
+        this.clusterTimer = undefined;
       }
     }, WAITERS_CHECK_MS).unref();
   }
