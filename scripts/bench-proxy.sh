@@ -9,6 +9,11 @@
 #             wrk (uid 0) -> the peer, captured to 15001;
 #   sidecar-c1: the same from a second pod whose sidecar runs --concurrency 1 (equal cores: one
 #             worker, like the one nginx worker);
+#   sidecar-traffic: the same as `sidecar` (default settings) from a fourth pod whose outbound
+#             requests go through traffic management: a ServiceEntry gives the peer service's address
+#             three endpoints (three addresses of the peer's nginx) and a DestinationRule applies
+#             (Istio's defaults: LEAST_REQUEST, the default retry policy); beside `sidecar`, whose
+#             requests keep the address dialled (passthrough), it says what the clusters cost;
 #   nginx-captured: nginx in the sidecar's place, for reference: a third pod with the same capture
 #             rules, nginx running as uid 1337 on 15001 and passing every captured request to the
 #             peer (it cannot read the original destination; there is only one). The sidecar pays
@@ -33,6 +38,7 @@
 #   plain pod 198.19.3.2 --veth-- 198.19.3.1 peer 198.19.2.1 --veth-- 198.19.2.2 captured pod (default)
 #                                            peer 198.19.5.1 --veth-- 198.19.5.2 captured pod (c1)
 #                                            peer 198.19.7.1 --veth-- 198.19.7.2 captured pod (nginx)
+#                                            peer 198.19.12.1 --veth-- 198.19.12.2 captured pod (traffic)
 #                                            peer 198.19.10.1 --veth-- 198.19.10.2 baseline pod (default)
 #                                            peer 198.19.11.1 --veth-- 198.19.11.2 baseline pod (c1)
 #
@@ -44,6 +50,7 @@
 # BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
 # BENCH_PROFILE (1; 0 = no profile).
 # Targets, reported and never fatal: each sidecar's throughput >= nginx's, p99 within 1 ms of nginx's,
+# sidecar-traffic at most 5 us more CPU per request than sidecar and >= 0.95x its throughput,
 # sidecar RSS after this load <= 80 MB (idle RSS and start-up: scripts/bench-footprint.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,23 +67,48 @@ pod="pa-bench-pod-$$"     # captured: rules + sidecar (default settings)
 pod1="pa-bench-pod1-$$"   # captured: rules + sidecar --concurrency 1
 pod2="pa-bench-pod2-$$"   # captured: rules + nginx as uid 1337 on 15001
 plain="pa-bench-plain-$$" # no rules: direct and nginx
+tpod="pa-bench-tpod-$$"   # captured: rules + sidecar (default settings) with a ServiceEntry + DestinationRule
 peer="pa-bench-peer-$$"
 base_pod="pa-bench-bpod-$$"   # with a baseline: captured, its sidecar (default settings)
 base_pod1="pa-bench-bpod1-$$" # with a baseline: captured, its sidecar --concurrency 1
-namespaces=("$pod" "$pod1" "$pod2" "$plain" "$peer")
+namespaces=("$pod" "$pod1" "$pod2" "$tpod" "$plain" "$peer")
 if [ ${#builds[@]} -gt 1 ]; then namespaces+=("$base_pod" "$base_pod1"); fi
 bench_setup bench-proxy "${namespaces[@]}"
 veth_link "$pod" pod0 198.19.2.2 "$peer" peer0 198.19.2.1
 veth_link "$plain" plain0 198.19.3.2 "$peer" peer1 198.19.3.1
 veth_link "$pod1" pod0 198.19.5.2 "$peer" peer2 198.19.5.1
 veth_link "$pod2" pod0 198.19.7.2 "$peer" peer3 198.19.7.1
+veth_link "$tpod" pod0 198.19.12.2 "$peer" peer6 198.19.12.1
 if [ ${#builds[@]} -gt 1 ]; then
   veth_link "$base_pod" pod0 198.19.10.2 "$peer" peer4 198.19.10.1
   veth_link "$base_pod1" pod0 198.19.11.2 "$peer" peer5 198.19.11.1
 fi
 
 # ---- configuration files
-mkdir -p "$work/www" "$work/peer" "$work/proxy" "$work/proxy-captured"
+mkdir -p "$work/www" "$work/peer" "$work/proxy" "$work/proxy-captured" "$work/traffic/etc/mesh/resources"
+# The peer service's address, 198.19.12.1:8080, balanced over three addresses of the peer (the same
+# nginx): each request picks one (LEAST_REQUEST), with Istio's default retry policy.
+cat > "$work/traffic/etc/mesh/resources/bench.yaml" <<'EOF'
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: peer, namespace: default}
+spec:
+  hosts: [peer.bench.local]
+  addresses: [198.19.12.1]
+  ports: [{number: 8080, name: http, protocol: HTTP}]
+  resolution: STATIC
+  location: MESH_INTERNAL
+  endpoints: [{address: 198.19.2.1}, {address: 198.19.3.1}, {address: 198.19.12.1}]
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: peer, namespace: default}
+spec:
+  host: peer.bench.local
+  trafficPolicy:
+    loadBalancer: {simple: LEAST_REQUEST}
+EOF
+chmod -R a+rX "$work/traffic"
 chmod 777 "$work/proxy-captured" # its nginx runs as 1337
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"
 nginx_static_conf "$work/peer" 8080
@@ -130,13 +162,17 @@ BENCH_CONCURRENCY=default start_sidecar "$pod" "$work/sidecar.log"
 sidecar=$started
 BENCH_CONCURRENCY=1 start_sidecar "$pod1" "$work/sidecar-c1.log"
 sidecar_c1=$started
+BENCH_CONCURRENCY=default start_sidecar "$tpod" "$work/sidecar-traffic.log" -C "$work/traffic" POD_NAMESPACE=default
+sidecar_traffic=$started
 workers=$(grep -o 'in [0-9]* worker(s)' "$work/sidecar.log" | head -1 | grep -o '[0-9]*')
 
 # ---- measurements
-declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod [sidecar-c1]=$pod1 [nginx-captured]=$pod2)
+declare -A ns_of=([direct]=$plain [nginx]=$plain [sidecar]=$pod [sidecar-c1]=$pod1 [nginx-captured]=$pod2 [sidecar-traffic]=$tpod)
 declare -A url_of=([direct]=http://198.19.3.1:8080/1k.html [nginx]=http://127.0.0.1:8000/1k.html
-  [sidecar]=http://198.19.2.1:8080/1k.html [sidecar-c1]=http://198.19.5.1:8080/1k.html [nginx-captured]=http://198.19.7.1:8080/1k.html)
-declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar [sidecar-c1]=$sidecar_c1 [nginx-captured]=$nginx_captured_worker)
+  [sidecar]=http://198.19.2.1:8080/1k.html [sidecar-c1]=http://198.19.5.1:8080/1k.html [nginx-captured]=http://198.19.7.1:8080/1k.html
+  [sidecar-traffic]=http://198.19.12.1:8080/1k.html)
+declare -A proxy_of=([nginx]=$nginx_worker [sidecar]=$sidecar [sidecar-c1]=$sidecar_c1 [nginx-captured]=$nginx_captured_worker
+  [sidecar-traffic]=$sidecar_traffic)
 if [ ${#builds[@]} -gt 1 ]; then
   BENCH_CONCURRENCY=default as_build base start_sidecar "$base_pod" "$work/sidecar-base.log"
   ns_of[sidecar@base]=$base_pod url_of[sidecar@base]=http://198.19.10.1:8080/1k.html proxy_of[sidecar@base]=$started
@@ -145,7 +181,7 @@ if [ ${#builds[@]} -gt 1 ]; then
 fi
 declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns sent
 # shellcheck disable=SC2207 # setup names have no spaces
-setups=(direct nginx $(and_baseline sidecar sidecar-c1) nginx-captured)
+setups=(direct nginx $(and_baseline sidecar sidecar-c1) sidecar-traffic nginx-captured)
 run_tcp() { # setup: MiB/s into rps[tcp-SETUP], the proxy's CPU per MiB into usr_us and sys_us[tcp-SETUP]
   local s=$1 host=${url_of[$1]#http://}
   host=${host%%:*}
@@ -166,6 +202,7 @@ for ((r = 1; r <= rounds; r++)); do
     round_dp99[$s]+="$(awk -v a="$(last "${p99[$s]}")" -v b="$(last "${p99[nginx]}")" 'BEGIN { print a - b }') "
   done
   round_ratio[captured]+="$(ratio "$(last "${rps[sidecar-c1]}")" "$(last "${rps[nginx-captured]}")") "
+  round_ratio[traffic]+="$(ratio "$(last "${rps[sidecar-traffic]}")" "$(last "${rps[sidecar]}")") "
   printf '   round %d: %s sidecar/nginx %sx, sidecar-c1/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" \
     "$(last "${round_ratio[sidecar]}")" "$(last "${round_ratio[sidecar-c1]}")"
 done
@@ -180,6 +217,9 @@ stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counted=$(awk -F': ' '$1 == "http.outbound.downstream_rq_total" { print $2 }' <<< "$stats")
 stop_sidecar "$pod" "$sidecar"
 stop_sidecar "$pod1" "$sidecar_c1"
+traffic_stats=$(ip netns exec "$tpod" "$agent" request GET stats 2>/dev/null || true)
+traffic_clusters=$(ip netns exec "$tpod" "$agent" request GET clusters 2>/dev/null | grep '^outbound|8080||peer.bench.local::' || true)
+stop_sidecar "$tpod" "$sidecar_traffic"
 for s in "${setups[@]}"; do
   if [[ $s == *@base ]]; then stop_sidecar "${ns_of[$s]}" "${proxy_of[$s]}"; fi
 done
@@ -202,6 +242,7 @@ row "direct (no proxy)" "${m_rps[direct]}" "${m_p50[direct]}" "${m_p99[direct]}"
 row "nginx, 1 worker, in the pod" "${m_rps[nginx]}" "${m_p50[nginx]}" "${m_p99[nginx]}" "$(cpu_pct nginx)" "$nginx_rss MiB"
 row "sidecar, default settings" "${m_rps[sidecar]}" "${m_p50[sidecar]}" "${m_p99[sidecar]}" "$(cpu_pct sidecar)" "$sidecar_rss MiB"
 row "sidecar, --concurrency 1" "${m_rps[sidecar-c1]}" "${m_p50[sidecar-c1]}" "${m_p99[sidecar-c1]}" "$(cpu_pct sidecar-c1)" "$sidecar_c1_rss MiB"
+row "sidecar, SE + DR, 3 endpoints" "${m_rps[sidecar-traffic]}" "${m_p50[sidecar-traffic]}" "${m_p99[sidecar-traffic]}" "$(cpu_pct sidecar-traffic)" -
 row "nginx in the sidecar's place" "${m_rps[nginx-captured]}" "${m_p50[nginx-captured]}" "${m_p99[nginx-captured]}" "$(cpu_pct nginx-captured)" -
 echo
 for s in sidecar sidecar-c1; do
@@ -214,6 +255,16 @@ done
 printf 'nginx in the sidecar'"'"'s place: CPU per request %s us = %s; sidecar-c1/it %sx (median of per-round ratios)\n' \
   "$(cpu_us_per_request nginx-captured)" "$(cpu_split_per_request nginx-captured)" "$(median ${round_ratio[captured]})"
 echo '                           (the capture'"'"'s NAT and connection tracking are its kernel time above the plain nginx'"'"'s)'
+# shellcheck disable=SC2086
+traffic_ratio=$(median ${round_ratio[traffic]})
+traffic_dcpu=$(awk -v a="$(cpu_us_per_request sidecar-traffic)" -v b="$(cpu_us_per_request sidecar)" 'BEGIN { printf "%+.1f", a - b }')
+printf 'traffic management (SE + DR, 3 endpoints) vs passthrough, default settings: CPU per request %s us (%s us vs %s us)  target <= +5 us: %s\n' \
+  "$traffic_dcpu" "$(cpu_us_per_request sidecar-traffic)" "$(cpu_us_per_request sidecar)" "$(verdict "$(awk -v d="$traffic_dcpu" 'BEGIN { print (d <= 5) }')")"
+printf '                           throughput %sx (median of per-round ratios)  target >= 0.95: %s\n' "$traffic_ratio" \
+  "$(verdict "$(awk -v r="$traffic_ratio" 'BEGIN { print (r >= 0.95) }')")"
+printf '                           the cluster counted %s requests, per endpoint: %s\n' \
+  "$(awk -F': ' '$1 == "cluster.outbound|8080||peer.bench.local.upstream_rq_total" { print $2 }' <<< "$traffic_stats")" \
+  "$(awk -F'::' '$3 == "rq_total" { printf "%s=%s ", $2, $4 }' <<< "$traffic_clusters")"
 printf 'throughput sidecar/direct  %6sx\n' "$(ratio "${m_rps[sidecar]}" "${m_rps[direct]}")"
 printf 'sidecar RSS                %6s MiB after HTTP, %s MiB after TCP   target after a load <= 80 MB: %s\n' "$sidecar_rss" "$sidecar_rss_tcp" "$(verdict "$rss_ok")"
 printf '                           (after TCP: %s MiB private/anon + %s MiB file-backed, mostly the node binary, shared)\n' "$sidecar_anon" "$sidecar_file"

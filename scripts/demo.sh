@@ -9,7 +9,8 @@
 # sidecar's own counters (`pilot-agent request GET /stats`) show what went through it. Then a client
 # calls the gateway with no token, a bad token and the two sample tokens, with and without a policy
 # that requires one, and `pilot-agent request GET /debug/decisions` shows why each got its answer.
-# Last, scripts/demo-mesh.sh: mutual TLS between meshed pods (identity from a CA, STRICT, principals).
+# Then scripts/demo-mesh.sh: mutual TLS between meshed pods (identity from a CA, STRICT, principals);
+# last, scripts/demo-traffic.sh: traffic management (a canary split, an ejection, a decision explained).
 # What the agents and apps print goes to log files under the demo's directory (scripts/demo-logs.sh):
 # named as each starts, kept at the end, their ends printed if the demo fails.
 set -euo pipefail
@@ -139,5 +140,6 @@ in_gw "$agent" request GET '/debug/decisions?limit=3' | "$node" -e "let t = ''; 
   for (const d of JSON.parse(t).decisions) console.log('  ', d.status, 'jwt=' + d.jwt, '|', d.authz, '|', d.route ?? '-'); })"
 
 DEMO_MESH_LOGS="$demo_logs/mesh" scripts/demo-mesh.sh
+DEMO_TRAFFIC_LOGS="$demo_logs/traffic" scripts/demo-traffic.sh
 
 step "done: the namespaces and processes are removed; the logs stay in $demo_logs"

@@ -174,6 +174,11 @@ export class Attempts {
     this.finish(pickFailureReply(OVERFLOW));
   }
 
+  /** The attempt waits for a connection slot of the cluster (a limit reached): for the trail. */
+  waiting(what: string): void {
+    if (this.trail !== undefined && this.endpoint !== undefined) this.note(`${this.endpoint.hostPort}: waits: ${what}`);
+  }
+
   /** Whether the attempt in flight is (still) the one to `ep` (a request waiting for a connection slot asks). */
   waitingOn(ep: Endpoint): boolean {
     return this.inFlight && this.endpoint === ep;
@@ -227,6 +232,11 @@ export class Attempts {
   private next(): void {
     const c = this.t.cluster;
     const picked = c.pick(this.t.hash === undefined && this.tried === undefined ? undefined : { hash: this.t.hash, tried: this.tried });
+    if (this.trail !== undefined) {
+      const ejected = c.ejectedEndpoints();
+      if (ejected.length > 0) this.note(`passed over as ejected: ${ejected.join(' ')}`);
+      if (c.panic) this.note('panic: every endpoint is a candidate (minHealthPercent)');
+    }
     if (isPickFailure(picked)) {
       this.note(`no endpoint: ${picked.failure === 'overflow' ? 'the cluster\'s request limit (maxRequests)' : 'every endpoint is ejected or none is known'}`);
       this.finish(pickFailureReply(picked));

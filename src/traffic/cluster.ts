@@ -213,6 +213,15 @@ export class ClusterRuntime {
     if (this.outlier !== undefined) this.report(ep, outcome);
   }
 
+  /**
+   * The endpoints a pick passes over now: ejected ones (unless in panic, when every one is a
+   * candidate). For /debug/decisions only: it walks the list.
+   */
+  ejectedEndpoints(): string[] {
+    if (this.outlier === undefined || this.panic) return [];
+    return this.members.filter((m) => m.slot.isEjected()).map((m) => m.hostPort);
+  }
+
   /** Whether the last pick balanced over every endpoint, ejected ones included (Envoy's panic mode). */
   get panic(): boolean {
     return this.balancer?.panic ?? false;

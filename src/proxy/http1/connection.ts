@@ -553,6 +553,7 @@ export class Connection {
       this.settle();
       return;
     }
+    ex.attempts!.waiting('the cluster\'s connections (maxConnections) are all in use');
     const wait = (): void => {
       void cluster.waitForConnection(PENDING_POLL_MS).then(() => {
         if (ex.done || this.closed || !ex.attempts!.waitingOn(to.endpoint)) {
@@ -802,7 +803,7 @@ export class Connection {
   }
 
   /** An attempt on a cluster's endpoint failed before its response head: the attempts decide what follows. */
-  private attemptFailed(ex: Exchange, err: NodeJS.ErrnoException & { connectTimeout?: true }, reused: boolean, socketFailed: boolean): void {
+  private attemptFailed(ex: Exchange, err: NodeJS.ErrnoException & { connectTimeout?: true; closedByPeer?: true }, reused: boolean, socketFailed: boolean): void {
     const tlsFailed = (err as TlsHandshakeError).tlsHandshake === true;
     if (tlsFailed) ex.transportFailure = `TLS_error:${err.code ? `${err.code}:` : ''}${err.message}`;
     const timedOut = err.connectTimeout === true;
@@ -811,7 +812,10 @@ export class Connection {
     log.debug('upstream attempt failed', { error: err.message, code: err.code });
     ex.attempts!.failed({
       outcome: timedOut ? OUTCOME.connectTimeout : connectFailed ? OUTCOME.connectFailure : OUTCOME.reset,
-      reused,
+      // The keep-alive race sends the request again: a reset proves the app never read it (the kernel
+      // resets a connection closed with unread bytes); a bare FIN does not, so a non-idempotent
+      // request is not delivered twice on it.
+      reused: reused && (err.closedByPeer !== true || IDEMPOTENT.has(ex.view.method)),
       flag: connectFailed ? 'UF' : malformed ? 'UPE' : 'UC',
       reason: timedOut ? 'connection timeout' : tlsFailed ? `connection failure, transport failure reason: ${ex.transportFailure}`
         : connectFailed ? 'connection failure' : malformed ? 'protocol error' : 'connection termination',

@@ -79,8 +79,12 @@ export interface RawSink {
   onClose(err: Error | undefined): void;
 }
 
-function closedError(): NodeJS.ErrnoException {
-  return Object.assign(new Error('upstream closed the connection'), { code: 'ECONNRESET' });
+/**
+ * The upstream ended the connection (its FIN) before the response did. Unlike a reset, a FIN does not
+ * prove the request went unread (an app may read it, then close): `closedByPeer` tells them apart.
+ */
+function closedError(): NodeJS.ErrnoException & { closedByPeer: true } {
+  return Object.assign(new Error('upstream closed the connection'), { code: 'ECONNRESET', closedByPeer: true as const });
 }
 
 export class UpstreamConnection {

@@ -138,6 +138,12 @@ function matrix(name: string, t: Target): Case[] {
   return out;
 }
 
+/**
+ * DISCONNECT_SOAK_SECONDS=N (`make differential`): instead of the cases, a soak of N seconds: every
+ * batch over and over, through sidecars and a gateway with their default workers, with file
+ * descriptors, RSS and active counters reported before, at the peak and 10 s after.
+ */
+const SOAK_SECONDS = Number(process.env['DISCONNECT_SOAK_SECONDS'] ?? 0);
 /** DISCONNECT_CASES=<regex> runs only the cases whose id matches (to look at one). */
 const only = process.env['DISCONNECT_CASES'] ? new RegExp(process.env['DISCONNECT_CASES']) : undefined;
 
@@ -232,7 +238,7 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
       env: ['POD_NAMESPACE=default', `SERVICE_ACCOUNT=${sa}`, 'FILE_MOUNTED_CERTS=true'],
       // One worker: each worker pools its own upstream connections, so with one the count before
       // and after compares exactly (the soak in `make differential` runs the default two).
-      args: ['--concurrency', '1'],
+      args: SOAK_SECONDS > 0 ? [] : ['--concurrency', '1'],
       prepare: async (ns) => { await prepare?.(ns); },
       beforeStart: (dir) => mount(dir, cert),
     });
@@ -264,7 +270,7 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
       namespace: () => net.addPod(),
       files: { 'etc/mesh/pod/labels': 'mesh="ingressgateway"\n', 'etc/mesh/resources/gateway.yaml': G_RESOURCES },
       env: ['POD_NAMESPACE=mesh-system'],
-      args: ['router', '--concurrency', '1'],
+      args: SOAK_SECONDS > 0 ? ['router'] : ['router', '--concurrency', '1'],
       capture: false,
       beforeStart: (dir) => mountCredential(dir, 'localhost'),
     });
@@ -326,19 +332,19 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
     ],
   });
 
-  it('outbound (A to P, plaintext)', async () => {
+  it('outbound (A to P, plaintext)', { skip: SOAK_SECONDS > 0 }, async () => {
     await batch(a.pod, matrix('out', sidecarRoutes(P)), pApp, [a]);
   });
 
-  it('inbound (P to B, plaintext)', async () => {
+  it('inbound (P to B, plaintext)', { skip: SOAK_SECONDS > 0 }, async () => {
     await batch(p, matrix('in', sidecarRoutes(B)), bApp, [b]);
   });
 
-  it('outbound and inbound over mutual TLS (A to B)', async () => {
+  it('outbound and inbound over mutual TLS (A to B)', { skip: SOAK_SECONDS > 0 }, async () => {
     await batch(a.pod, matrix('mtls', sidecarRoutes(B)), bApp, [a, b]);
   });
 
-  it('the gateway (P to G to P), plaintext and TLS', async () => {
+  const gatewayCases = (): Case[] => {
     const routes: Target['routes'] = [
       { proto: 'h1', port: 8080, upstream: 'h1' }, { proto: 'h2', port: 8080, upstream: 'h2', prefix: '/h2' },
       { proto: 'h2', port: 8080, upstream: 'h1' }, { proto: 'ws', port: 8080, upstream: 'h1' },
@@ -348,6 +354,73 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
     const tlsRoutes: Target['routes'] = [
       { proto: 'h1', port: 8443, upstream: 'h1' }, { proto: 'h2', port: 8443, upstream: 'h2', prefix: '/h2' }, { proto: 'h2', port: 8443, upstream: 'h1' },
     ];
-    await batch(p, [...matrix('gw', { host: G, routes }), ...matrix('gw', { host: G, routes: tlsRoutes, tls })], pApp, [g]);
+    return [...matrix('gw', { host: G, routes }), ...matrix('gw', { host: G, routes: tlsRoutes, tls })];
+  };
+
+  it('the gateway (P to G to P), plaintext and TLS', { skip: SOAK_SECONDS > 0 }, async () => {
+    await batch(p, gatewayCases(), pApp, [g]);
+  });
+
+  it(`soak: ${SOAK_SECONDS} s of every disconnect pattern, through two meshed sidecars and the gateway`, { skip: SOAK_SECONDS > 0 ? false : 'DISCONNECT_SOAK_SECONDS not set (make differential runs it)' }, async () => {
+    const proxies = { A: a, B: b, G: g };
+    const sample = async (): Promise<Record<string, { fds: number; rssMb: number; active: number; rqActive: number }>> => {
+      const out: Record<string, { fds: number; rssMb: number; active: number; rqActive: number }> = {};
+      for (const [name, x] of Object.entries(proxies)) {
+        const pid = x.sidecar.pid!;
+        const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+        const act = activeOf(await stats(x.pod));
+        let active = 0;
+        let rqActive = 0;
+        for (const [k, v] of Object.entries(act)) {
+          active += v;
+          if (k.endsWith('rq_active')) rqActive += v;
+        }
+        out[name] = { fds: readdirSync(`/proc/${pid}/fd`).length, rssMb: Math.round(Number(rss?.[1] ?? 0) / 1024), active, rqActive };
+      }
+      return out;
+    };
+    // Whole requests first (the pools filled), then the baseline.
+    const whole = (cases: readonly Case[]): Case[] => cases.filter((c) => c.proto !== 'tcp' && c.proto !== 'ws' && c.phase === 'body').map((c) => ({ ...c, id: `${c.id}.whole`, phase: 'ok' as const }));
+    const flows: [MeshPodNamespace, Case[]][] = [
+      [a.pod, matrix('out', sidecarRoutes(P))], [p, matrix('in', sidecarRoutes(B))], [a.pod, matrix('mtls', sidecarRoutes(B))], [p, gatewayCases()],
+    ];
+    for (const [from, cases] of flows) await runClients(from, whole(cases), true);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const before = await sample();
+    const peak = structuredClone(before);
+    const end = Date.now() + SOAK_SECONDS * 1000;
+    let rounds = 0;
+    let events = 0;
+    while (Date.now() < end) {
+      // Every flow at once: the abusive cases and whole requests mixed.
+      const results = await Promise.all(flows.map(([from, cases]) => runClients(from, [...cases, ...whole(cases)], false)));
+      events += results.reduce((n, r) => n + r.length, 0);
+      rounds++;
+      const now = await sample();
+      for (const [name, v] of Object.entries(now)) {
+        const pk = peak[name]!;
+        pk.fds = Math.max(pk.fds, v.fds);
+        pk.rssMb = Math.max(pk.rssMb, v.rssMb);
+        pk.active = Math.max(pk.active, v.active);
+        pk.rqActive = Math.max(pk.rqActive, v.rqActive);
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    const after = await sample();
+    const report = Object.keys(proxies).map((name) => {
+      const [x, y, z] = [before[name]!, peak[name]!, after[name]!];
+      return `${name}: fds ${x.fds} / ${y.fds} / ${z.fds}, RSS ${x.rssMb} / ${y.rssMb} / ${z.rssMb} MB, active counters ${x.active} / ${y.active} / ${z.active} (requests ${x.rqActive} / ${y.rqActive} / ${z.rqActive})`;
+    });
+    console.log(`soak: ${rounds} rounds, ${events} client events in ${SOAK_SECONDS} s; before / peak / 10 s after:\n  ${report.join('\n  ')}`);
+    for (const name of Object.keys(proxies)) {
+      const [x, z] = [before[name]!, after[name]!];
+      // Requests in flight come back exactly; connections and descriptors to the pools' size (each
+      // worker pools its own upstream connections: a few more may be pooled than at the start).
+      assert.equal(z.rqActive, x.rqActive, `${name}: requests still active: ${report.join('; ')}`);
+      assert.ok(z.fds <= x.fds + 16, `${name}: file descriptors not back: ${report.join('; ')}`);
+      assert.ok(z.active <= x.active + 16, `${name}: active counters not back: ${report.join('; ')}`);
+      assert.ok(z.rssMb <= x.rssMb + 40, `${name}: RSS not back: ${report.join('; ')}`);
+      assert.equal((proxies[name as keyof typeof proxies].stderr().match(/uncaught error/g) ?? []).length, 0, `${name}: uncaught errors`);
+    }
   });
 });

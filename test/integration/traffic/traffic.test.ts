@@ -283,6 +283,9 @@ spec:
       assert.equal(e['cluster_name'], `outbound|80||${HOST}`);
       assert.equal(e['upstream_url'], `${ADDRESSES.b1}:8080`);
       assert.equal(e['type'], 'CONSECUTIVE_5XX');
+      // Each later request's decision line says which endpoint it passed over.
+      const d = await runCli(['request', 'GET', '/debug/decisions'], { prefix: ['ip', 'netns', 'exec', sp.pod.name] });
+      assert.match(d.stdout, /passed over as ejected: 198\.18\.0\.11:8080/);
     } finally {
       await mode('b1', 'ok');
     }
