@@ -131,4 +131,4 @@ requests 100 2 | counts
 
 step "why one request went where it went: pilot-agent request GET /debug/decisions (the last one)"
 ip netns exec "$pod" "$agent" request GET '/debug/decisions?limit=1' | "$node" -e "let t=''; process.stdin.on('data', (d) => t += d).on('end', () => {
-  for (const d of JSON.parse(t).decisions) console.log('  ', d.status, d.cluster, '|', (d.attempts ?? []).join(' | ')); })"
+  for (const d of JSON.parse(t).decisions) console.log('  ', d.status, d.cluster, '->', d.upstream, '|', (d.attempts ?? ['one attempt']).join(' | ')); })"

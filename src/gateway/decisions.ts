@@ -77,10 +77,15 @@ type WithDraft = { decisionDraft?: DecisionDraft | undefined };
 let clockMs = 0;
 let clockIso = '';
 function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== clockMs) {
-    clockMs = ms;
-    clockIso = new Date(ms).toISOString();
+  return isoAt(Date.now());
+}
+
+/** `ms` (since the epoch) as ISO text, formatted once per millisecond (every request records one). */
+export function isoAt(ms: number): string {
+  const whole = Math.floor(ms);
+  if (whole !== clockMs) {
+    clockMs = whole;
+    clockIso = new Date(whole).toISOString();
   }
   return clockIso;
 }

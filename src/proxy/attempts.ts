@@ -65,8 +65,13 @@ export class Attempts {
   flags = 0;
   /** The endpoint of the attempt in flight (or of the answer). */
   endpoint: Endpoint | undefined;
-  /** One line per attempt and decision, for /debug/decisions (made only when asked for). */
-  readonly trail: string[] | undefined;
+  /**
+   * One line per attempt and decision, for /debug/decisions: made only when something beyond one
+   * plain attempt happened (a retry, a failure, an endpoint passed over, a wait). A request answered
+   * by its first attempt has none: its record names the endpoint (`upstream`) and the status, and
+   * the common request allocates nothing for it.
+   */
+  trail: string[] | undefined;
   private tried: Endpoint[] | undefined;
   private final: AttemptOutcome | undefined;
   private perTry: NodeJS.Timeout | undefined;
@@ -74,9 +79,8 @@ export class Attempts {
   private inFlight = false;
   private over = false;
 
-  constructor(private readonly t: ClusterTarget, private readonly sender: AttemptSender, private readonly stats: DirectionStats, record: boolean) {
-    this.trail = record ? [] : undefined;
-  }
+  constructor(private readonly t: ClusterTarget, private readonly sender: AttemptSender, private readonly stats: DirectionStats,
+    private readonly record: boolean) {}
 
   get cluster(): string {
     return this.t.cluster.name;
@@ -106,7 +110,7 @@ export class Attempts {
       return false;
     }
     if (d.flag) this.flags |= FLAG[d.flag];
-    this.note(`${ep.hostPort}: ${status}${grpcStatus !== undefined ? ` grpc-status ${grpcStatus}` : ''}${d.flag ? ` (${d.reason})` : ''}`);
+    if (this.trail !== undefined || d.flag) this.note(`${ep.hostPort}: ${status}${grpcStatus !== undefined ? ` grpc-status ${grpcStatus}` : ''}${d.flag ? ` (${d.reason})` : ''}`);
     this.final = outcome;
     return true;
   }
@@ -176,7 +180,7 @@ export class Attempts {
 
   /** The attempt waits for a connection slot of the cluster (a limit reached): for the trail. */
   waiting(what: string): void {
-    if (this.trail !== undefined && this.endpoint !== undefined) this.note(`${this.endpoint.hostPort}: waits: ${what}`);
+    if (this.record && this.endpoint !== undefined) this.note(`${this.endpoint.hostPort}: waits: ${what}`);
   }
 
   /** Whether the attempt in flight is (still) the one to `ep` (a request waiting for a connection slot asks). */
@@ -232,7 +236,7 @@ export class Attempts {
   private next(): void {
     const c = this.t.cluster;
     const picked = c.pick(this.t.hash === undefined && this.tried === undefined ? undefined : { hash: this.t.hash, tried: this.tried });
-    if (this.trail !== undefined) {
+    if (this.record) {
       const ejected = c.ejectedEndpoints();
       if (ejected.length > 0) this.note(`passed over as ejected: ${ejected.join(' ')}`);
       if (c.panic) this.note('panic: every endpoint is a candidate (minHealthPercent)');
@@ -256,17 +260,17 @@ export class Attempts {
     }
     this.inFlight = true;
     const perTry = this.t.retry.perTryTimeoutMs;
-    if (perTry !== undefined && this.t.retry.attempts > 0) this.perTry = setTimeout(this.perTryTimedOut, perTry);
+    if (perTry !== undefined && this.t.retry.attempts > 0) this.perTry = setTimeout(() => this.perTryTimedOut(), perTry);
     this.sender.send({ endpoint: ep, address: ep.address, port: ep.port, tls }, fresh);
   }
 
-  private readonly perTryTimedOut = (): void => {
+  private perTryTimedOut(): void {
     this.perTry = undefined;
     if (!this.inFlight) return;
     this.sender.drop();
     // drop() closes the attempt's connection: its failure report must not count twice.
     this.failed({ outcome: OUTCOME.perTryTimeout, reused: false, flag: 'UC', reason: 'per-try timeout', details: 'upstream_per_try_timeout' });
-  };
+  }
 
   private clearPerTry(): void {
     if (this.perTry !== undefined) {
@@ -282,7 +286,7 @@ export class Attempts {
   }
 
   private note(line: string): void {
-    this.trail?.push(`attempt ${this.retries + 1} ${line}`);
+    if (this.record) (this.trail ??= []).push(`attempt ${this.retries + 1} ${line}`);
   }
 }
 

@@ -17,6 +17,8 @@ export class RequestView {
   decisionDraft: unknown = undefined;
   /** Traffic management: what the request's attempts did (set by the engine at its end, for the decision log). */
   trail: readonly string[] | undefined = undefined;
+  /** Traffic management: the endpoint of the request's last attempt (`10.0.0.1:8080`), for its decision record. */
+  endpoint: string | undefined = undefined;
   /** Traffic management: the cluster and route a decider sent it to (the decider's own note). */
   routed: unknown = undefined;
   private headersCache: IncomingHttpHeaders | undefined;

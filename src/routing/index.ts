@@ -7,7 +7,7 @@ export { route } from './gateway-route.js';
 export {
   buildMeshRouteTable, MESH_GATEWAY, type MeshPortRoutes, type MeshRouteTable, type MeshRouteTableOptions, type MeshVirtualHost,
 } from './mesh-table.js';
-export { NO_VIRTUAL_SERVICE, routeMesh, type MeshRouteDecision, type NoVirtualServiceDecision } from './mesh-route.js';
+export { hasMeshRoutes, NO_VIRTUAL_SERVICE, routeMesh, type MeshRouteDecision, type NoVirtualServiceDecision } from './mesh-route.js';
 export {
   NO_ROUTE_REPLY, routeName, type ForwardDecision, type NoRouteDecision, type RouteDecision, type RuleDecision, type RuleRef,
 } from './decision.js';

@@ -30,6 +30,15 @@ export function routeMesh(table: MeshRouteTable, req: MeshRouteRequest): MeshRou
   const routes = table.ports.get(req.port) ?? table.otherPorts;
   // Most sidecars have no VirtualService at all: answer before reading the Host.
   if (routes.virtualHosts.length === 0) return NO_VIRTUAL_SERVICE;
+  return routeWith(routes, req);
+}
+
+/** Whether any mesh VirtualService applies on `port`: none, and a caller need not build the request's facts. */
+export function hasMeshRoutes(table: MeshRouteTable, port: number): boolean {
+  return (table.ports.get(port) ?? table.otherPorts).virtualHosts.length > 0;
+}
+
+function routeWith(routes: MeshRouteTable['otherPorts'], req: MeshRouteRequest): MeshRouteDecision {
   const host = hostWithoutPort(req.host);
   const vh = routes.domains.lookup(host);
   if (vh === undefined) return NO_VIRTUAL_SERVICE;

@@ -7,14 +7,14 @@
 // Per request: a few Map lookups; the cluster targets are made once per configuration.
 import type { IncomingMessage } from 'node:http';
 import type { HttpRouteDestination } from '../config/resources/types.js';
-import type { DecisionLog } from '../gateway/decisions.js';
+import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
-import type { ClusterTarget, ConnectionFacts, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
 import { NO_DESTINATION } from '../proxy/decider.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
-import { NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
+import { hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
@@ -55,13 +55,15 @@ function authorityOf(req: IncomingMessage): string {
   return a !== undefined && a !== '' ? a : req.headers.host ?? '';
 }
 
-/** What the decision log is given at a request's end (the engine sets `trail` on its request view). */
-interface RoutedView { trail?: readonly string[] | undefined; routed?: RoutedRequest | undefined }
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
-/** A routed request's facts for its decision record. */
-interface RoutedRequest {
-  readonly cluster: string;
-  readonly route: string;
+/** What the decision log is given at a request's end (the engine sets `trail` and `endpoint` on its request view). */
+interface RoutedView {
+  trail?: readonly string[] | undefined;
+  endpoint?: string | undefined;
+  /** Set by decide() for completed(): two strings, no object per request. */
+  routedCluster?: string | undefined;
+  routedRoute?: string | undefined;
 }
 
 function noCluster(name: string, why: string): LocalReply {
@@ -94,9 +96,15 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     return made;
   };
 
+  /** Each service's default cluster name, made once (a string built per request costs its hashing too). */
+  const defaultNames = new WeakMap<ServiceSpec, string>();
+
   /** The cluster a request or connection to `service` goes to when no route says otherwise. */
-  const defaultCluster = (t: MeshTraffic, service: ServiceSpec): ClusterRuntime | undefined =>
-    t.clusters.get(clusterName(service.port.number, undefined, service.host));
+  const defaultCluster = (t: MeshTraffic, service: ServiceSpec): ClusterRuntime | undefined => {
+    let name = defaultNames.get(service);
+    if (name === undefined) defaultNames.set(service, (name = clusterName(service.port.number, undefined, service.host)));
+    return t.clusters.get(name);
+  };
 
   const passesThrough = (runtime: ClusterRuntime): boolean => runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST';
 
@@ -125,7 +133,8 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
         runtime = defaultCluster(t, service);
         if (runtime === undefined) return o.base.decide(req, dst);
       }
-      (req as RoutedView).routed = { cluster: runtime.name, route: routeName };
+      (req as RoutedView).routedCluster = runtime.name;
+      (req as RoutedView).routedRoute = routeName;
       if (passesThrough(runtime)) return o.base.decide(req, dst);
       let cluster = target(t, runtime, true);
       let cookie: GeneratedCookie | undefined;
@@ -141,29 +150,27 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       }
       const xfcc = req.headers[XFCC] !== undefined;
       const removeHeaders = xfcc ? [...STRIP_XFCC, ...(edits?.removeHeaders ?? [])] : edits?.removeHeaders;
-      return {
-        kind: 'forward', address: dst.address, port: dst.port, cluster,
-        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-        ...(edits?.path !== undefined ? { path: edits.path } : {}),
-        ...(edits?.setHeaders !== undefined ? { setHeaders: edits.setHeaders } : {}),
-        ...(removeHeaders !== undefined ? { removeHeaders } : {}),
-        ...(cookie !== undefined ? { addResponseHeaders: [['set-cookie', cookie.header]] } : {}),
-      };
+      // Fields set one by one, not spread: this runs for every request (object spreads cost).
+      const v: Mutable<ForwardTarget> = { kind: 'forward', address: dst.address, port: dst.port, cluster };
+      if (timeoutMs !== undefined) v.timeoutMs = timeoutMs;
+      if (edits?.path !== undefined) v.path = edits.path;
+      if (edits?.setHeaders !== undefined) v.setHeaders = edits.setHeaders;
+      if (removeHeaders !== undefined) v.removeHeaders = removeHeaders;
+      if (cookie !== undefined) v.addResponseHeaders = [['set-cookie', cookie.header]];
+      return v;
     },
 
     completed(req, verdict, status, durationMs): DecisionNote | undefined {
       const base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
-      const routed = (req as RoutedView).routed;
-      if (routed === undefined || o.decisions === undefined) return base;
-      const trail = (req as RoutedView).trail;
-      const decision = {
-        time: new Date(Date.now() - durationMs).toISOString(), listener: 'outbound', method: req.method ?? 'GET',
-        authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: routed.route, routeName: routed.route,
-        cluster: routed.cluster, ...(trail !== undefined ? { attempts: trail } : {}),
-        ...(verdict?.kind === 'reply' && verdict.flag ? { flag: verdict.flag, details: verdict.details } : {}),
-        ...(status !== undefined ? { status } : {}), durationMs,
-      };
-      o.decisions.record(decision);
+      const view = req as RoutedView;
+      const cluster = view.routedCluster;
+      if (cluster === undefined || o.decisions === undefined) return base;
+      const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
+      o.decisions.record({
+        time: isoAt(Date.now() - durationMs), listener: 'outbound', method: req.method ?? 'GET',
+        authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: view.routedRoute, routeName: view.routedRoute,
+        cluster, upstream: view.endpoint, attempts: view.trail, flag: reply?.flag, details: reply?.details, status, durationMs,
+      });
       return base;
     },
 
@@ -230,6 +237,7 @@ function queryValue(url: string, name: string): string | undefined {
  */
 export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain: string): NonNullable<MeshTraffic['route']> {
   return (service, req, dst) => {
+    if (!hasMeshRoutes(table, dst.port)) return undefined;
     const d = routeMesh(table, {
       port: dst.port, host: authorityOf(req), method: req.method ?? 'GET', path: req.url ?? '/', scheme: 'http',
       // Read only when a rule matches on a header: building the header object costs.

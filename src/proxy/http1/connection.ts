@@ -888,7 +888,10 @@ export class Connection {
     const decider = this.owner.decider;
     let note: DecisionNote | undefined | void;
     if (decider?.completed && !ex.fixed) {
-      if (ex.attempts) ex.view.trail = ex.attempts.trail;
+      if (ex.attempts) {
+        ex.view.trail = ex.attempts.trail;
+        ex.view.endpoint = ex.attempts.endpoint?.hostPort;
+      }
       try {
         note = decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms);
       } catch (err) {

@@ -608,7 +608,10 @@ export class Http2Exchange implements AttemptSender {
     let note: DecisionNote | undefined | void;
     const decider = this.owner.decider;
     if (decider?.completed && !this.fixed && this.view) {
-      if (this.attempts) this.view.trail = this.attempts.trail;
+      if (this.attempts) {
+        this.view.trail = this.attempts.trail;
+        this.view.endpoint = this.attempts.endpoint?.hostPort;
+      }
       try {
         note = decider.completed(this.view.asIncomingMessage(), this.verdict, status, ms);
       } catch (err) {
