@@ -117,7 +117,7 @@ export function validateServiceEntry(spec: unknown, meta: ResourceMeta, warn: Wa
     const at = item('spec.endpoints', i);
     const o = obj(e, at);
     checkFields(o, at, { supported: [...WORKLOAD_FIELDS] });
-    return parseWorkloadFields(o, at, { names: byDns, why: 'names need resolution DNS or DNS_ROUND_ROBIN' }, portNames);
+    return parseWorkloadFields(o, at, { names: byDns, why: 'names need resolution DNS or DNS_ROUND_ROBIN' }, portNames, warn);
   });
   if (byDns && endpoints.length === 0) {
     hosts.forEach((h, i) => {

@@ -182,7 +182,7 @@ function parseRetryOn(raw: unknown, field: string): NonNullable<HttpRetry['retry
   return { conditions, statusCodes };
 }
 
-function parseRetries(raw: unknown, field: string): HttpRetry {
+function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['attempts', 'perTryTimeout', 'retryOn', 'retryRemoteLocalities', 'retryIgnorePreviousHosts', 'backoff'] });
   const at = (k: string): string => child(field, k);
@@ -195,6 +195,10 @@ function parseRetries(raw: unknown, field: string): HttpRetry {
   const perTryTimeoutMs = optDuration(o['perTryTimeout'], at('perTryTimeout'));
   const retryOn = o['retryOn'] === undefined ? undefined : parseRetryOn(o['retryOn'], at('retryOn'));
   const retryRemoteLocalities = optBool(o['retryRemoteLocalities'], at('retryRemoteLocalities'));
+  if (retryRemoteLocalities !== undefined) {
+    warn(at('retryRemoteLocalities'), 'has no effect here: endpoints are not ordered by locality (locality-aware balancing is not implemented yet), '
+      + 'so every retry may go to any endpoint of the destination, whatever this says');
+  }
   const retryIgnorePreviousHosts = optBool(o['retryIgnorePreviousHosts'], at('retryIgnorePreviousHosts'));
   const backoffMs = optDuration(o['backoff'], at('backoff'));
   return {
@@ -281,7 +285,7 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   const rewrite = parseRewrite(o['rewrite'], at('rewrite'));
   const requestHeaders = parseHeaderEdits(o['headers'], at('headers'));
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
-  const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'));
+  const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'), warn);
   const actions = [route.length > 0 && 'route', redirect && 'redirect', directResponse && 'directResponse'].filter(Boolean);
   if (actions.length === 0) throw new FieldError(field, 'needs one of route, redirect or directResponse');
   if (actions.length > 1) throw new FieldError(field, `takes only one of route, redirect or directResponse, got ${actions.join(' and ')}`);

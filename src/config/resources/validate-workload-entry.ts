@@ -3,11 +3,16 @@
 // fields are those of a ServiceEntry's `endpoints`, and both are read by parseWorkloadFields.
 import type { ResourceMeta, ServiceEntryEndpoint, WorkloadEntry } from './types.js';
 import { isIpAddress } from './addresses.js';
-import { checkFields, child, FieldError, int, item, obj, optInt, optObj, optStr, show, str, UINT32_MAX, type Obj } from './fields.js';
+import { checkFields, child, FieldError, IGNORE_WARNINGS, int, item, obj, optInt, optObj, optStr, show, str, UINT32_MAX, type Obj, type Warn } from './fields.js';
 import { checkHostPattern } from './names.js';
 import { labelMap } from './selector.js';
 
 export const WORKLOAD_FIELDS = ['address', 'ports', 'labels', 'network', 'locality', 'weight', 'serviceAccount'] as const;
+
+const NETWORK_HAS_NO_EFFECT = 'has no effect here: this agent dials every endpoint directly, as Istio does when the endpoint is on the proxy\'s own network; '
+  + 'reaching endpoints of another network through its gateway (multi-network meshes) is not supported';
+const LOCALITY_HAS_NO_EFFECT = 'is shown in the cluster dumps but does not steer balancing: locality-aware load balancing is not implemented yet '
+  + '(under Istio it prefers the proxy\'s own locality when the DestinationRule sets outlierDetection)';
 
 /** Istio's rule for port names (ServiceEntry ports, endpoint and WorkloadEntry port maps): a DNS label. */
 export function checkPortName(name: string, field: string): string {
@@ -28,7 +33,7 @@ export interface AddressRule {
  * The fields a WorkloadEntry and a ServiceEntry endpoint share. `portNames`: the entry's port names
  * an endpoint may map (a WorkloadEntry, which no entry owns, may name any valid port).
  */
-export function parseWorkloadFields(o: Obj, field: string, rule: AddressRule, portNames?: ReadonlySet<string>): ServiceEntryEndpoint {
+export function parseWorkloadFields(o: Obj, field: string, rule: AddressRule, portNames: ReadonlySet<string> | undefined, warn: Warn): ServiceEntryEndpoint {
   const at = (k: string): string => child(field, k);
   const written = str(o['address'], at('address'), { nonEmpty: true });
   let address: string;
@@ -53,6 +58,10 @@ export function parseWorkloadFields(o: Obj, field: string, rule: AddressRule, po
   const labels = o['labels'] === undefined ? {} : labelMap(o['labels'], at('labels'));
   const network = optStr(o['network'], at('network'));
   const locality = optStr(o['locality'], at('locality'));
+  // Accepted (Istio's documents carry them) and said to do nothing here, at load: a field we accept
+  // is never silently ignored.
+  if (network !== undefined && network !== '') warn(at('network'), NETWORK_HAS_NO_EFFECT);
+  if (locality !== undefined && locality !== '') warn(at('locality'), LOCALITY_HAS_NO_EFFECT);
   const weight = optInt(o['weight'], at('weight'), 0, UINT32_MAX) ?? 0;
   const serviceAccount = optStr(o['serviceAccount'], at('serviceAccount'), { nonEmpty: true });
   return {
@@ -63,7 +72,7 @@ export function parseWorkloadFields(o: Obj, field: string, rule: AddressRule, po
   };
 }
 
-export function validateWorkloadEntry(spec: unknown, meta: ResourceMeta): WorkloadEntry {
+export function validateWorkloadEntry(spec: unknown, meta: ResourceMeta, warn: Warn = IGNORE_WARNINGS): WorkloadEntry {
   const s = obj(spec, 'spec');
   checkFields(s, 'spec', { supported: [...WORKLOAD_FIELDS] });
   if (s['address'] === undefined || s['address'] === '') {
@@ -73,5 +82,5 @@ export function validateWorkloadEntry(spec: unknown, meta: ResourceMeta): Worklo
       ? 'required: reaching a workload through its network\'s gateway (an entry with a network and no address) is not supported yet'
       : 'required (an IP address, or a DNS name for entries with DNS resolution)');
   }
-  return { meta, ...parseWorkloadFields(s, 'spec', { names: true }) };
+  return { meta, ...parseWorkloadFields(s, 'spec', { names: true }, undefined, warn) };
 }

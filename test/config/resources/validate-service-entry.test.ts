@@ -126,6 +126,8 @@ exportTo: [".", other]`));
     { yaml: `hosts: [a.com]\naddresses: [10.0.0.1]\nports: [{number: 80, name: a, targetPort: 8080}]`, warnings: [/^spec\.ports\[0\]\.targetPort: has no effect with resolution NONE/] },
     { yaml: `hosts: [a.com]\nports: [{number: 5432, name: pg}]`, warnings: [/^spec\.ports\[0\]: serves an unset protocol without spec\.addresses/] },
     { yaml: `hosts: [a.com]\naddresses: [10.0.0.1]\nresolution: STATIC`, warnings: [/^spec\.endpoints: is empty with resolution STATIC: the service has no endpoints, and requests to it fail with 503/] },
+    { yaml: `hosts: [a.com]\naddresses: [10.0.0.1]\nresolution: STATIC\nendpoints: [{address: 10.1.0.1}, {address: 10.1.0.2, network: n2, locality: r/z}]`,
+      warnings: [/^spec\.endpoints\[1\]\.network: has no effect here/, /^spec\.endpoints\[1\]\.locality: .*does not steer balancing/] },
   ];
   for (const c of cases) {
     const got = acceptWarned(se(c.yaml)).warnings;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { WorkloadEntry } from '../../../src/config/resources/types.js';
-import { accept, assertRejections, indent } from './helpers.js';
+import { accept, acceptWarned, assertRejections, indent } from './helpers.js';
 
 const we = (spec: string, apiVersion = 'networking.mesh.io/v1'): string => `apiVersion: ${apiVersion}
 kind: WorkloadEntry
@@ -25,6 +25,14 @@ serviceAccount: reviews`)).resource as WorkloadEntry;
   assert.equal(r.meta.kind, 'WorkloadEntry');
   const named = accept(we('address: VM-1.Example.com', 'networking.mesh.io/v1beta1')).resource as WorkloadEntry;
   assert.deepEqual([named.address, named.ports, named.labels, named.weight], ['vm-1.example.com', {}, {}, 0], 'a name, for DNS entries; the v1beta1 alias');
+});
+
+it('says at load that network and locality do not steer traffic here (never accepted and silently ignored)', () => {
+  const { warnings } = acceptWarned(we('address: 10.0.3.7\nnetwork: vpc-1\nlocality: us-east1/us-east1-b'));
+  assert.equal(warnings.length, 2, warnings.join('; '));
+  assert.match(warnings[0] ?? '', /^spec\.network: has no effect here: .*multi-network meshes\) is not supported/);
+  assert.match(warnings[1] ?? '', /^spec\.locality: .*does not steer balancing: locality-aware load balancing is not implemented yet/);
+  assert.deepEqual(acceptWarned(we('address: 10.0.3.7\nnetwork: ""\nlocality: ""')).warnings, [], 'empty: nothing said, nothing to ignore');
 });
 
 it('refuses what Istio refuses, and what is not supported yet', () => {
