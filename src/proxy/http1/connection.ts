@@ -834,6 +834,7 @@ export class Connection {
 
   /** The response is complete (or answered locally): counts, the decider told, the upstream reused or closed. */
   private finish(ex: Exchange, upstreamDone: boolean): void {
+    if (ex.done) return; // counted once, whichever end came first
     ex.done = true;
     if (ex.timer) {
       clearTimeout(ex.timer);
@@ -864,9 +865,14 @@ export class Connection {
     this.completedUnanswered(ex, clientLeft);
   }
 
-  /** `clientLeft`: the client ended or closed before its answer was complete (DC). */
+  /**
+   * `clientLeft`: the client ended or closed before its answer was complete (DC). A request answered
+   * already (its answer went before its body had all come: the rest is read and dropped) was counted
+   * when it was answered: the client's end or a malformed rest of its body must not count it again.
+   */
   private completedUnanswered(ex: Exchange, clientLeft = false): void {
-    if (clientLeft && !ex.done) {
+    if (ex.done) return;
+    if (clientLeft) {
       ex.flags |= FLAG.DC;
       ex.details = 'downstream_remote_disconnect';
     }

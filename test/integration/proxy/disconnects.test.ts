@@ -86,7 +86,7 @@ spec:
 `;
 
 type Proto = 'h1' | 'h2' | 'tcp' | 'ws';
-type Phase = 'ok' | 'body' | 'wait' | 'head' | 'stall' | 'upgrade' | 'early' | 'refused' | 'cut' | 'reset';
+type Phase = 'ok' | 'body' | 'answered' | 'wait' | 'head' | 'stall' | 'upgrade' | 'early' | 'refused' | 'cut' | 'reset';
 type How = 'fin' | 'rst' | 'goaway' | 'rst_stream';
 
 interface Case {
@@ -113,7 +113,7 @@ interface Event {
 }
 
 const HOWS: Record<Proto, readonly How[]> = { h1: ['fin', 'rst'], h2: ['fin', 'rst', 'goaway', 'rst_stream'], tcp: ['fin', 'rst'], ws: ['fin', 'rst'] };
-const PHASES: Record<Proto, readonly Phase[]> = { h1: ['body', 'wait', 'head', 'stall'], h2: ['body', 'wait', 'head', 'stall'], tcp: ['early', 'body', 'head', 'stall'], ws: ['upgrade', 'head', 'stall'] };
+const PHASES: Record<Proto, readonly Phase[]> = { h1: ['body', 'answered', 'wait', 'head', 'stall'], h2: ['body', 'wait', 'head', 'stall'], tcp: ['early', 'body', 'head', 'stall'], ws: ['upgrade', 'head', 'stall'] };
 
 interface Target {
   readonly host: string;
@@ -130,6 +130,8 @@ function matrix(name: string, t: Target): Case[] {
     const tag = `${name}.${r.proto}-${r.upstream}${t.tls ? '-tls' : ''}`;
     if (r.refused) { // the app's port is closed: the client gets its answer (503, a reset), nothing stays behind
       out.push({ ...base, id: `${tag}.refused`, phase: 'refused' });
+      // Answered (503) while its body is still coming, then the client leaves: counted once.
+      if (r.proto === 'h1') for (const how of HOWS.h1) out.push({ ...base, id: `${tag}.refused-body.${how}`, phase: 'answered', how });
       continue;
     }
     for (const phase of PHASES[r.proto]) for (const how of HOWS[r.proto]) out.push({ ...base, id: `${tag}.${phase}.${how}`, phase, how });
@@ -185,13 +187,14 @@ function judge(c: Case, client: readonly Event[], app: readonly Event[]): string
   const gone = mine.find((e) => e.event === 'disconnected');
   if (!gone) return 'the client never went away';
   const opened = app.find((e) => e.id === c.id && e.event === 'open');
-  if (!opened) return c.phase === 'early' ? undefined : 'the request never reached the app';
+  if (!opened) return c.phase === 'early' || (c.phase === 'answered' && /\.refused-body\./.test(c.id)) ? undefined : 'the request never reached the app';
   const closed = app.find((e) => e.id === c.id && e.event === 'closed');
   if (!closed) return `the app still holds it (the client left at ${gone.t})`;
   const late = closed.t - gone.t;
   if (late > WITHIN_MS) return `the app saw the end ${late} ms after the client left`;
   if (c.upstream === 'h2' && c.proto === 'h2' && closed.rstCode !== NGHTTP2_CANCEL) return `the upstream stream ended with code ${closed.rstCode}, not CANCEL`;
-  if (closed.complete) return 'the app\'s answer completed';
+  // Answered before its body came: what matters is that the proxy counts it once (the counters, after the batch).
+  if (closed.complete && c.phase !== 'answered') return 'the app\'s answer completed';
   return undefined;
 }
 
