@@ -19,8 +19,9 @@ export class RequestView {
   trail: readonly string[] | undefined = undefined;
   /** Traffic management: the endpoint of the request's last attempt (`10.0.0.1:8080`), for its decision record. */
   endpoint: string | undefined = undefined;
-  /** Traffic management: the cluster and route a decider sent it to (the decider's own note). */
-  routed: unknown = undefined;
+  /** Traffic management: the cluster and route names a decider sent it to (fields of the class: no shape change per request). */
+  routedCluster: string | undefined = undefined;
+  routedRoute: string | undefined = undefined;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(
@@ -47,8 +48,33 @@ export class RequestView {
     return this.socket;
   }
 
+  /**
+   * Whether a header `lowerName` is present, read from the lines without building `headers` (which
+   * the common path never needs). Lengths are compared first: most lines never get lower-cased.
+   */
+  has(lowerName: string): boolean {
+    const raw = this.rawHeaders;
+    const n = lowerName.length;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (name.length === n && (name === lowerName || name.toLowerCase() === lowerName)) return true;
+    }
+    return false;
+  }
+
   /** For the RequestDecider contract, typed on IncomingMessage (deciders read only the fields above). */
   asIncomingMessage(): IncomingMessage {
     return this as unknown as IncomingMessage;
   }
+}
+
+/** Whether `req` carries a header `lowerName`: from a RequestView's lines, else node's `headers`. */
+export function hasHeader(req: IncomingMessage, lowerName: string): boolean {
+  return req instanceof RequestView ? req.has(lowerName) : req.headers[lowerName] !== undefined;
+}
+
+/** The request's authority: the proxy's request views carry it (parsed already); another IncomingMessage its Host. */
+export function authorityOf(req: IncomingMessage): string {
+  const a = (req as { authority?: string }).authority;
+  return a !== undefined && a !== '' ? a : req.headers.host ?? '';
 }

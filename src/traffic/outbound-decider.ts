@@ -11,6 +11,7 @@ import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
 import { NO_DESTINATION } from '../proxy/decider.js';
+import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
@@ -49,11 +50,6 @@ export interface OutboundTrafficOptions {
 const XFCC = 'x-forwarded-client-cert';
 const STRIP_XFCC: readonly string[] = [XFCC];
 
-/** The request's authority: the proxy's request view carries it; another IncomingMessage its Host. */
-function authorityOf(req: IncomingMessage): string {
-  const a = (req as { authority?: string }).authority;
-  return a !== undefined && a !== '' ? a : req.headers.host ?? '';
-}
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -148,7 +144,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
         }
         cluster = { cluster: runtime, retry, hash, tlsFor: cluster.tlsFor };
       }
-      const xfcc = req.headers[XFCC] !== undefined;
+      const xfcc = hasHeader(req, XFCC);
       const removeHeaders = xfcc ? [...STRIP_XFCC, ...(edits?.removeHeaders ?? [])] : edits?.removeHeaders;
       // Fields set one by one, not spread: this runs for every request (object spreads cost).
       const v: Mutable<ForwardTarget> = { kind: 'forward', address: dst.address, port: dst.port, cluster };

@@ -6,10 +6,10 @@
 // Never a silent downgrade: when TLS is asked for and cannot be had, the request is answered 503
 // (a TCP connection reset) with the reason in the access log and /debug/decisions.
 import { readFileSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
 import { isAbsolute, join } from 'node:path';
 import type { SecureContext } from 'node:tls'; // the module: on first use (process.getBuiltinModule)
 import { NO_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../../proxy/decider.js';
+import { authorityOf, hasHeader } from '../../proxy/request-view.js';
 import type { Endpoint } from '../../proxy/socket-options.js';
 import type { DirectionStats } from '../../proxy/stats.js';
 import { MESH_ALPN_HTTP, MESH_ALPN_TCP } from '../../proxy/tls/mesh-alpn.js';
@@ -37,14 +37,15 @@ export interface OutboundTlsSource {
 const XFCC = 'x-forwarded-client-cert';
 const STRIP_XFCC: readonly string[] = [XFCC];
 
-/** The request's Host without a port (`[v6]:80` → `v6`), lower-cased. */
-function hostOf(req: IncomingMessage): string | undefined {
-  const h = req.headers.host;
-  if (!h) return undefined;
-  const m = /^\[([^\]]+)\]/.exec(h);
-  if (m) return m[1]!.toLowerCase();
-  const colon = h.lastIndexOf(':');
-  return (colon >= 0 ? h.slice(0, colon) : h).toLowerCase();
+/** An authority without its port (`[v6]:80` → `v6`), lower-cased; undefined for none. */
+function hostOfAuthority(a: string): string | undefined {
+  if (a === '') return undefined;
+  if (a.charCodeAt(0) === 0x5b /* [ */) {
+    const end = a.indexOf(']');
+    return (end > 0 ? a.slice(1, end) : a.slice(1)).toLowerCase();
+  }
+  const colon = a.lastIndexOf(':');
+  return (colon >= 0 ? a.slice(0, colon) : a).toLowerCase();
 }
 
 function noTls(reason: string): LocalReply {
@@ -133,6 +134,7 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
   // rules, and the hot path asks for every request.
   const plans = new Map<string, OriginationPlan>();
   let plansFor: object | undefined;
+  let last: LastPlan | undefined;
   return (dst, host, http) => {
     const generation = src.generation();
     if (generation !== plansFor || plans.size >= MAX_CACHED_PLANS) {
@@ -145,31 +147,56 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
       plans.clear();
       plansFor = generation;
     }
-    const cacheKey = `${dst.address}|${dst.port}|${host ?? ''}`;
-    let plan = plans.get(cacheKey);
-    if (!plan) {
-      const known = src.hostsFor(dst.address);
-      const hosts = host !== undefined && !known.includes(host) ? [host, ...known] : known;
-      plan = src.plan({ address: dst.address, port: dst.port, hosts });
-      plans.set(cacheKey, plan);
+    // The last plan asked for: a run of requests to one destination (a keep-alive connection, a
+    // client and its service) finds it without building the key below.
+    const { address, port } = dst;
+    let plan: OriginationPlan | undefined;
+    if (last !== undefined && last.generation === generation && last.address === address && last.port === port && last.host === host) {
+      plan = last.plan;
+    } else {
+      const cacheKey = `${address}|${port}|${host ?? ''}`;
+      plan = plans.get(cacheKey);
+      if (!plan) {
+        const known = src.hostsFor(address);
+        const hosts = host !== undefined && !known.includes(host) ? [host, ...known] : known;
+        plan = src.plan({ address, port, hosts });
+        plans.set(cacheKey, plan);
+      }
+      last = { generation, address, port, host, plan };
     }
     return plan.kind === 'plaintext' ? undefined : settings(plan, http);
   };
+}
+
+interface LastPlan {
+  readonly generation: object;
+  readonly address: string;
+  readonly port: number;
+  readonly host: string | undefined;
+  readonly plan: OriginationPlan;
 }
 
 /** Destinations (and Hosts) whose plan is kept; past it the cache starts again (a client spraying Hosts cannot grow it). */
 const MAX_CACHED_PLANS = 4096;
 
 export function outboundDecider(tlsFor: UpstreamTlsFor): RequestDecider {
+  // The last authority and its host: the same Host request after request is lower-cased once.
+  let lastAuthority = '';
+  let lastHost: string | undefined;
   return {
     decide: (req, dst): Verdict => {
       if (!dst) return NO_DESTINATION;
-      const tls = tlsFor(dst, hostOf(req), true);
+      const authority = authorityOf(req);
+      if (authority !== lastAuthority) {
+        lastHost = hostOfAuthority(authority);
+        lastAuthority = authority;
+      }
+      const tls = tlsFor(dst, lastHost, true);
       if (tls?.kind === 'reply') return tls;
       // Envoy's default for an outbound connection manager: a client's XFCC is not passed on.
       // One literal per case (no spreads: this is every outbound request).
       const { address, port } = dst;
-      if (req.headers[XFCC] !== undefined) {
+      if (hasHeader(req, XFCC)) {
         return tls ? { kind: 'forward', address, port, removeHeaders: STRIP_XFCC, tls } : { kind: 'forward', address, port, removeHeaders: STRIP_XFCC };
       }
       return tls ? { kind: 'forward', address, port, tls } : { kind: 'forward', address, port };

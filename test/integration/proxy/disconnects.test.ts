@@ -416,12 +416,13 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
       const [x, y, z] = [before[name]!, peak[name]!, after[name]!];
       return `${name}: fds ${x.fds} / ${y.fds} / ${z.fds}, RSS ${x.rssMb} / ${y.rssMb} / ${z.rssMb} MB, active counters ${x.active} / ${y.active} / ${z.active} (requests ${x.rqActive} / ${y.rqActive} / ${z.rqActive})`;
     });
-    console.log(`soak: ${rounds} rounds, ${events} client events in ${SOAK_SECONDS} s; before / peak / 10 s after:\n  ${report.join('\n  ')}`);
+    const still = (await Promise.all(Object.entries(proxies).map(async ([name, x]) => `${name}: ${await rqNames(x) || '-'}`))).join('; ');
+    console.log(`soak: ${rounds} rounds, ${events} client events in ${SOAK_SECONDS} s; before / peak / 10 s after:\n  ${report.join('\n  ')}\n  requests still active: ${still}`);
     for (const name of Object.keys(proxies)) {
       const [x, z] = [before[name]!, after[name]!];
       // Requests in flight come back exactly; connections and descriptors to the pools' size (each
       // worker pools its own upstream connections: a few more may be pooled than at the start).
-      assert.equal(z.rqActive, x.rqActive, `${name}: requests still active (${await rqNames(proxies[name as keyof typeof proxies])}): ${report.join('; ')}`);
+      assert.equal(z.rqActive, x.rqActive, `${name}: requests still active (${still}): ${report.join('; ')}`);
       assert.ok(z.fds <= x.fds + 16, `${name}: file descriptors not back: ${report.join('; ')}`);
       assert.ok(z.active <= x.active + 16, `${name}: active counters not back: ${report.join('; ')}`);
       // V8 gives a grown heap back over minutes, not seconds: RSS is reported, and only a growth

@@ -92,9 +92,21 @@ describe('upstreamTlsFor', () => {
     assert.deepEqual(asked[0]!.hosts, ['b', 'b.default.svc.cluster.local']);
     tlsFor(dst, 'other', true);
     assert.equal(asked.length, 2);
+    tlsFor(dst, 'b', true);
+    tlsFor(dst, 'other', true);
+    assert.equal(asked.length, 2, 'the last plan, and the ones before it, are kept');
     state.generation = {};
     tlsFor(dst, 'b', true);
     assert.equal(asked.length, 3);
+    tlsFor({ address: '10.0.0.2', port: 81 }, 'b', true);
+    assert.equal(asked.length, 4, 'another port, another plan');
+  });
+
+  it('plans by the request\'s host: its authority without the port, lower-cased (IPv6 literals too)', () => {
+    const { src, asked } = source({ plan: PLAIN });
+    const decider = outboundDecider(upstreamTlsFor(src));
+    for (const host of ['B.Example:8080', '[FD00::1]:80', 'c.example', '']) decider.decide(request(host === '' ? {} : { host }), dst);
+    assert.deepEqual(asked.map((a) => a.hosts[0]), ['b.example', 'fd00::1', 'c.example', 'b.default.svc.cluster.local']);
   });
 
   it('SIMPLE with a CA file that cannot be read: a 503 naming the file', () => {
