@@ -4,7 +4,7 @@
 #   proxy     scripts/bench-proxy.sh (HTTP/1.1, raw TCP)      footprint scripts/bench-footprint.sh
 #   mtls      scripts/bench-mtls.sh                           h2        scripts/bench-h2.sh
 #   gateway   scripts/bench-gateway.sh                        idle      scripts/bench-idle.sh
-#   dns       scripts/bench-dns.mjs
+#   dns       scripts/bench-dns.mjs                           parser    scripts/bench-parser.mjs
 # Two builds on one bench in a few minutes (a baseline: any built checkout, e.g. a worktree):
 #   git worktree add /tmp/base REV && (cd /tmp/base && make build)
 #   PILOT_AGENT_BASELINE=/tmp/base BENCH_ONLY=proxy BENCH_ROUNDS=3 BENCH_DURATION=3 BENCH_PROFILE=0 \
@@ -21,11 +21,11 @@
 #   BENCH_PIN=0             no CPU pinning
 set -euo pipefail
 cd "$(dirname "$0")/.."
-order=(startup iptables proxy footprint mtls h2 gateway idle dns)
+order=(startup iptables proxy footprint mtls h2 gateway idle dns parser)
 declare -A run_of=([startup]=scripts/bench.sh [iptables]='node scripts/bench-iptables.mjs'
   [proxy]=scripts/bench-proxy.sh [footprint]=scripts/bench-footprint.sh [mtls]=scripts/bench-mtls.sh
   [h2]=scripts/bench-h2.sh [gateway]=scripts/bench-gateway.sh [idle]=scripts/bench-idle.sh
-  [dns]='node scripts/bench-dns.mjs')
+  [dns]='node scripts/bench-dns.mjs' [parser]='node scripts/bench-parser.mjs')
 read -ra only <<< "${BENCH_ONLY//,/ }"
 for name in ${only[@]+"${only[@]}"}; do
   if [ -z "${run_of[$name]:-}" ]; then
