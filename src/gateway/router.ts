@@ -18,11 +18,12 @@ import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '..
 import { Http2Handler } from '../proxy/http2/handler.js';
 import { byPreface } from '../proxy/http2/preface.js';
 import { adoptAccepted } from '../proxy/read-buffers.js';
+import { requestedServerName } from '../proxy/tls/requested-server-name.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenOnce } from '../net/listen.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import { pickDestination, route, routeName, type ForwardDecision, type RouteTable } from '../routing/index.js';
-import { hostOnly, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
+import { hostOnly, type RequestContext, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
 import type { PortPlan } from './listener-plan.js';
@@ -257,15 +258,33 @@ export class GatewayRouter {
           draft.details = 'direct_response';
           return { kind: 'reply', status: 301, body: '', headers: { location: `https://${hostOnly(draft.authority)}${draft.path}` } };
         }
-        const peer = req.socket.remoteAddress;
-        const ctx = peer
-          ? { port: plan.port, sourceIp: peer, remoteIp: clientAddress(firstValue(req.headers['x-forwarded-for']), plainAddress(peer), this.o.numTrustedProxies ?? 0) }
-          : { port: plan.port };
+        // Nothing to check (no JWT rule, no policy): the context is not read, no address looked up.
+        // Otherwise it is whole, even for a policy that arrives while a JWT's keys are fetched.
+        const ctx = this.o.security.idle ? { port: plan.port } : this.requestContext(req, plan.port);
         const outcome = this.o.security.check(req, ctx, draft);
         if (outcome instanceof Promise) return outcome.then((x) => this.routeRequest(req, x, draft, plan.port, scheme));
         return this.routeRequest(req, outcome, draft, plan.port, scheme);
       },
       completed: (req, _verdict, status, durationMs) => this.o.decisions.complete(req, status, durationMs),
+    };
+  }
+
+  /**
+   * What policy knows of a request beyond its headers: the listener's port and the address the
+   * client connected to (`destination.port`, `destination.ip`: the accepted connection's local
+   * end, as in Envoy), the peer and the client behind any trusted proxies, and on an HTTPS port
+   * the SNI of the client's ClientHello (`connection.sni`).
+   */
+  private requestContext(req: IncomingMessage, port: number): RequestContext {
+    const socket = req.socket;
+    const peer = socket.remoteAddress;
+    const local = socket.localAddress;
+    const sni = requestedServerName(socket);
+    return {
+      port,
+      ...(local ? { destinationIp: plainAddress(local) } : {}),
+      ...(peer ? { sourceIp: peer, remoteIp: clientAddress(firstValue(req.headers['x-forwarded-for']), plainAddress(peer), this.o.numTrustedProxies ?? 0) } : {}),
+      ...(sni ? { sni } : {}),
     };
   }
 

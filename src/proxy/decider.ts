@@ -70,6 +70,8 @@ export interface ConnectionFacts {
   readonly destination: Endpoint;
   /** What its first bytes looked like: `tcp` (unknown), `tls`, `h2` (HTTP/2 prior knowledge), `connect` (a CONNECT tunnel). */
   readonly kind: 'tcp' | 'tls' | 'h2' | 'connect';
+  /** The server name of the client's TLS ClientHello (mutual TLS terminated here, or TLS carried as bytes); absent otherwise. */
+  readonly sni?: string | undefined;
 }
 
 export interface ConnectionVerdict {
@@ -102,6 +104,11 @@ export interface RequestDecider {
   connectionDecided?(facts: ConnectionFacts, verdict: ConnectionVerdict): DecisionNote | undefined | void;
   /** Whether admitConnection would refuse some connection now (no policy: the check is skipped). */
   readonly policesConnections?: boolean;
+  /**
+   * Whether admitConnection reads `sni` (a policy names connection.sni): TLS carried as bytes is then
+   * judged once its whole ClientHello has come, with the server name it asks for.
+   */
+  readonly readsSni?: boolean;
   /**
    * How a connection carried as opaque bytes reaches its destination: TLS (mTLS to a sidecar, a
    * DestinationRule's TLS), plaintext (undefined), or not at all (a LocalReply: mTLS is required and

@@ -34,6 +34,7 @@ import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
 import { offersMeshAlpn } from './tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
 import type { PeerIdentity } from './tls/peer-identity.js';
+import { requestedServerName } from './tls/requested-server-name.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
 const log = scope('default');
@@ -214,14 +215,15 @@ export class CaptureListener {
   }
 
   /**
-   * What policy says of this connection as opaque TCP (asked once, before anything is opened for
-   * it); undefined when no policy is in force.
+   * What policy says of this connection as opaque TCP (asked before anything is opened for it, and
+   * again once a ClientHello carried as bytes names a server); undefined when no policy is in force.
+   * `sni`: by default the one of the mutual TLS terminated here (none for a plaintext socket).
    */
-  private tcpVerdict(downstream: Socket, dst: Endpoint, peer: PeerIdentity | undefined): ConnectionVerdict | undefined {
+  private tcpVerdict(downstream: Socket, dst: Endpoint, peer: PeerIdentity | undefined, sni?: string): ConnectionVerdict | undefined {
     const d = this.o.decider;
     if (!d?.policesConnections || !d.admitConnection) return undefined;
     try {
-      return d.admitConnection({ source: downstream.remoteAddress, destination: dst, kind: 'tcp', peer });
+      return d.admitConnection({ source: downstream.remoteAddress, destination: dst, kind: 'tcp', peer, sni: sni ?? requestedServerName(downstream) });
     } catch (err) { // a bug must not let a connection through
       log.error(`connection policy check failed: ${(err as Error).message}`);
       return { allowed: false, reason: 'policy check failed' };
@@ -302,7 +304,7 @@ export class CaptureListener {
     const routed = this.routeConnection(downstream, dst);
     const upDst = routed && !('failed' in routed) ? routed.dst : dst;
     const upTls = routed ? ('failed' in routed ? routed.reason : routed.tls) : this.upstreamTls(downstream, dst);
-    const verdict = this.tcpVerdict(downstream, dst, peer);
+    let verdict = this.tcpVerdict(downstream, dst, peer);
     const started = this.o.accessLog ? performance.now() : 0;
     let upstream: Socket | undefined;
     let connectFailed = false;
@@ -416,18 +418,25 @@ export class CaptureListener {
         return;
       }
       // Mesh TLS is looked for only when it can be answered (a certificate is held); without one a
-      // ClientHello is carried (or refused) as TCP at once, as before.
-      if (protocol === 'tls' && mode !== 'DISABLE' && meshTls!.contexts() !== undefined) {
+      // ClientHello is carried (or refused) as TCP at once, as before. A policy on `connection.sni`
+      // has the whole ClientHello of TLS carried as bytes read too, for its server name (as Envoy's
+      // TLS inspector gives it); TLS inside mutual TLS is not looked into (the outer SNI counts).
+      const meshCapable = mode !== 'DISABLE' && meshTls!.contexts() !== undefined;
+      const wantsSni = verdict !== undefined && peer === undefined && this.o.decider?.readsSni === true;
+      if (protocol === 'tls' && (meshCapable || wantsSni)) {
         const hello = readClientHello(head);
-        if (hello.kind === 'incomplete') { // the ALPN says whether it is a sidecar's
+        if (hello.kind === 'incomplete') { // the ALPN says whether it is a sidecar's; the SNI, what policy sees
           restartTimer(this.headTimeoutMs);
           return;
         }
-        if (hello.kind === 'hello' && offersMeshAlpn(hello.alpn)) {
+        if (meshCapable && hello.kind === 'hello' && offersMeshAlpn(hello.alpn)) {
           cleanup();
           dropUpstream();
           this.terminateMeshTls(downstream, head, dst, meshTls!);
           return;
+        }
+        if (wantsSni && hello.kind === 'hello' && hello.serverName !== undefined) {
+          verdict = this.tcpVerdict(downstream, dst, peer, hello.serverName);
         }
       }
       cleanup();

@@ -9,6 +9,7 @@ import type { DecisionLog } from '../gateway/decisions.js';
 import { ORIGINAL_DESTINATION, type ConnectionFacts, type LocalReply, type RequestDecider, type Verdict } from '../proxy/decider.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import { peerOf, type PeerIdentity } from '../proxy/tls/peer-identity.js';
+import { requestedServerName } from '../proxy/tls/requested-server-name.js';
 import { rbacDeniedDetails, type RequestContext, type RequestSecurity, type SecurityOutcome } from './request-security.js';
 
 const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access denied' };
@@ -16,10 +17,12 @@ const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access den
 export const XFCC = 'x-forwarded-client-cert';
 const STRIP_XFCC: readonly string[] = [XFCC];
 
-function context(dst: Endpoint, source: string | undefined, peer: PeerIdentity | undefined): RequestContext {
+/** `sni`: the server name of the client's ClientHello, when the connection is TLS (mutual TLS, or TLS carried as bytes). */
+function context(dst: Endpoint, source: string | undefined, peer: PeerIdentity | undefined, sni: string | undefined): RequestContext {
   return {
     port: dst.port, destinationIp: dst.address, ...(source ? { sourceIp: source } : {}),
     ...(peer ? { sourcePrincipal: peer.principal, ...(peer.namespace !== undefined ? { sourceNamespace: peer.namespace } : {}) } : {}),
+    ...(sni ? { sni } : {}),
   };
 }
 
@@ -47,7 +50,7 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
   const forward = (req: IncomingMessage, outcome: SecurityOutcome, dst: Endpoint, peer: PeerIdentity | undefined): Verdict => {
     if (outcome.reply) return outcome.reply;
     if (req.method === 'CONNECT' && security.hasPolicies) {
-      const tcp = security.checkConnection(context(dst, req.socket.remoteAddress, peer));
+      const tcp = security.checkConnection(context(dst, req.socket.remoteAddress, peer, requestedServerName(req.socket)));
       if (!tcp.allowed) {
         decisions.count('authz', 'denied');
         decisions.annotate(req, `denied: a CONNECT tunnel is opaque to policy, and as a TCP connection: ${tcp.reason}`, rbacDeniedDetails(tcp));
@@ -75,15 +78,18 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
         security.passIdle(draft);
         return { kind: 'forward', address: dst.address, port: dst.port, setHeaders: [[XFCC, xfccValue(peer!, self())]] };
       }
-      const outcome = security.check(req, context(dst, req.socket.remoteAddress, peer), draft);
+      const outcome = security.check(req, context(dst, req.socket.remoteAddress, peer, requestedServerName(req.socket)), draft);
       return outcome instanceof Promise ? outcome.then((o) => forward(req, o, dst, peer)) : forward(req, outcome, dst, peer);
     },
     completed: (req, _verdict, status, durationMs) => decisions.complete(req, status, durationMs),
     get policesConnections(): boolean {
       return security.hasPolicies;
     },
+    get readsSni(): boolean {
+      return security.readsSni;
+    },
     admitConnection: (facts: ConnectionFacts) => {
-      const d = security.checkConnection(context(facts.destination, facts.source, facts.peer));
+      const d = security.checkConnection(context(facts.destination, facts.source, facts.peer, facts.sni));
       return d.allowed ? d : { ...d, details: rbacDeniedDetails(d) };
     },
     connectionDecided: (facts, verdict) => {

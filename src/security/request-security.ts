@@ -18,6 +18,7 @@ import type { AuthnResult, JwtAuthenticator, RequestHeaders } from './jwt/authen
 export interface RequestContext {
   /** The destination port (the gateway's listener port, the app's port inbound). */
   readonly port: number;
+  /** The local address the client connected to (the original destination, for a sidecar). */
   readonly destinationIp?: string;
   readonly sourceIp?: string;
   /** The original client (a gateway's trusted X-Forwarded-For entry); default: sourceIp. */
@@ -25,12 +26,15 @@ export interface RequestContext {
   /** The peer's identity over mutual TLS (`cluster.local/ns/default/sa/sleep`) and its namespace. */
   readonly sourcePrincipal?: string;
   readonly sourceNamespace?: string;
+  /** The server name of the client's TLS ClientHello (`connection.sni`); absent on plaintext, or when it sent none. */
+  readonly sni?: string;
 }
 
-/** The mTLS peer fields of a context, for an authz request. */
-function peerFields(ctx: RequestContext): { sourcePrincipal?: string; sourceNamespace?: string } {
-  if (ctx.sourcePrincipal === undefined) return {};
-  return { sourcePrincipal: ctx.sourcePrincipal, ...(ctx.sourceNamespace !== undefined ? { sourceNamespace: ctx.sourceNamespace } : {}) };
+/** The connection fields of a context (the mTLS peer, the SNI), for an authz request. */
+function connectionFields(ctx: RequestContext): { sourcePrincipal?: string; sourceNamespace?: string; sni?: string } {
+  const sni = ctx.sni ? { sni: ctx.sni } : {};
+  if (ctx.sourcePrincipal === undefined) return sni;
+  return { sourcePrincipal: ctx.sourcePrincipal, ...(ctx.sourceNamespace !== undefined ? { sourceNamespace: ctx.sourceNamespace } : {}), ...sni };
 }
 
 /** A connection that is not HTTP: its destination port and addresses. */
@@ -100,14 +104,20 @@ export function hostOnly(authority: string): string {
 export class RequestSecurity {
   private policies: readonly AuthorizationPolicy[] = [];
   private hasRules = false;
+  private sniRead = false;
 
   constructor(readonly authenticator: JwtAuthenticator, private readonly decisions: DecisionLog) {}
 
-  /** Takes the rules and policies that select this workload (every configuration change). */
+  /**
+   * Takes the rules and policies that select this workload (every configuration change). AUDIT
+   * policies are left out: they have no effect here (no audit provider; said at load), so a
+   * workload with only those stays on the path that checks nothing.
+   */
   configure(rules: readonly JwtRule[], policies: readonly AuthorizationPolicy[]): void {
     this.authenticator.setRules(rules);
     this.hasRules = rules.length > 0;
-    this.policies = policies;
+    this.policies = policies.some((p) => p.action === 'AUDIT') ? policies.filter((p) => p.action !== 'AUDIT') : policies;
+    this.sniRead = this.policies.some((p) => p.rules.some((r) => r.when.some((c) => c.key === 'connection.sni')));
   }
 
   /** Nothing to check: the sidecar skips this stage entirely (no call per request). */
@@ -121,6 +131,11 @@ export class RequestSecurity {
    */
   get hasPolicies(): boolean {
     return this.policies.length > 0;
+  }
+
+  /** Some policy in force has a `connection.sni` condition: TLS carried as bytes is judged with its ClientHello's server name. */
+  get readsSni(): boolean {
+    return this.sniRead;
   }
 
   /**
@@ -167,7 +182,7 @@ export class RequestSecurity {
       port: ctx.port,
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
-      ...peerFields(ctx),
+      ...connectionFields(ctx),
     });
   }
 
@@ -203,7 +218,7 @@ export class RequestSecurity {
       ...(valid?.presenter ? { presenter: valid.presenter } : {}),
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp, remoteIp: ctx.remoteIp ?? ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
-      ...peerFields(ctx),
+      ...connectionFields(ctx),
     });
     const verdict = authz.allowed ? 'allowed' : 'denied';
     draft.authz = authz.reason.startsWith(verdict) ? authz.reason : `${verdict}: ${authz.reason}`;

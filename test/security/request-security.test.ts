@@ -7,7 +7,7 @@ import type { AuthorizationPolicy } from '../../src/config/resources/types.js';
 import { DecisionLog } from '../../src/gateway/decisions.js';
 import { headersObject } from '../../src/proxy/http1/headers.js';
 import { JwtAuthenticator } from '../../src/security/jwt/authenticator.js';
-import { quotedString, RequestSecurity, type SecurityOutcome } from '../../src/security/request-security.js';
+import { quotedString, RequestSecurity, type RequestContext, type SecurityOutcome } from '../../src/security/request-security.js';
 import { policy, when } from './authz/factories.js';
 import { jwksOf, makeKey, rule, sign, type SigningKey } from './jwt/support.js';
 
@@ -149,6 +149,43 @@ describe('RequestSecurity', () => {
       });
     }
     it('quotedString escapes backslash and double quote', () => assert.equal(quotedString('a"b\\c'), '"a\\"b\\\\c"'));
+  });
+
+  describe('the connection as policy sees it: connection.sni and destination.ip', () => {
+    const denySni = policy('edge/deny-sni', 'DENY', [{ when: [when('connection.sni', ['admin.example.com'])] }]);
+    const denyDst = policy('edge/deny-dst', 'DENY', [{ when: [when('destination.ip', ['10.9.9.9'])] }]);
+    it('a request: the context\'s SNI and destination address reach the policy', async () => {
+      const { sec, decisions } = security([denySni, denyDst], false);
+      const req = request(['Host', 'shop.example.com']);
+      const judge = async (ctx: Partial<RequestContext>): Promise<number | undefined> =>
+        (await sec.check(req, { port: PORT, sourceIp: '10.0.0.1', ...ctx }, decisions.begin(req, 'test'))).reply?.status;
+      assert.equal(await judge({ sni: 'admin.example.com' }), 403);
+      assert.equal(await judge({ sni: 'shop.example.com' }), undefined);
+      assert.equal(await judge({}), undefined, 'no SNI: a values condition does not match');
+      assert.equal(await judge({ destinationIp: '10.9.9.9' }), 403);
+      assert.equal(await judge({ destinationIp: '10.9.9.8' }), undefined);
+    });
+    it('readsSni: only when a policy in force names connection.sni (TLS carried as bytes waits for its ClientHello then)', () => {
+      assert.equal(security([denySni], false).sec.readsSni, true);
+      assert.equal(security([denyDst], false).sec.readsSni, false);
+      assert.equal(security([policy('edge/audit', 'AUDIT', [{ when: [when('connection.sni', ['a.example'])] }])], false).sec.readsSni, false, 'AUDIT is left out');
+    });
+    it('a connection: the same', () => {
+      const { sec } = security([denySni, denyDst], false);
+      assert.equal(sec.checkConnection({ port: PORT, sni: 'admin.example.com' }).allowed, false);
+      assert.equal(sec.checkConnection({ port: PORT, sni: 'shop.example.com' }).allowed, true);
+      assert.equal(sec.checkConnection({ port: PORT, destinationIp: '10.9.9.9' }).allowed, false);
+      assert.equal(sec.checkConnection({ port: PORT }).allowed, true);
+    });
+  });
+
+  it('AUDIT policies are left out (no effect here): with only those, nothing is checked', () => {
+    const audit = policy('ns/audit', 'AUDIT', [{}]);
+    const { sec } = security([audit], false);
+    assert.deepEqual([sec.idle, sec.hasPolicies], [true, false]);
+    const { sec: both } = security([audit, policy('ns/deny-all', 'DENY', [{}])], false);
+    assert.deepEqual([both.idle, both.hasPolicies], [false, true]);
+    assert.match(both.checkConnection({ port: PORT }).reason, /denied by DENY policy ns\/deny-all/);
   });
 
   describe('checkConnection (review finding 5)', () => {

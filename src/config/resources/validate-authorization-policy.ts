@@ -1,12 +1,13 @@
-// AuthorizationPolicy (security.mesh.io): ALLOW / DENY / AUDIT rules on the request's source,
-// operation and conditions (`when`), Istio's fields and meanings.
+// AuthorizationPolicy (security.mesh.io): ALLOW / DENY rules on the request's source, operation
+// and conditions (`when`), Istio's fields and meanings. AUDIT is accepted with a warning (no effect
+// here), CUSTOM refused.
 import type {
   AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule,
   AuthorizationSource, ResourceMeta,
 } from './types.js';
 import { parsePolicyClaimKey, POLICY_CLAIM_PREFIX } from '../../security/claims.js';
 import { checkIpOrCidr } from './addresses.js';
-import { checkFields, child, FieldError, item, list, obj, oneOf, optList, show, str, strList } from './fields.js';
+import { checkFields, child, FieldError, IGNORE_WARNINGS, item, list, obj, oneOf, optList, show, str, strList, type Warn } from './fields.js';
 import { checkHeaderName } from './names.js';
 import { parseWorkloadSelector } from './selector.js';
 
@@ -104,7 +105,14 @@ function parseRule(raw: unknown, field: string): AuthorizationRule {
   };
 }
 
-export function validateAuthorizationPolicy(spec: unknown, meta: ResourceMeta): AuthorizationPolicy {
+/**
+ * Istio gives AUDIT an effect only through an audit provider (Stackdriver) that marks the matching
+ * requests for its log; this agent has none, so it is accepted (Istio accepts it) and said to do nothing.
+ */
+const AUDIT_HAS_NO_EFFECT = 'AUDIT has no effect here: Istio acts on AUDIT policies only through an audit provider '
+  + '(Stackdriver), which this agent does not have; no request is marked or logged for this policy';
+
+export function validateAuthorizationPolicy(spec: unknown, meta: ResourceMeta, warn: Warn = IGNORE_WARNINGS): AuthorizationPolicy {
   // `spec: {}` (or none) is Istio's allow-nothing policy.
   const s = obj(spec ?? {}, 'spec');
   checkFields(s, 'spec', { supported: ['selector', 'action', 'rules'], unsupported: ['provider', 'targetRef', 'targetRefs'] });
@@ -112,5 +120,6 @@ export function validateAuthorizationPolicy(spec: unknown, meta: ResourceMeta): 
   const action = s['action'] === undefined ? 'ALLOW' : oneOf(s['action'], 'spec.action', ACTIONS);
   if (action === 'CUSTOM') throw new FieldError('spec.action', 'CUSTOM (an external authorizer) is not supported by this agent; use ALLOW, DENY or AUDIT');
   const rules = optList(s['rules'], 'spec.rules').map((r, i) => parseRule(r, item('spec.rules', i)));
+  if (action === 'AUDIT') warn('spec.action', AUDIT_HAS_NO_EFFECT);
   return { meta, ...(selector !== undefined ? { selector } : {}), action, rules };
 }

@@ -85,7 +85,7 @@ function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceM
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
     case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta, warn) };
     case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta) };
-    case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta) };
+    case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta, warn) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };
   }
 }

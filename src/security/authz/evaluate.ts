@@ -1,10 +1,11 @@
 // AuthorizationPolicy evaluation in Istio's order: CUSTOM (not supported here: never matches, and
 // said so in the reason), then DENY (any match denies), then ALLOW (when any ALLOW policy applies,
-// one must match). AUDIT policies are evaluated for the record and never change the outcome. Pure.
+// one must match). AUDIT policies are skipped: Istio acts on them only through an audit provider
+// (Stackdriver), which this agent has not (the validator says so at load). Pure.
 //
 // Two entry points: `evaluate` for an HTTP request, `evaluateConnection` for a connection that is
 // not HTTP (Istio's TCP semantics: an ALLOW rule needing an HTTP-only field matches no connection,
-// a DENY or AUDIT rule's HTTP-only fields are ignored, so it denies more). Header conditions read
+// a DENY rule's HTTP-only fields are ignored, so it denies more). Header conditions read
 // every value of a header (header-values.ts). authz/README.md has the rules and why.
 import type {
   AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule, AuthorizationSource,
@@ -45,7 +46,9 @@ export interface AuthzRequest {
   /** mTLS peer identity: absent in this product unless mTLS is in use. */
   readonly sourcePrincipal?: string;
   readonly sourceNamespace?: string;
+  /** The local address the client connected to (the original destination, for a sidecar). */
   readonly destinationIp?: string;
+  /** The server name of the client's TLS ClientHello; absent on plaintext, or when it sent none. */
   readonly sni?: string;
 }
 
@@ -59,6 +62,7 @@ export interface AuthzConnection {
   /** mTLS peer identity, when there is one. */
   readonly sourcePrincipal?: string;
   readonly sourceNamespace?: string;
+  /** The server name of the client's TLS ClientHello; absent on plaintext, or when it sent none. */
   readonly sni?: string;
 }
 
@@ -70,8 +74,6 @@ export interface AuthzDecision {
   readonly policy?: string;
   readonly action?: AuthorizationAction;
   readonly ruleIndex?: number;
-  /** AUDIT policies that matched (`ns/name`): the request is to be logged, nothing else. */
-  readonly audited?: readonly string[];
   /** CUSTOM policies (`ns/name`), which this agent does not support: treated as not matching. */
   readonly unsupported?: readonly string[];
 }
@@ -90,6 +92,7 @@ class AuthzView {
   private remoteCache: Uint8Array | null | undefined;
   private destinationCache: Uint8Array | null | undefined;
   private portText: string | undefined;
+  private sniCache: readonly string[] | null | undefined;
   private headerCache: Map<string, readonly string[] | undefined> | undefined;
 
   /** `tcp`: a connection, not a request; HTTP-only fields do not apply (see ruleMatches). */
@@ -142,6 +145,15 @@ class AuthzView {
     return this.destinationCache ?? undefined;
   }
 
+  /**
+   * The SNI, lower-case (DNS names have no case; Envoy keeps it lower-cased too), as a one-value
+   * list; undefined when the connection has none (plaintext, or a ClientHello without it).
+   */
+  get sni(): readonly string[] | undefined {
+    if (this.sniCache === undefined) this.sniCache = this.req.sni ? [this.req.sni.toLowerCase()] : null;
+    return this.sniCache ?? undefined;
+  }
+
   /** The candidates of header `name` (any case) as the backend will get it; undefined when absent. */
   header(name: string): readonly string[] | undefined {
     const lower = name.toLowerCase();
@@ -182,7 +194,7 @@ function needsHttp(rule: AuthorizationRule): boolean {
 
 function sourceMatches(s: AuthorizationSource, view: AuthzView): boolean {
   const r = view.req;
-  // On a connection the HTTP-only fields are ignored (only DENY and AUDIT rules get this far).
+  // On a connection the HTTP-only fields are ignored (only DENY rules get this far).
   return (view.tcp || field(s.requestPrincipals, s.notRequestPrincipals, r.principal))
     && field(s.principals, s.notPrincipals, r.sourcePrincipal)
     && field(s.namespaces, s.notNamespaces, r.sourceNamespace)
@@ -233,7 +245,7 @@ function attribute(c: AuthorizationCondition, view: AuthzView): readonly string[
     case 'source.namespace': return one(r.sourceNamespace);
     case 'source.principal': return one(r.sourcePrincipal);
     case 'destination.port': return [view.port];
-    case 'connection.sni': return one(r.sni);
+    case 'connection.sni': return view.sni;
     default: return 'unknown';
   }
 }
@@ -244,6 +256,19 @@ function ipCondition(c: AuthorizationCondition, ip: Uint8Array | undefined): boo
   return true;
 }
 
+/** Whether any pattern matches the SNI, compared in any case as DNS names are (the SNI is lower-case already). */
+function anySniMatches(patterns: readonly string[], sni: readonly string[]): boolean {
+  for (const p of patterns) if (matchValue(p.toLowerCase(), sni[0])) return true;
+  return false;
+}
+
+/** As any condition (below), with the SNI compared in any case: absent, it fails `values` and satisfies `notValues`. */
+function sniCondition(c: AuthorizationCondition, sni: readonly string[] | undefined): boolean {
+  if (set(c.values) && (sni === undefined || !anySniMatches(c.values, sni))) return false;
+  if (set(c.notValues) && sni !== undefined && anySniMatches(c.notValues, sni)) return false;
+  return true;
+}
+
 /**
  * A `when` condition: `values` holds when any value matches (any element, for list attributes;
  * any candidate, for a header), `notValues` when none does; a missing attribute fails `values` and
@@ -251,12 +276,13 @@ function ipCondition(c: AuthorizationCondition, ip: Uint8Array | undefined): boo
  * policy and fails in any other.
  */
 function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: AuthorizationAction): boolean {
-  // On a connection an HTTP-only key is ignored (only DENY and AUDIT rules get this far).
+  // On a connection an HTTP-only key is ignored (only DENY rules get this far).
   if (view.tcp && isHttpOnlyKey(c.key)) return true;
   switch (c.key) {
     case 'source.ip': return ipCondition(c, view.sourceIp);
     case 'remote.ip': return ipCondition(c, view.remoteIp);
     case 'destination.ip': return ipCondition(c, view.destinationIp);
+    case 'connection.sni': return sniCondition(c, view.sni);
   }
   const values = attribute(c, view);
   if (values === 'unknown') return action === 'DENY';
@@ -266,8 +292,8 @@ function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: Auth
 }
 
 function ruleMatches(rule: AuthorizationRule, view: AuthzView, action: AuthorizationAction): boolean {
-  // Istio drops an ALLOW rule that needs HTTP from a TCP filter (it allows less); DENY and AUDIT
-  // rules keep their other fields (they deny more). A DENY rule of HTTP fields alone denies all.
+  // Istio drops an ALLOW rule that needs HTTP from a TCP filter (it allows less); DENY rules keep
+  // their other fields (they deny more). A DENY rule of HTTP fields alone denies all.
   if (view.tcp && action === 'ALLOW' && needsHttp(rule)) return false;
   if (rule.from.length > 0 && !rule.from.some((s) => sourceMatches(s, view))) return false;
   if (rule.to.length > 0 && !rule.to.some((o) => operationMatches(o, view))) return false;
@@ -303,17 +329,13 @@ export function evaluateConnection(policies: readonly AuthorizationPolicy[], con
 
 function decide(policies: readonly AuthorizationPolicy[], view: AuthzView): AuthzDecision {
   let unsupported: string[] | undefined;
-  let audited: string[] | undefined;
   let allowCount = 0;
+  // AUDIT policies are not evaluated: without an audit provider they have no effect (see the top).
   for (const p of policies) {
     if (p.action === 'CUSTOM') (unsupported ??= []).push(id(p));
     else if (p.action === 'ALLOW') allowCount++;
-    else if (p.action === 'AUDIT' && matchingRule(p, view) >= 0) (audited ??= []).push(id(p));
   }
-  const extras = {
-    ...(audited ? { audited } : {}),
-    ...(unsupported ? { unsupported } : {}),
-  };
+  const extras = unsupported ? { unsupported } : {};
   const note = unsupported ? `; CUSTOM ${unsupported.join(', ')} ignored (not supported)` : '';
 
   for (const p of policies) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { AuthorizationPolicy } from '../../../src/config/resources/types.js';
-import { accept, assertRejections, indent } from './helpers.js';
+import { accept, acceptWarned, assertRejections, indent } from './helpers.js';
 
 const head = `apiVersion: security.mesh.io/v1
 kind: AuthorizationPolicy
@@ -47,6 +47,15 @@ it('reads the deny-without-JWT policy an operator writes', () => {
       { key: 'source.ip', values: ['10.0.0.0/8', '::1'] },
     ],
   }]);
+});
+
+it('AUDIT is accepted with a warning naming spec.action: it has no effect here (no audit provider); its rules are still checked', () => {
+  const { value, warnings } = acceptWarned(ap(`action: AUDIT\nrules: [{to: [{operation: {paths: ["/audited"]}}]}]`));
+  assert.equal((value.resource as AuthorizationPolicy).action, 'AUDIT');
+  assert.deepEqual(warnings.length, 1);
+  assert.match(warnings[0]!, /^spec\.action: AUDIT has no effect here: .*audit provider \(Stackdriver\), which this agent does not have/);
+  for (const action of ['ALLOW', 'DENY']) assert.deepEqual(acceptWarned(ap(`action: ${action}\nrules: [{}]`)).warnings, [], action);
+  assertRejections([{ name: 'AUDIT with a bad rule', yaml: ap(`action: AUDIT\nrules: [{from: []}]`), field: 'spec.rules[0].from', message: /must not be empty/ }]);
 });
 
 it('defaults: action ALLOW; spec {} is allow-nothing; rules [{}] matches everything', () => {

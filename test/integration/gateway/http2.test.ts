@@ -326,6 +326,17 @@ spec:
     route: [{destination: {host: 127.0.0.1, port: {number: 7070}}}]
   - name: web
     route: [{destination: {host: 127.0.0.1, port: {number: 7090}}}]
+---
+apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: by-connection, namespace: mesh-system}
+spec:
+  action: DENY
+  rules:
+  - to: [{operation: {paths: ["/guarded/sni"]}}]
+    when: [{key: connection.sni, values: ["localhost"]}]
+  - to: [{operation: {paths: ["/guarded/ip"]}}]
+    when: [{key: destination.ip, values: ["127.0.0.2"]}]
 `;
   /** The mounted credential is the fixtures' self-signed localhost certificate: its own trust root. */
   const CA = join(FIXTURES, 'localhost.crt');
@@ -350,6 +361,18 @@ spec:
     const h1 = await curl(pod, https('--http1.1', `https://localhost:${HTTPS_PORT}/over/h1`));
     assert.equal(h1.version, '1.1');
     assert.deepEqual(seen(h1.body), { app: 'a', version: '1.1', path: '/over/h1' });
+  });
+
+  it('an HTTP/2 request is judged with its connection too: connection.sni, destination.ip', async () => {
+    const status = async (args: string[]): Promise<[string, number]> => {
+      const r = await curl(pod, ['--http2', ...args]);
+      return [r.version, r.status];
+    };
+    assert.deepEqual(await status(https(`https://localhost:${HTTPS_PORT}/guarded/sni`)), ['2', 403], 'SNI localhost');
+    // -k: the certificate names localhost only; the SNI is other.test.
+    assert.deepEqual(await status(['-k', '--resolve', `other.test:${HTTPS_PORT}:127.0.0.1`, `https://other.test:${HTTPS_PORT}/guarded/sni`]), ['2', 200], 'another SNI');
+    assert.deepEqual(await status(['--cacert', CA, '--resolve', `localhost:${HTTPS_PORT}:127.0.0.2`, `https://localhost:${HTTPS_PORT}/guarded/ip`]), ['2', 403], 'to 127.0.0.2');
+    assert.deepEqual(await status(https(`https://localhost:${HTTPS_PORT}/guarded/ip`)), ['2', 200], 'to 127.0.0.1');
   });
 
   it('a client that hangs up is let go, over TLS too', async () => {

@@ -45,13 +45,28 @@ spec:
       weight: 0
 `;
 
+/** Conditions on the connection: the SNI the client sent, the address and port it connected to. */
+const POLICY = `apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: by-connection, namespace: edge}
+spec:
+  action: DENY
+  rules:
+  - to: [{operation: {paths: ["/guarded/sni"]}}]
+    when: [{key: connection.sni, values: ["blog.example.com"]}]
+  - to: [{operation: {paths: ["/guarded/ip"]}}]
+    when: [{key: destination.ip, values: ["127.0.0.2"]}]
+  - to: [{operation: {paths: ["/guarded/port"]}}]
+    when: [{key: destination.port, values: ["8443"]}]
+`;
+
 describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
   let pod: GatewayPod;
   const send = (specs: RequestSpec[]) => pod.send(specs);
 
   before(async () => {
     pod = await startGatewayPod({
-      resources: { 'edge.yaml': RESOURCES },
+      resources: { 'edge.yaml': RESOURCES, 'policy.yaml': POLICY },
       namespace: 'edge',
       apps: { 9080: 'shop', 9180: 'blog' },
       prepare: (p) => mountCredential(p.dir, 'example-cert'),
@@ -78,6 +93,28 @@ describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
     assert.match(pod.output(), /"GET \/x HTTP\/1\.1" 404 NR route_not_found .* "elsewhere\.org" "-" - - \S+:8443 \S+ shop\.example\.com - /);
   });
 
+  it('AuthorizationPolicy sees the connection: connection.sni is the client\'s SNI, destination.ip|port where it connected', () => {
+    const shop = { host: 'shop.example.com' };
+    const answers = send([
+      { url: 'https://127.0.0.1:8443/guarded/sni', headers: shop, servername: 'blog.example.com' },
+      { url: 'https://127.0.0.1:8443/guarded/sni', headers: shop, servername: 'BLOG.example.com' },
+      { url: 'https://127.0.0.1:8443/guarded/sni', headers: shop, servername: 'shop.example.com' },
+      { url: 'https://127.0.0.1:8443/guarded/sni', headers: { host: 'blog.example.com' }, servername: 'shop.example.com' },
+      { url: 'https://127.0.0.2:8443/guarded/ip', headers: shop, servername: 'shop.example.com' },
+      { url: 'https://127.0.0.1:8443/guarded/ip', headers: shop, servername: 'shop.example.com' },
+      { url: 'https://127.0.0.1:8443/guarded/port', headers: shop, servername: 'shop.example.com' },
+    ]);
+    assert.deepEqual(answers.map((a) => a.status), [
+      403, // the SNI the DENY names
+      403, // in any case
+      200, // another SNI
+      200, // the Host is not the SNI
+      403, // connected to 127.0.0.2
+      200, // to 127.0.0.1
+      403, // to port 8443
+    ], JSON.stringify(answers.map((a) => a.error ?? a.body)));
+  });
+
   it('a method the rule does not match: 404; a direct response: its status and body', () => {
     const [post, teapot] = send([
       { url: 'https://127.0.0.1:8443/x', method: 'POST', headers: { host: 'blog.example.com' } },
@@ -99,6 +136,6 @@ describe('pilot-agent proxy router: HTTPS, redirect, hosts', () => {
     assert.equal(dump.code, 0, dump.stderr);
     const body = JSON.parse(dump.stdout) as { listeners: { name: string }[]; loaded_resources: { kind: string; name: string }[] };
     assert.deepEqual(body.listeners.map((l) => l.name).sort(), ['gateway_8080', 'gateway_8443']);
-    assert.deepEqual(body.loaded_resources.map((r) => `${r.kind}/${r.name}`), ['Gateway/public', 'VirtualService/shop', 'VirtualService/blog']);
+    assert.deepEqual(body.loaded_resources.map((r) => `${r.kind}/${r.name}`), ['Gateway/public', 'VirtualService/shop', 'VirtualService/blog', 'AuthorizationPolicy/by-connection']);
   });
 });

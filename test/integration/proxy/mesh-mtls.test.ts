@@ -93,6 +93,17 @@ spec:
     route: [{destination: {host: ${B}, port: {number: 9080}}}]
 `;
 
+/** B refuses what a client asks for by the name `denied.example` (its TLS ClientHello's SNI). */
+const DENY_SNI = `apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: deny-sni, namespace: default}
+spec:
+  selector: {matchLabels: {app: httpbin}}
+  action: DENY
+  rules:
+  - when: [{key: connection.sni, values: ["denied.example"]}]
+`;
+
 /** C knows the mesh by address: auto mTLS for the whole pod network. */
 const C_MESH_CONFIG = 'autoMtlsCidrs: [198.18.10.0/24]\n';
 
@@ -158,7 +169,7 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     net = createMeshNetwork();
     ca = await createRootCa();
     ({ pod: a, cert: aCert } = await meshedPod('sleep', 'app="sleep"\n', A_RESOURCES));
-    ({ pod: b } = await meshedPod('httpbin', 'app="httpbin"\n', B_RESOURCES, {}, async (p) => {
+    ({ pod: b } = await meshedPod('httpbin', 'app="httpbin"\n', `${B_RESOURCES}---\n${DENY_SNI}`, {}, async (p) => {
       const app8080 = p.start('env', ['ECHO_LOG=1', process.execPath, join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '8080', 'httpbin']);
       app8080.stdout!.setEncoding('utf8').on('data', (s: string) => { bLog.push(...s.split('\n').filter((l) => l !== '')); });
       await new Promise<void>((resolve) => { const t = setInterval(() => { if (bLog.some((l) => l.startsWith('listening'))) { clearInterval(t); resolve(); } }, 20); });
@@ -237,6 +248,17 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     const permissive = call(d, `http://${B}:9080/`);
     assert.equal(permissive.status, 200, permissive.body);
     assert.match(permissive.body, /httpbin-permissive saw/);
+  });
+
+  it('TLS carried as bytes (PERMISSIVE, no mesh ALPN): connection.sni is its ClientHello\'s SNI, a DENY on it closes the connection', () => {
+    // D's TLS client reaches B's plain HTTP app on 9080 through B's sidecar: allowed, the app answers
+    // the ClientHello with a plaintext 400 ("wrong version number"); denied, nothing comes back.
+    const hello = (servername: string): string =>
+      d.exec('timeout', ['5', 'openssl', 's_client', '-connect', `${B}:9080`, '-servername', servername, '-quiet'], { input: '', allowFailure: true }).stderr;
+    assert.match(hello('allowed.example'), /wrong version number/);
+    const denied = hello('denied.example');
+    assert.doesNotMatch(denied, /wrong version number/, denied);
+    assert.match(denied, /errno=104|unexpected eof|Connection reset/i, denied);
   });
 
   it('source.principals: A (sleep) is allowed, C (other) over mTLS is denied, for HTTP and TCP', () => {
@@ -393,8 +415,12 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
   let d: MeshPodNamespace;
   let files: string;
 
-  /** openssl s_client from D to B:8080 with a client certificate and a mesh ALPN: what came back. */
-  const opensslGet = (cert: WorkloadCertSet, name: string): { stdout: string; stderr: string } => {
+  /**
+   * openssl s_client from D to B:8080 with a client certificate and a mesh ALPN: what came back.
+   * `extra`: more s_client arguments (`-servername`); `input`: what to send (an HTTP/1.1 request).
+   */
+  const opensslGet = (cert: WorkloadCertSet, name: string, extra: readonly string[] = [],
+    input = 'GET /openssl HTTP/1.1\r\nHost: httpbin\r\nConnection: close\r\n\r\n'): { stdout: string; stderr: string } => {
     const dir = join(files, name);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'cert.pem'), cert.chainPem);
@@ -402,8 +428,8 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
     writeFileSync(join(dir, 'root.pem'), cert.rootPem);
     // -ign_eof: after the request, read on until the server closes (Connection: close); `timeout` bounds it.
     const r = d.exec('timeout', ['10', 'openssl', 's_client', '-connect', `${b.pod.address}:8080`, '-alpn', 'istio-http/1.1', '-quiet', '-ign_eof',
-      '-cert', join(dir, 'cert.pem'), '-key', join(dir, 'key.pem'), '-CAfile', join(dir, 'root.pem')],
-    { input: 'GET /openssl HTTP/1.1\r\nHost: httpbin\r\nConnection: close\r\n\r\n', allowFailure: true });
+      '-cert', join(dir, 'cert.pem'), '-key', join(dir, 'key.pem'), '-CAfile', join(dir, 'root.pem'), ...extra],
+    { input, allowFailure: true });
     return r;
   };
 
@@ -414,7 +440,7 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
     const cert = await issueWorkloadCert(ca, { spiffeId: id('httpbin') });
     b = await startSidecarPod<MeshPodNamespace>({
       namespace: () => net.addPod(),
-      files: { 'etc/mesh/pod/labels': 'app="httpbin"\n', 'etc/mesh/resources/mesh.yaml': B_RESOURCES.split('---')[0]! },
+      files: { 'etc/mesh/pod/labels': 'app="httpbin"\n', 'etc/mesh/resources/mesh.yaml': `${B_RESOURCES.split('---')[0]!}---\n${DENY_SNI}` },
       env: ['POD_NAMESPACE=default', 'SERVICE_ACCOUNT=httpbin', 'FILE_MOUNTED_CERTS=true'],
       prepare: echoApp8080,
       beforeStart: (dir) => mount(dir, cert),
@@ -432,6 +458,22 @@ describe('mutual TLS: what the inbound side refuses, readiness without a certifi
     const out = opensslGet(await issueWorkloadCert(ca, { spiffeId: id('sleep') }), 'good');
     assert.match(out.stdout, /HTTP\/1\.1 200/, out.stderr);
     assert.match(out.stdout, /httpbin saw .* GET \/openssl/);
+  });
+
+  it('connection.sni is the SNI of the client\'s ClientHello: a DENY on it refuses that name, over HTTP and TCP, and lets others through', async () => {
+    const cert = await issueWorkloadCert(ca, { spiffeId: id('sleep') });
+    const denied = opensslGet(cert, 'sni-denied', ['-servername', 'denied.example']);
+    assert.match(denied.stdout, /^HTTP\/1\.1 403 /, denied.stderr);
+    assert.match(denied.stdout, /RBAC: access denied/);
+    assert.match(opensslGet(cert, 'sni-denied-case', ['-servername', 'DENIED.example']).stdout, /^HTTP\/1\.1 403 /, 'in any case');
+    const other = opensslGet(cert, 'sni-other', ['-servername', 'allowed.example']);
+    assert.match(other.stdout, /^HTTP\/1\.1 200 /, other.stderr);
+    assert.match(other.stdout, /httpbin saw .* GET \/openssl/);
+    // Bytes that are not HTTP inside the mutual TLS: judged once as TCP, with the same SNI. The app
+    // (an HTTP server) answers them with a 400 when they reach it.
+    const junk = 'not http\r\n\r\n';
+    assert.equal(opensslGet(cert, 'sni-denied-tcp', ['-servername', 'denied.example'], junk).stdout, '', 'closed before the app says anything');
+    assert.match(opensslGet(cert, 'sni-other-tcp', ['-servername', 'allowed.example'], junk).stdout, /^HTTP\/1\.1 400 /);
   });
 
   it('a client certificate of another trust domain, an expired one, one of another root, or none: refused', async () => {

@@ -1,5 +1,5 @@
 // Istio's "Authorization on TCP": an ALLOW rule that needs an HTTP-only field matches no connection;
-// a DENY (or AUDIT) rule's HTTP-only fields are ignored, so it matches more connections.
+// a DENY rule's HTTP-only fields are ignored, so it matches more connections. AUDIT is not evaluated.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuthorizationRule } from '../../../src/config/resources/types.js';
@@ -11,8 +11,7 @@ const CONN: AuthzConnection = { port: 9000, sourceIp: '10.1.2.3', destinationIp:
 describe('evaluateConnection', () => {
   type Rule = Partial<AuthorizationRule>;
   /** Whether one rule of `action` matches CONN (tweaked by `conn`). */
-  /** `audit`: when it differs from `deny`. */
-  const cases: { name: string; rule: Rule; conn?: Partial<AuthzConnection>; allow: boolean; deny: boolean; audit?: boolean }[] = [
+  const cases: { name: string; rule: Rule; conn?: Partial<AuthzConnection>; allow: boolean; deny: boolean }[] = [
     // HTTP-only fields: an ALLOW rule needing one never matches; a DENY rule ignores them.
     { name: 'requestPrincipals', rule: { from: [{ requestPrincipals: ['*'] }] }, allow: false, deny: true },
     { name: 'notRequestPrincipals (the usual "require a JWT" DENY)', rule: { from: [{ notRequestPrincipals: ['*'] }] }, allow: false, deny: true },
@@ -50,7 +49,11 @@ describe('evaluateConnection', () => {
     { name: 'source.principal', rule: { when: [when('source.principal', ['*'])] }, allow: false, deny: false },
     { name: 'source.namespace', rule: { when: [when('source.namespace', ['a'])] }, conn: { sourceNamespace: 'a' }, allow: true, deny: true },
     { name: 'connection.sni', rule: { when: [when('connection.sni', ['*.example.com'])] }, conn: { sni: 'db.example.com' }, allow: true, deny: true },
-    { name: 'an unknown key fails closed (holds in DENY only, as for requests)', rule: { when: [when('connection.unknown', ['x'])] }, allow: false, deny: true, audit: false },
+    { name: 'connection.sni, another', rule: { when: [when('connection.sni', ['*.example.com'])] }, conn: { sni: 'db.example.org' }, allow: false, deny: false },
+    { name: 'connection.sni, none (plaintext)', rule: { when: [when('connection.sni', ['*.example.com'])] }, allow: false, deny: false },
+    { name: 'connection.sni notValues, none (plaintext)', rule: { when: [when('connection.sni', undefined, ['db.example.com'])] }, allow: true, deny: true },
+    { name: 'destination.ip, another', rule: { when: [when('destination.ip', ['10.0.0.6'])] }, allow: false, deny: false },
+    { name: 'an unknown key fails closed (holds in DENY only, as for requests)', rule: { when: [when('connection.unknown', ['x'])] }, allow: false, deny: true },
     { name: 'rules: [{}]', rule: {}, allow: true, deny: true },
   ];
   for (const c of cases) {
@@ -58,7 +61,7 @@ describe('evaluateConnection', () => {
       const conn = { ...CONN, ...c.conn };
       assert.equal(evaluateConnection([policy('ns/allow', 'ALLOW', [c.rule])], conn).allowed, c.allow, 'ALLOW');
       assert.equal(evaluateConnection([policy('ns/deny', 'DENY', [c.rule])], conn).allowed, !c.deny, 'DENY');
-      assert.equal(evaluateConnection([policy('ns/audit', 'AUDIT', [c.rule])], conn).audited !== undefined, c.audit ?? c.deny, 'AUDIT');
+      assert.deepEqual(evaluateConnection([policy('ns/audit', 'AUDIT', [c.rule])], conn), { allowed: true, reason: 'no DENY policy matched and no ALLOW policy applies' }, 'AUDIT');
     });
   }
 

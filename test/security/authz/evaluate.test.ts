@@ -131,6 +131,42 @@ describe('when conditions', () => {
   });
 });
 
+describe('connection.sni and destination.ip: the TLS server name and the address the client connected to', () => {
+  const denySni = policy('edge/deny-sni', 'DENY', [{ when: [when('connection.sni', ['admin.example.com', '*.internal'])] }]);
+  const denyNotSni = policy('edge/deny-not-sni', 'DENY', [{ when: [when('connection.sni', undefined, ['shop.example.com'])] }]);
+  const allowSni = policy('edge/allow-sni', 'ALLOW', [{ when: [when('connection.sni', ['shop.example.com'])] }]);
+  const denyDst = policy('edge/deny-dst', 'DENY', [{ when: [when('destination.ip', ['10.0.0.0/24'])] }]);
+  const denyNotDst = policy('edge/deny-not-dst', 'DENY', [{ when: [when('destination.ip', undefined, ['10.0.0.5'])] }]);
+  const cases: { name: string; policies: ReturnType<typeof policy>[]; req: Partial<AuthzRequest>; allowed: boolean }[] = [
+    { name: 'DENY values: that SNI', policies: [denySni], req: { sni: 'admin.example.com' }, allowed: false },
+    { name: 'DENY values: a suffix pattern', policies: [denySni], req: { sni: 'db.internal' }, allowed: false },
+    { name: 'DENY values: the SNI in another case (DNS names have none)', policies: [denySni], req: { sni: 'ADMIN.Example.COM' }, allowed: false },
+    { name: 'DENY values: a value in another case', policies: [policy('edge/d', 'DENY', [{ when: [when('connection.sni', ['Admin.Example.com'])] }])], req: { sni: 'admin.example.com' }, allowed: false },
+    { name: 'DENY values: another SNI', policies: [denySni], req: { sni: 'shop.example.com' }, allowed: true },
+    { name: 'DENY values: no SNI (plaintext) does not match', policies: [denySni], req: {}, allowed: true },
+    { name: 'DENY values: the Host does not stand in for the SNI', policies: [denySni], req: { host: 'admin.example.com', sni: 'shop.example.com' }, allowed: true },
+    { name: 'DENY notValues: another SNI', policies: [denyNotSni], req: { sni: 'admin.example.com' }, allowed: false },
+    { name: 'DENY notValues: that SNI', policies: [denyNotSni], req: { sni: 'shop.example.com' }, allowed: true },
+    { name: 'DENY notValues: no SNI holds (Istio: an absent attribute is none of the values)', policies: [denyNotSni], req: {}, allowed: false },
+    { name: 'ALLOW values: that SNI', policies: [allowSni], req: { sni: 'shop.example.com' }, allowed: true },
+    { name: 'ALLOW values: no SNI', policies: [allowSni], req: {}, allowed: false },
+    { name: 'ALLOW *: any SNI present', policies: [policy('edge/a', 'ALLOW', [{ when: [when('connection.sni', ['*'])] }])], req: { sni: 'x.example' }, allowed: true },
+    { name: 'ALLOW *: no SNI', policies: [policy('edge/a', 'ALLOW', [{ when: [when('connection.sni', ['*'])] }])], req: {}, allowed: false },
+    { name: 'DENY destination.ip: inside the block', policies: [denyDst], req: { destinationIp: '10.0.0.7' }, allowed: false },
+    { name: 'DENY destination.ip: an IPv4-mapped address (a dual-stack socket)', policies: [denyDst], req: { destinationIp: '::ffff:10.0.0.7' }, allowed: false },
+    { name: 'DENY destination.ip: outside', policies: [denyDst], req: { destinationIp: '10.0.1.7' }, allowed: true },
+    { name: 'DENY destination.ip: unknown does not match', policies: [denyDst], req: {}, allowed: true },
+    { name: 'DENY destination.ip notValues: another address', policies: [denyNotDst], req: { destinationIp: '10.0.0.6' }, allowed: false },
+    { name: 'DENY destination.ip notValues: that address', policies: [denyNotDst], req: { destinationIp: '10.0.0.5' }, allowed: true },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: ${c.allowed ? 'allowed' : 'denied'}`, () => {
+      const d = evaluate(c.policies, authzRequest(c.req));
+      assert.equal(d.allowed, c.allowed, d.reason);
+    });
+  }
+});
+
 describe('header conditions read every value of the header (review finding 4)', () => {
   const denyAdmin = policy('default/deny-admin', 'DENY', [{ when: [when('request.headers[x-role]', ['admin'])] }]);
   const denyNotUser = policy('default/deny-not-user', 'DENY', [{ when: [when('request.headers[x-role]', undefined, ['user'])] }]);
@@ -214,14 +250,14 @@ describe('policy order and outcome', () => {
     assert.equal(evaluate([p], authzRequest({ path: '/headers' })).allowed, false);
   });
 
-  it('AUDIT never changes the outcome, and reports matching', () => {
+  it('AUDIT is not evaluated (no audit provider here): it never changes the outcome, and leaves no trace in it', () => {
     const audit = policy('default/audit', 'AUDIT', [{}]);
-    const allowed = evaluate([audit], authzRequest());
-    assert.deepEqual([allowed.allowed, allowed.audited], [true, ['default/audit']]);
-    const denied = evaluate([audit, policy('default/nothing', 'ALLOW', [])], authzRequest());
-    assert.deepEqual([denied.allowed, denied.audited], [false, ['default/audit']]);
-    const quiet = evaluate([policy('default/audit', 'AUDIT', [{ to: [{ paths: ['/x'] }] }])], authzRequest());
-    assert.equal(quiet.audited, undefined);
+    assert.deepEqual(evaluate([audit], authzRequest()), { allowed: true, reason: 'no DENY policy matched and no ALLOW policy applies' });
+    const nothing = policy('default/nothing', 'ALLOW', []);
+    assert.deepEqual(evaluate([audit, nothing], authzRequest()), evaluate([nothing], authzRequest()));
+    // A rule whose condition would throw if read: an AUDIT policy is never looked into.
+    const trap = policy('default/trap', 'AUDIT', [{ when: [{ key: 'request.auth.claims[x]', get claimPath(): string[] { throw new Error('evaluated'); } }] }]);
+    assert.equal(evaluate([trap], authzRequest()).allowed, true);
   });
 
   it('CUSTOM is not supported: it never matches and the reason says so', () => {
