@@ -148,11 +148,11 @@ class GatewayListener {
     return `gateway_${this.plan.port}`;
   }
 
-  /** `reusePort`: every worker binds the port (SO_REUSEPORT); the kernel spreads connections. */
+  /** On the servers' `bind` address, else `host`; `reusePort`: every worker binds the port (SO_REUSEPORT), the kernel spreads connections. */
   listen(host: string, reusePort: boolean): Promise<void> {
-    return listenOnce(this.server, this.plan.port, host, { reusePort }).then(() => { this.bound = true; }, (err: Error) => {
+    return listenOnce(this.server, this.plan.port, this.plan.bind ?? host, { reusePort }).then(() => { this.bound = true; }, (err: Error) => {
       this.error = err.message;
-      log.error(`gateway: cannot listen on port ${this.plan.port}: ${err.message}`);
+      log.error(`gateway: cannot listen on ${this.plan.bind === undefined ? '' : `${this.plan.bind} `}port ${this.plan.port}: ${err.message}`);
     });
   }
 
@@ -170,7 +170,7 @@ class GatewayListener {
 
 /** Whether a port's listener can stay as it is: the gateways using it may change, nothing else. */
 function sameListener(a: PortPlan, b: PortPlan): boolean {
-  return a.protocol === b.protocol && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.tlsServers) === JSON.stringify(b.tlsServers);
+  return a.protocol === b.protocol && a.bind === b.bind && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.tlsServers) === JSON.stringify(b.tlsServers);
 }
 
 export class GatewayRouter {
@@ -200,7 +200,7 @@ export class GatewayRouter {
       const listener = new GatewayListener(plan, this.decider(plan), this.o, this.tlsServerOf);
       this.listeners.set(plan.port, listener);
       await listener.listen(this.o.host, this.o.reusePort ?? false);
-      if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port} for ${plan.gateways.join(', ')}`);
+      if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port}${plan.bind === undefined ? '' : ` (bind ${plan.bind})`} for ${plan.gateways.join(', ')}`);
     }
   }
 
@@ -217,7 +217,7 @@ export class GatewayRouter {
 
   info(): { name: string; address: string; port: number; protocol: string; gateways: readonly string[] }[] {
     return [...this.listeners.values()].map((l) => ({
-      name: l.name, address: this.o.host === '::' ? '0.0.0.0' : this.o.host, port: l.plan.port, protocol: l.plan.protocol, gateways: l.plan.gateways,
+      name: l.name, address: l.plan.bind ?? (this.o.host === '::' ? '0.0.0.0' : this.o.host), port: l.plan.port, protocol: l.plan.protocol, gateways: l.plan.gateways,
     }));
   }
 

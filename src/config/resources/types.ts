@@ -66,6 +66,8 @@ export interface GatewayServer {
   readonly hosts: readonly GatewayServerHost[];
   readonly tls?: GatewayTls;
   readonly name?: string;
+  /** `bind`: the IP address the server's listener binds; absent: every address of the workload. */
+  readonly bind?: string;
 }
 
 export interface Gateway {

@@ -79,7 +79,7 @@ function kindList(): string {
 
 function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceMeta, warn: Warn): ValidatedResource {
   switch (value) {
-    case 'Gateway': return { kind: value, resource: validateGateway(spec, meta) };
+    case 'Gateway': return { kind: value, resource: validateGateway(spec, meta, warn) };
     case 'VirtualService': return { kind: value, resource: validateVirtualService(spec, meta, warn) };
     case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta, warn) };
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
