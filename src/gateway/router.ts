@@ -1,8 +1,9 @@
 // `pilot-agent proxy router`: listens on the ports of the Gateway servers that select this
 // workload, and for each request checks the JWT and the policies, then routes by the
 // VirtualServices bound to those gateways (claims included). Listeners follow configuration
-// changes: a new port opens, a removed one stops accepting (its connections finish), and routes
-// change for the next request without touching established connections. HTTPS ports terminate
+// changes: a new port opens, a removed or changed one stops accepting at once and its connections
+// get the drain duration (Istio's drainDuration) to finish, and routes change for the next request
+// without touching established connections. HTTPS ports terminate
 // TLS per Gateway server (tls-termination.ts); a request on a TLS connection is routed by the hosts
 // of the server its SNI chose only, as Istio gives each HTTPS server its own route table.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -30,6 +31,8 @@ import { TlsTermination } from './tls-termination.js';
 
 const log = scope('default');
 const NO_BYTES = Buffer.alloc(0);
+/** setTimeout's longest delay (a longer one would fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface GatewayRouterOptions {
   readonly stats: ProxyStats;
@@ -43,6 +46,11 @@ export interface GatewayRouterOptions {
   readonly host: string;
   /** Several workers listen on the same ports (--concurrency > 1). */
   readonly reusePort?: boolean;
+  /**
+   * The mesh config's drainDuration: the connections of a listener a configuration change closes
+   * (or reopens) get this long to finish, then are closed, as Envoy drains a listener it replaces.
+   */
+  readonly drainMs: number;
   /** The process's downstream connections (every port, every worker): over its maximum, refused. */
   readonly connections: ConnectionBudget;
   /** From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: no deadline. */
@@ -176,6 +184,8 @@ function sameListener(a: PortPlan, b: PortPlan): boolean {
 export class GatewayRouter {
   private table: RouteTable | undefined;
   private readonly listeners = new Map<number, GatewayListener>();
+  /** Listeners a change closed whose connections have not all ended yet. */
+  private readonly draining = new Set<GatewayListener>();
   /** The server (serverKey) each TLS connection's SNI chose: its requests are routed by that server's hosts only. */
   private readonly tlsServerOf = new WeakMap<Socket, string>();
 
@@ -191,9 +201,10 @@ export class GatewayRouter {
         listener.plan = plan;
         continue;
       }
-      log.info(`gateway: ${plan ? 'reopening' : 'closing'} port ${port}`);
+      log.info(`gateway: ${plan ? 'reopening' : 'closing'} port ${port}; its connections get ${this.o.drainMs}ms (drainDuration) to finish`);
       this.listeners.delete(port);
-      await listener.close();
+      // Not awaited: a connection that never ends must not hold up this configuration or the next.
+      this.retire(listener);
     }
     for (const plan of ports) {
       if (this.listeners.has(plan.port)) continue;
@@ -212,6 +223,7 @@ export class GatewayRouter {
   get activeConnections(): number {
     let n = 0;
     for (const l of this.listeners.values()) n += l.open.size;
+    for (const l of this.draining) n += l.open.size;
     return n;
   }
 
@@ -228,7 +240,7 @@ export class GatewayRouter {
 
   /** Idle keep-alive connections close now, busy ones after their response (EXIT_ON_ZERO_ACTIVE_CONNECTIONS). */
   closeIdle(): void {
-    for (const l of this.listeners.values()) {
+    for (const l of [...this.listeners.values(), ...this.draining]) {
       l.http.drain();
       l.h2.closeIdle();
     }
@@ -237,8 +249,28 @@ export class GatewayRouter {
   /** Shutdown: stop accepting and end every connection now. */
   async shutdown(): Promise<void> {
     const closed = this.close();
-    for (const l of this.listeners.values()) l.closeAll();
+    for (const l of [...this.listeners.values(), ...this.draining]) l.closeAll();
     await closed;
+  }
+
+  /**
+   * A listener a change removed: it stops accepting now (its port is free for a new listener),
+   * keep-alive connections close after their response, and whatever is open after the drain
+   * duration is closed.
+   */
+  private retire(listener: GatewayListener): void {
+    this.draining.add(listener);
+    const deadline = setTimeout(() => {
+      if (listener.open.size > 0) {
+        log.info(`gateway: port ${listener.plan.port}: drain over after ${this.o.drainMs}ms, closing its ${listener.open.size} remaining connection(s)`);
+      }
+      listener.closeAll();
+    }, Math.min(this.o.drainMs, MAX_TIMER_MS));
+    deadline.unref();
+    void listener.close().then(() => {
+      clearTimeout(deadline);
+      this.draining.delete(listener);
+    });
   }
 
   private decider(plan: PortPlan): RequestDecider {
