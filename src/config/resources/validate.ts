@@ -84,7 +84,7 @@ function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceM
     case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta, warn) };
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
     case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta, warn) };
-    case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta) };
+    case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta, warn) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };
   }
