@@ -23,7 +23,7 @@ import { PORTS } from '../config/ports.js';
 import { ConnectionBudget, connectionLimit, sharedCount } from '../proxy/connection-budget.js';
 import { createTrafficMemory } from '../traffic/shared-state.js';
 import { fileDescriptorLimit } from '../proxy/fd-limit.js';
-import type { ProxyOptions } from '../proxy/options.js';
+import { DEFAULT_SERVICE_CLUSTER, type ProxyOptions } from '../proxy/options.js';
 import { releasePooled } from '../proxy/read-buffers.js';
 import { ProxyStats } from '../proxy/stats.js';
 import { startStatusServer } from '../status/server.js';
@@ -60,12 +60,26 @@ export function resolveConcurrency(flag: number, configured: number | undefined,
   return Math.max(1, Math.min(wanted, cores));
 }
 
-export async function runProxy(options: ProxyOptions, env: EnvValues): Promise<void> {
+/**
+ * The service cluster, in Istio's order: the mesh config's (PROXY_CONFIG's) `serviceCluster` when it
+ * is set and not empty, else `--serviceCluster` (Istio fills only an empty one from the flag).
+ */
+export function resolveServiceCluster(flag: string, configured: string | undefined): string {
+  return configured !== undefined && configured !== '' ? configured : flag;
+}
+
+export async function runProxy(flagOptions: ProxyOptions, env: EnvValues): Promise<void> {
   const startedAt = performance.timeOrigin;
   const cwd = process.cwd();
-  const mesh = loadMeshConfig(options.meshConfigPath, readOptional(options.meshConfigPath), env.PROXY_CONFIG);
+  const mesh = loadMeshConfig(flagOptions.meshConfigPath, readOptional(flagOptions.meshConfigPath), env.PROXY_CONFIG);
+  const serviceCluster = resolveServiceCluster(flagOptions.serviceCluster, mesh.defaultConfig.serviceCluster);
+  const options: ProxyOptions = serviceCluster === flagOptions.serviceCluster ? flagOptions : Object.freeze({ ...flagOptions, serviceCluster });
   const concurrency = env.DISABLE_PROXY ? 1 : resolveConcurrency(options.concurrency, mesh.defaultConfig.concurrency, env.MESH_CPU_LIMIT, availableParallelism());
   log.info(`mesh config from ${mesh.source}; drain ${mesh.defaultConfig.terminationDrainDurationMs}ms on SIGTERM; ${concurrency} worker(s)`);
+  for (const warning of mesh.warnings) log.warn(warning);
+  if (options !== flagOptions && flagOptions.serviceCluster !== DEFAULT_SERVICE_CLUSTER) {
+    log.info(`service cluster ${serviceCluster} (the mesh config's serviceCluster; it wins over --serviceCluster ${flagOptions.serviceCluster}, as in Istio)`);
+  }
   let state: AgentState = 'INITIALIZING';
   let healthcheckFailed = false;
   let listenersBound = env.DISABLE_PROXY;

@@ -288,7 +288,7 @@ export class DataPlane {
     this.router = options.type === 'router' && !env.DISABLE_PROXY
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
-        numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort,
+        numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
         upstreamTls: this.upstreamTls, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls),
       })

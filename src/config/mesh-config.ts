@@ -1,11 +1,13 @@
 // The mesh configuration (`--meshConfig`, default ./etc/mesh/config/mesh) and the proxy settings in
 // it (`defaultConfig`), with PROXY_CONFIG (YAML or JSON of the same fields) overriding them, as in
-// Istio. Durations take protobuf's `5s` form or Go's (`1m30s`).
+// Istio. Durations take protobuf's `5s` form or Go's (`1m30s`). Keys this agent does not act on are
+// kept (Istio's parser keeps them too) and named in `warnings` (mesh-config-unread.ts).
 import { yaml } from './yaml.js';
 import { AgentError } from '../errors/agent-error.js';
 import { AccessLogFormatError, compileAccessLogFormat } from '../log/access-format.js';
 import { parseCidr } from './resources/addresses.js';
 import { parseGoDuration } from './env/values.js';
+import { unreadMeshKeys, unreadProxyKeys } from './mesh-config-unread.js';
 
 /** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
 export const PATH_NORMALIZATIONS = ['NONE', 'BASE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'] as const;
@@ -13,13 +15,17 @@ export type PathNormalization = (typeof PATH_NORMALIZATIONS)[number];
 export const DEFAULT_PATH_NORMALIZATION: PathNormalization = 'BASE';
 
 export interface ProxyConfig {
-  /** Time to drain connections on a hot restart or a listener change (Istio's drainDuration). */
+  /**
+   * Istio's drainDuration (Envoy's --drain-time-s): the time the connections of a gateway listener
+   * that a configuration change closes or reopens get to finish; then they are closed.
+   */
   readonly drainDurationMs: number;
   /** Time to drain on SIGTERM before exiting (Istio's terminationDrainDuration). */
   readonly terminationDrainDurationMs: number;
   /** Workers when --concurrency is 0; 0: MESH_CPU_LIMIT or the cores. */
   readonly concurrency?: number;
   readonly statusPort?: number;
+  /** Istio's serviceCluster; when set (not ''), it wins over --serviceCluster, as in Istio. */
   readonly serviceCluster?: string;
   /**
    * `gatewayTopology.numTrustedProxies`: proxies in front of a gateway whose X-Forwarded-For entries
@@ -61,6 +67,8 @@ export interface MeshConfig {
   readonly connectTimeoutMs: number;
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
+  /** One line per key read and not honoured (`meshConfig.x: not honoured by this agent: why`), logged at start. */
+  readonly warnings: readonly string[];
 }
 
 /**
@@ -181,7 +189,12 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
   const dc = doc['defaultConfig'] ?? {};
   if (typeof dc !== 'object' || dc === null || Array.isArray(dc)) throw bad(path, 'defaultConfig', 'expected a mapping');
   let proxy = proxyConfigOf(dc as Doc, path, 'defaultConfig.', DEFAULT_PROXY_CONFIG);
-  if (proxyConfigEnv.trim() !== '') proxy = proxyConfigOf(parseDoc(proxyConfigEnv, 'PROXY_CONFIG'), 'PROXY_CONFIG', '', proxy);
+  const warnings = unreadMeshKeys(doc);
+  if (proxyConfigEnv.trim() !== '') {
+    const envDoc = parseDoc(proxyConfigEnv, 'PROXY_CONFIG');
+    proxy = proxyConfigOf(envDoc, 'PROXY_CONFIG', '', proxy);
+    warnings.push(...unreadProxyKeys(envDoc, 'PROXY_CONFIG.'));
+  }
   const sources = doc['configSources'] ?? [];
   if (!Array.isArray(sources)) throw bad(path, 'configSources', 'expected a list of {address: fs://DIR}');
   const configSources = sources.map((s: unknown, i) => {
@@ -204,7 +217,7 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     }
   }
   return {
-    source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc,
+    source: fileText === undefined ? 'defaults' : path, defaultConfig: proxy, configSources, raw: doc, warnings,
     ...(accessLogFile !== undefined ? { accessLogFile } : {}), accessLogEncoding: encoding,
     ...(accessLogFormat !== undefined ? { accessLogFormat } : {}),
     pathNormalization: pathNormalizationOf(doc, path),

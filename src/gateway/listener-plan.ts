@@ -30,6 +30,8 @@ export interface PortPlan {
   readonly httpsRedirect: boolean;
   /** `ns/name` of the gateways with a server on this port. */
   readonly gateways: readonly string[];
+  /** The servers' `bind`: the one address the port listens on; absent: every address. */
+  readonly bind?: string;
 }
 
 export interface ListenerPlan {
@@ -72,7 +74,9 @@ export function serverForName<T>(index: DomainIndex<T>, serverName: string | und
 }
 
 export function planListeners(gateways: readonly Gateway[], cwd: string): ListenerPlan {
-  const byPort = new Map<number, { protocol: 'HTTP' | 'HTTPS'; tlsServers: TlsServerPlan[]; httpsRedirect: boolean; gateways: string[]; sniHosts: Map<string, string> }>();
+  const byPort = new Map<number, {
+    protocol: 'HTTP' | 'HTTPS'; bind: string | undefined; tlsServers: TlsServerPlan[]; httpsRedirect: boolean; gateways: string[]; sniHosts: Map<string, string>;
+  }>();
   const warnings: string[] = [];
   for (const gw of gateways) {
     const id = `${gw.meta.namespace}/${gw.meta.name}`;
@@ -91,7 +95,13 @@ export function planListeners(gateways: readonly Gateway[], cwd: string): Listen
         warnings.push(`gateway ${id}: port ${port} is already ${existing.protocol} for ${existing.gateways.join(', ')}; its ${protocol} server is ignored`);
         continue;
       }
-      const entry = existing ?? { protocol, tlsServers: [], httpsRedirect: false, gateways: [], sniHosts: new Map<string, string>() };
+      // One listener per port here: servers of a port that bind different addresses cannot share it.
+      if (existing && existing.bind !== server.bind) {
+        warnings.push(`gateway ${id}: server ${index} on port ${port} (bind ${server.bind ?? 'every address'}) is not served: `
+          + `the port already listens on ${existing.bind ?? 'every address'} for ${existing.gateways.join(', ')}`);
+        continue;
+      }
+      const entry = existing ?? { protocol, bind: server.bind, tlsServers: [], httpsRedirect: false, gateways: [], sniHosts: new Map<string, string>() };
       if (protocol === 'HTTPS') {
         // Istio's rule: two TLS servers of a port cannot claim the same name (Envoy would refuse the
         // listener); the later one is skipped.
@@ -114,6 +124,8 @@ export function planListeners(gateways: readonly Gateway[], cwd: string): Listen
     }
   }
   const ports = [...byPort.entries()].sort(([a], [b]) => a - b)
-    .map(([port, { protocol, tlsServers, httpsRedirect, gateways: names }]) => ({ port, protocol, tlsServers, httpsRedirect, gateways: names }));
+    .map(([port, { protocol, bind, tlsServers, httpsRedirect, gateways: names }]) => ({
+      port, protocol, tlsServers, httpsRedirect, gateways: names, ...(bind !== undefined ? { bind } : {}),
+    }));
   return { ports, warnings };
 }

@@ -1,8 +1,9 @@
 // `pilot-agent proxy router`: listens on the ports of the Gateway servers that select this
 // workload, and for each request checks the JWT and the policies, then routes by the
 // VirtualServices bound to those gateways (claims included). Listeners follow configuration
-// changes: a new port opens, a removed one stops accepting (its connections finish), and routes
-// change for the next request without touching established connections. HTTPS ports terminate
+// changes: a new port opens, a removed or changed one stops accepting at once and its connections
+// get the drain duration (Istio's drainDuration) to finish, and routes change for the next request
+// without touching established connections. HTTPS ports terminate
 // TLS per Gateway server (tls-termination.ts); a request on a TLS connection is routed by the hosts
 // of the server its SNI chose only, as Istio gives each HTTPS server its own route table.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
@@ -31,6 +32,8 @@ import { TlsTermination } from './tls-termination.js';
 
 const log = scope('default');
 const NO_BYTES = Buffer.alloc(0);
+/** setTimeout's longest delay (a longer one would fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface GatewayRouterOptions {
   readonly stats: ProxyStats;
@@ -44,6 +47,11 @@ export interface GatewayRouterOptions {
   readonly host: string;
   /** Several workers listen on the same ports (--concurrency > 1). */
   readonly reusePort?: boolean;
+  /**
+   * The mesh config's drainDuration: the connections of a listener a configuration change closes
+   * (or reopens) get this long to finish, then are closed, as Envoy drains a listener it replaces.
+   */
+  readonly drainMs: number;
   /** The process's downstream connections (every port, every worker): over its maximum, refused. */
   readonly connections: ConnectionBudget;
   /** From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: no deadline. */
@@ -149,11 +157,11 @@ class GatewayListener {
     return `gateway_${this.plan.port}`;
   }
 
-  /** `reusePort`: every worker binds the port (SO_REUSEPORT); the kernel spreads connections. */
+  /** On the servers' `bind` address, else `host`; `reusePort`: every worker binds the port (SO_REUSEPORT), the kernel spreads connections. */
   listen(host: string, reusePort: boolean): Promise<void> {
-    return listenOnce(this.server, this.plan.port, host, { reusePort }).then(() => { this.bound = true; }, (err: Error) => {
+    return listenOnce(this.server, this.plan.port, this.plan.bind ?? host, { reusePort }).then(() => { this.bound = true; }, (err: Error) => {
       this.error = err.message;
-      log.error(`gateway: cannot listen on port ${this.plan.port}: ${err.message}`);
+      log.error(`gateway: cannot listen on ${this.plan.bind === undefined ? '' : `${this.plan.bind} `}port ${this.plan.port}: ${err.message}`);
     });
   }
 
@@ -171,12 +179,14 @@ class GatewayListener {
 
 /** Whether a port's listener can stay as it is: the gateways using it may change, nothing else. */
 function sameListener(a: PortPlan, b: PortPlan): boolean {
-  return a.protocol === b.protocol && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.tlsServers) === JSON.stringify(b.tlsServers);
+  return a.protocol === b.protocol && a.bind === b.bind && a.httpsRedirect === b.httpsRedirect && JSON.stringify(a.tlsServers) === JSON.stringify(b.tlsServers);
 }
 
 export class GatewayRouter {
   private table: RouteTable | undefined;
   private readonly listeners = new Map<number, GatewayListener>();
+  /** Listeners a change closed whose connections have not all ended yet. */
+  private readonly draining = new Set<GatewayListener>();
   /** The server (serverKey) each TLS connection's SNI chose: its requests are routed by that server's hosts only. */
   private readonly tlsServerOf = new WeakMap<Socket, string>();
 
@@ -192,16 +202,17 @@ export class GatewayRouter {
         listener.plan = plan;
         continue;
       }
-      log.info(`gateway: ${plan ? 'reopening' : 'closing'} port ${port}`);
+      log.info(`gateway: ${plan ? 'reopening' : 'closing'} port ${port}; its connections get ${this.o.drainMs}ms (drainDuration) to finish`);
       this.listeners.delete(port);
-      await listener.close();
+      // Not awaited: a connection that never ends must not hold up this configuration or the next.
+      this.retire(listener);
     }
     for (const plan of ports) {
       if (this.listeners.has(plan.port)) continue;
       const listener = new GatewayListener(plan, this.decider(plan), this.o, this.tlsServerOf);
       this.listeners.set(plan.port, listener);
       await listener.listen(this.o.host, this.o.reusePort ?? false);
-      if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port} for ${plan.gateways.join(', ')}`);
+      if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port}${plan.bind === undefined ? '' : ` (bind ${plan.bind})`} for ${plan.gateways.join(', ')}`);
     }
   }
 
@@ -213,12 +224,13 @@ export class GatewayRouter {
   get activeConnections(): number {
     let n = 0;
     for (const l of this.listeners.values()) n += l.open.size;
+    for (const l of this.draining) n += l.open.size;
     return n;
   }
 
   info(): { name: string; address: string; port: number; protocol: string; gateways: readonly string[] }[] {
     return [...this.listeners.values()].map((l) => ({
-      name: l.name, address: this.o.host === '::' ? '0.0.0.0' : this.o.host, port: l.plan.port, protocol: l.plan.protocol, gateways: l.plan.gateways,
+      name: l.name, address: l.plan.bind ?? (this.o.host === '::' ? '0.0.0.0' : this.o.host), port: l.plan.port, protocol: l.plan.protocol, gateways: l.plan.gateways,
     }));
   }
 
@@ -229,7 +241,7 @@ export class GatewayRouter {
 
   /** Idle keep-alive connections close now, busy ones after their response (EXIT_ON_ZERO_ACTIVE_CONNECTIONS). */
   closeIdle(): void {
-    for (const l of this.listeners.values()) {
+    for (const l of [...this.listeners.values(), ...this.draining]) {
       l.http.drain();
       l.h2.closeIdle();
     }
@@ -238,8 +250,28 @@ export class GatewayRouter {
   /** Shutdown: stop accepting and end every connection now. */
   async shutdown(): Promise<void> {
     const closed = this.close();
-    for (const l of this.listeners.values()) l.closeAll();
+    for (const l of [...this.listeners.values(), ...this.draining]) l.closeAll();
     await closed;
+  }
+
+  /**
+   * A listener a change removed: it stops accepting now (its port is free for a new listener),
+   * keep-alive connections close after their response, and whatever is open after the drain
+   * duration is closed.
+   */
+  private retire(listener: GatewayListener): void {
+    this.draining.add(listener);
+    const deadline = setTimeout(() => {
+      if (listener.open.size > 0) {
+        log.info(`gateway: port ${listener.plan.port}: drain over after ${this.o.drainMs}ms, closing its ${listener.open.size} remaining connection(s)`);
+      }
+      listener.closeAll();
+    }, Math.min(this.o.drainMs, MAX_TIMER_MS));
+    deadline.unref();
+    void listener.close().then(() => {
+      clearTimeout(deadline);
+      this.draining.delete(listener);
+    });
   }
 
   private decider(plan: PortPlan): RequestDecider {

@@ -15,6 +15,9 @@ export interface ProxyLogLevels {
   readonly components: ReadonlyMap<string, ProxyLogLevel>;
 }
 
+/** `--serviceCluster`'s default (Istio's istio-proxy, renamed). */
+export const DEFAULT_SERVICE_CLUSTER = 'mesh-proxy';
+
 export interface ProxyOptions {
   readonly type: ProxyType;
   /** Workers sharing the listeners; 0 means MESH_CPU_LIMIT or the number of cores. */
@@ -24,6 +27,7 @@ export interface ProxyOptions {
   readonly outlierLogPath: string;
   readonly profiling: boolean;
   readonly logLevels: ProxyLogLevels;
+  /** The node's cluster (/server_info, /config_dump): the mesh config's serviceCluster, else the flag. */
   readonly serviceCluster: string;
   readonly stsPort: number;
   readonly templateFile: string;

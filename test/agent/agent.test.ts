@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { resolveConcurrency } from '../../src/agent/agent.js';
+import { resolveConcurrency, resolveServiceCluster } from '../../src/agent/agent.js';
 
 describe('resolveConcurrency', () => {
   const cases: [string, number, number | undefined, number, number, number][] = [
@@ -16,4 +16,10 @@ describe('resolveConcurrency', () => {
   for (const [name, flag, configured, cpuLimit, cores, expected] of cases) {
     it(name, () => assert.equal(resolveConcurrency(flag, configured, cpuLimit, cores), expected));
   }
+});
+
+describe('resolveServiceCluster (Istio\'s order: the mesh config\'s, when set, wins)', () => {
+  it('the mesh config\'s (or PROXY_CONFIG\'s) serviceCluster over the flag', () => assert.equal(resolveServiceCluster('from-flag', 'shop'), 'shop'));
+  it('the flag when the config sets none', () => assert.equal(resolveServiceCluster('from-flag', undefined), 'from-flag'));
+  it('the flag when the config\'s is empty (Istio fills an empty one from the flag)', () => assert.equal(resolveServiceCluster('from-flag', ''), 'from-flag'));
 });

@@ -76,3 +76,107 @@ it('reads the auto mTLS settings and the trust domain (Istio defaults: on, no CI
   assert.deepEqual([set.enableAutoMtls, set.autoMtlsCidrs, set.trustDomain], [false, ['10.0.0.0/8', 'fd00::/8', '192.168.1.7'], 'example.org']);
   assert.equal(loadMeshConfig('m', 'trustDomain: ""\n', '').trustDomain, undefined, '"" is not set, as in Istio');
 });
+
+it('names every key it does not honour, one warning each, its path under meshConfig. (never refusing the file)', () => {
+  const file = `accessLogFile: /dev/stdout
+outboundTrafficPolicy: {mode: REGISTRY_ONLY}
+defaultHttpRetryPolicy: {attempts: 5}
+h2UpgradePolicy: UPGRADE
+tcpKeepalive: {time: 30s}
+localityLbSetting: {enabled: true}
+dnsRefreshRate: 5s
+defaultServiceExportTo: ["."]
+enableTracing: true
+outboundTrafficPolicyy: {mode: ALLOW_ANY}
+pathNormalization: {normalization: BASE, extra: 1}
+configSources: [{address: fs://./r, subscribedResources: [SERVICE_REGISTRY]}]
+defaultConfig:
+  drainDuration: 10s
+  serviceCluster: shop
+  holdApplicationUntilProxyStarts: true
+  proxyMetadata: {ISTIO_META_DNS_CAPTURE: "true"}
+  gatewayTopology: {numTrustedProxies: 1, forwardClientCertDetails: SANITIZE}
+`;
+  const m = loadMeshConfig('mesh.yaml', file, '{"tracing": {"zipkin": {"address": "z:9411"}}, "concurrency": 1}');
+  const want: [string, RegExp][] = [
+    ['meshConfig.outboundTrafficPolicy', /^meshConfig\.outboundTrafficPolicy: not honoured by this agent: .*always passed through \(ALLOW_ANY\); REGISTRY_ONLY is not implemented$/],
+    ['meshConfig.defaultHttpRetryPolicy', /: not honoured by this agent: an HTTP route without retries gets Istio's built-in default/],
+    ['meshConfig.h2UpgradePolicy', /never upgraded/],
+    ['meshConfig.tcpKeepalive', /DestinationRule's connectionPool\.tcp\.tcpKeepalive is honoured/],
+    ['meshConfig.localityLbSetting', /locality-aware load balancing is not implemented/],
+    ['meshConfig.dnsRefreshRate', /every 60s/],
+    ['meshConfig.defaultServiceExportTo', /visible to every namespace/],
+    ['meshConfig.enableTracing', /no traces/],
+    ['meshConfig.outboundTrafficPolicyy', /: not honoured by this agent: this agent does not read it \(it reads defaultConfig, configSources, accessLogFile/],
+    ['meshConfig.defaultConfig.holdApplicationUntilProxyStarts', /injector.*pilot-agent wait/],
+    ['meshConfig.defaultConfig.proxyMetadata', /environment/],
+    ['meshConfig.defaultConfig.gatewayTopology.forwardClientCertDetails', /only numTrustedProxies is read in meshConfig\.defaultConfig\.gatewayTopology$/],
+    ['meshConfig.pathNormalization.extra', /only normalization is read/],
+    ['meshConfig.configSources[0].subscribedResources', /only address is read/],
+    ['PROXY_CONFIG.tracing', /no traces/],
+  ];
+  assert.equal(m.warnings.length, want.length, m.warnings.join('\n'));
+  for (const [path, message] of want) {
+    const line = m.warnings.find((w) => w.startsWith(`${path}: `));
+    assert.ok(line, `no warning for ${path}: ${m.warnings.join('\n')}`);
+    assert.match(line, message);
+  }
+  assert.deepEqual([m.defaultConfig.drainDurationMs, m.defaultConfig.serviceCluster, m.defaultConfig.concurrency, m.defaultConfig.numTrustedProxies], [10_000, 'shop', 1, 1]);
+});
+
+it('says nothing of keys it honours, of values that ask for what it does anyway, or of null (unset) values', () => {
+  const file = `accessLogFile: ""
+accessLogEncoding: TEXT
+connectTimeout: 5s
+enableAutoMtls: true
+autoMtlsCidrs: []
+trustDomain: cluster.local
+pathNormalization: {normalization: BASE}
+configSources: [{address: fs://./r}]
+rootNamespace: mesh-system
+outboundTrafficPolicy: {mode: ALLOW_ANY}
+inboundTrafficPolicy: {mode: PASSTHROUGH}
+h2UpgradePolicy: DO_NOT_UPGRADE
+dnsRefreshRate: 1m
+defaultServiceExportTo: ["*"]
+defaultVirtualServiceExportTo: ["*"]
+defaultDestinationRuleExportTo: ["*"]
+enableTracing: false
+enablePrometheusMerge: true
+localityLbSetting:
+defaultConfig:
+  drainDuration: 45s
+  terminationDrainDuration: 5s
+  concurrency: 2
+  statusPort: 15020
+  serviceCluster: mesh-proxy
+  proxyAdminPort: 15000
+  gatewayTopology: {numTrustedProxies: 0}
+`;
+  assert.deepEqual(loadMeshConfig('mesh.yaml', file, 'drainDuration: 1s\nproxyAdminPort: 15000\n').warnings, []);
+  assert.deepEqual(loadMeshConfig('m', undefined, '').warnings, [], 'no file: the defaults, nothing to say');
+  // The same keys asking for something else are named.
+  const other = loadMeshConfig('m', 'rootNamespace: istio-system\nenablePrometheusMerge: false\n', 'proxyAdminPort: 15001\n').warnings;
+  assert.deepEqual(other.map((w) => w.slice(0, w.indexOf(':'))), ['meshConfig.rootNamespace', 'meshConfig.enablePrometheusMerge', 'PROXY_CONFIG.proxyAdminPort']);
+  assert.match(other[0] ?? '', /the root namespace is fixed: mesh-system/);
+});
+
+it('Istio\'s default mesh config loads, every field it does not act on named once', () => {
+  const istio = `defaultConfig:
+  discoveryAddress: istiod.istio-system.svc:15012
+  tracing:
+    zipkin:
+      address: zipkin.istio-system:9411
+defaultProviders:
+  metrics:
+  - prometheus
+enablePrometheusMerge: true
+rootNamespace: istio-system
+trustDomain: cluster.local
+`;
+  const m = loadMeshConfig('mesh', istio, '');
+  assert.deepEqual(m.warnings.map((w) => w.slice(0, w.indexOf(':'))).sort(),
+    ['meshConfig.defaultConfig.discoveryAddress', 'meshConfig.defaultConfig.tracing', 'meshConfig.defaultProviders', 'meshConfig.rootNamespace']);
+  assert.match(m.warnings.find((w) => w.includes('discoveryAddress')) ?? '', /no XDS.*set CA_ADDR/);
+  assert.equal(m.trustDomain, 'cluster.local');
+});

@@ -59,6 +59,18 @@ describe('planListeners', () => {
     assert.match(plan.warnings[2]!, /port 8080 is already HTTP/);
   });
 
+  it('a port listens on its servers\' bind address; a server binding another address on the same port is not served (a warning)', () => {
+    const plan = planListeners([
+      gateway('a', [server(8080, 'HTTP', { bind: '127.0.0.1' }), server(8081, 'HTTP')]),
+      gateway('b', [server(8080, 'HTTP', { bind: '127.0.0.1' }), server(8080, 'HTTP'), server(8081, 'HTTP', { bind: '10.0.0.7' })]),
+    ], '/w');
+    assert.deepEqual(plan.ports.map((p) => [p.port, p.bind, p.gateways]), [[8080, '127.0.0.1', ['mesh-system/a', 'mesh-system/b']], [8081, undefined, ['mesh-system/a']]]);
+    assert.deepEqual(plan.warnings, [
+      'gateway mesh-system/b: server 1 on port 8080 (bind every address) is not served: the port already listens on 127.0.0.1 for mesh-system/a, mesh-system/b',
+      'gateway mesh-system/b: server 2 on port 8081 (bind 10.0.0.7) is not served: the port already listens on every address for mesh-system/a',
+    ]);
+  });
+
   it('tls.httpsRedirect on an HTTP server marks the port for redirects', () => {
     const plan = planListeners([gateway('a', [server(8080, 'HTTP', { tls: { mode: 'SIMPLE', httpsRedirect: true } })])], '/w');
     assert.equal(plan.ports[0]?.httpsRedirect, true);

@@ -3,7 +3,7 @@ import { Argument, Option, type Command } from 'commander';
 import { AgentError } from '../../errors/agent-error.js';
 import { scope } from '../../log/logger.js';
 import {
-  PROXY_LOG_LEVELS, PROXY_TYPES, parseProxyLogLevel, parseProxyType, type ProxyOptions,
+  DEFAULT_SERVICE_CLUSTER, PROXY_LOG_LEVELS, PROXY_TYPES, parseProxyLogLevel, parseProxyType, type ProxyOptions,
 } from '../../proxy/options.js';
 import { addOptions, boolOption } from '../bool-flags.js';
 import { completeWith } from '../completion/model.js';
@@ -56,7 +56,7 @@ Namespace: POD_NAMESPACE (default "default"); mesh-system is the root namespace.
       `The log level used to start the proxy (choose from {${PROXY_LOG_LEVELS.filter((l) => l !== 'warn').join(', ')}}). `
       + 'Level may also include one or more scopes, such as \'info,misc:error,upstream:debug\'')
       .default('warning,misc:error'), { values: PROXY_LOG_LEVELS }),
-    new Option('--serviceCluster <name>', 'Service cluster').default('mesh-proxy'),
+    new Option('--serviceCluster <name>', 'Service cluster').default(DEFAULT_SERVICE_CLUSTER),
     new Option('--stsPort <port>', 'HTTP port used to serve the secure token service; 0 means no such service')
       .default(0).argParser(uint16Value),
     completeWith(new Option('--templateFile <file>', 'Go template bootstrap config'), { file: true }),

@@ -66,6 +66,8 @@ export interface GatewayServer {
   readonly hosts: readonly GatewayServerHost[];
   readonly tls?: GatewayTls;
   readonly name?: string;
+  /** `bind`: the IP address the server's listener binds; absent: every address of the workload. */
+  readonly bind?: string;
 }
 
 export interface Gateway {
@@ -352,6 +354,8 @@ export interface JwtRule {
   readonly jwksUri?: string;
   /** Inline JWKS (JSON text), used instead of fetching jwksUri. */
   readonly jwks?: string;
+  /** `timeout`: how long a fetch of the rule's key set may take; absent: 5 s (Istio's default). */
+  readonly timeoutMs?: number;
   /** Where tokens are read; empty lists: `Authorization: Bearer` and the `access_token` query parameter. */
   readonly fromHeaders: readonly { readonly name: string; readonly prefix: string }[];
   readonly fromParams: readonly string[];

@@ -1,8 +1,10 @@
 // Gateway (networking.mesh.io): which ports the gateway workload listens on, with which protocol
 // and certificates, and which hosts (from which namespaces' VirtualServices) each port serves.
 import type { Gateway, GatewayServer, GatewayServerHost, GatewayTls, ResourceMeta, ServerProtocol } from './types.js';
+import { isIpAddress } from './addresses.js';
 import {
-  checkFields, child, FieldError, int, item, list, obj, oneOf, optBool, optObj, optStr, optStrList, str, stringMap, type Obj,
+  checkFields, child, FieldError, IGNORE_WARNINGS, int, item, list, obj, oneOf, optBool, optObj, optStr, optStrList, show, str, stringMap,
+  type Obj, type Warn,
 } from './fields.js';
 import { checkHostPattern, checkNamespace } from './names.js';
 import { cipherProblem, rangeProblem, TLS_PROTOCOL_VERSIONS, versionProblem, type TlsProtocolVersion } from './tls-parameters.js';
@@ -105,12 +107,29 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
   };
 }
 
-function parseServer(raw: unknown, field: string, gatewayNamespace: string): GatewayServer {
+/** `bind`: the listener's address (Istio's `x.x.x.x`; an IPv6 address too); Unix domain sockets are not served yet. */
+function parseBind(raw: unknown, field: string): string | undefined {
+  const text = optStr(raw, field);
+  if (text === undefined || text === '') return undefined;
+  if (text.startsWith('unix://')) {
+    throw new FieldError(field, `is not supported yet for a Unix domain socket (${show(text)}): this gateway listens on IP addresses only`);
+  }
+  if (!isIpAddress(text)) throw new FieldError(field, `${show(text)} is not an IP address (the address the server's listener binds)`);
+  return text.toLowerCase();
+}
+
+function parseServer(raw: unknown, field: string, gatewayNamespace: string, warn: Warn): GatewayServer {
   const o = obj(raw, field);
-  checkFields(o, field, { supported: ['port', 'hosts', 'tls', 'name'], ignored: ['bind', 'defaultEndpoint'] });
+  checkFields(o, field, {
+    supported: ['port', 'hosts', 'tls', 'name', 'bind'],
+    istioIgnores: { defaultEndpoint: 'has no effect: Istio does not implement it (its API says "NOT IMPLEMENTED"); requests go where the VirtualServices bound to the Gateway send them' },
+  }, warn);
   const portField = child(field, 'port');
   const p = obj(o['port'], portField);
-  checkFields(p, portField, { supported: ['number', 'protocol', 'name'], ignored: ['targetPort'] });
+  checkFields(p, portField, {
+    supported: ['number', 'protocol', 'name'],
+    istioIgnores: { targetPort: 'has no effect on a Gateway, as in Istio: the gateway listens on port.number itself' },
+  }, warn);
   const protocol = oneOf(p['protocol'], child(portField, 'protocol'), SERVER_PROTOCOLS, { fold: true });
   const port = {
     number: int(p['number'], child(portField, 'number'), 1, 65535),
@@ -121,14 +140,15 @@ function parseServer(raw: unknown, field: string, gatewayNamespace: string): Gat
   const hosts = list(o['hosts'], hostsField, { nonEmpty: true }).map((h, i) => parseServerHost(h, item(hostsField, i), gatewayNamespace));
   const tls = parseTls(o['tls'], child(field, 'tls'), protocol);
   const name = optStr(o['name'], child(field, 'name'));
-  return { port, hosts, ...(tls !== undefined ? { tls } : {}), ...(name !== undefined ? { name } : {}) };
+  const bind = parseBind(o['bind'], child(field, 'bind'));
+  return { port, hosts, ...(tls !== undefined ? { tls } : {}), ...(name !== undefined ? { name } : {}), ...(bind !== undefined ? { bind } : {}) };
 }
 
-export function validateGateway(spec: unknown, meta: ResourceMeta): Gateway {
+export function validateGateway(spec: unknown, meta: ResourceMeta, warn: Warn = IGNORE_WARNINGS): Gateway {
   const s = obj(spec, 'spec');
   checkFields(s, 'spec', { supported: ['selector', 'servers'] });
   if (s['selector'] === undefined) throw new FieldError('spec.selector', 'required (a mapping of labels; {} selects every gateway workload)');
   const selector = stringMap(s['selector'], 'spec.selector');
-  const servers = list(s['servers'], 'spec.servers', { nonEmpty: true }).map((v, i) => parseServer(v, item('spec.servers', i), meta.namespace));
+  const servers = list(s['servers'], 'spec.servers', { nonEmpty: true }).map((v, i) => parseServer(v, item('spec.servers', i), meta.namespace, warn));
   return { meta, selector, servers };
 }

@@ -2,7 +2,8 @@
 // keys are, and where tokens are read from. A token that is present must verify; none is required.
 import type { JwtRule, RequestAuthentication, ResourceMeta } from './types.js';
 import {
-  checkFields, child, FieldError, isObj, item, list, obj, optBool, optList, optStr, optStrList, show, str,
+  checkFields, child, FieldError, IGNORE_WARNINGS, isObj, item, list, obj, optBool, optDuration, optList, optStr, optStrList, show, str,
+  type Warn,
 } from './fields.js';
 import { checkHeaderName } from './names.js';
 import { parseWorkloadSelector } from './selector.js';
@@ -40,17 +41,19 @@ function claimPath(text: string, field: string): string[] {
   return path;
 }
 
-function parseJwtRule(raw: unknown, field: string): JwtRule {
+function parseJwtRule(raw: unknown, field: string, warn: Warn): JwtRule {
   const o = obj(raw, field);
   checkFields(o, field, {
     supported: ['issuer', 'audiences', 'jwksUri', 'jwks', 'fromHeaders', 'fromParams', 'fromCookies',
-      'outputPayloadToHeader', 'forwardOriginalToken', 'outputClaimToHeaders'],
-    ignored: ['timeout'],
+      'outputPayloadToHeader', 'forwardOriginalToken', 'outputClaimToHeaders', 'timeout'],
   });
   const at = (k: string): string => child(field, k);
   const issuer = str(o['issuer'], at('issuer'), { nonEmpty: true });
   const jwksUri = o['jwksUri'] === undefined ? undefined : checkJwksUri(str(o['jwksUri'], at('jwksUri')), at('jwksUri'));
   const jwks = o['jwks'] === undefined ? undefined : checkJwks(str(o['jwks'], at('jwks')), at('jwks'));
+  // The key set fetch's time-out; at least 1ms, as Istio's schema says (durations: fields.ts).
+  const timeoutMs = optDuration(o['timeout'], at('timeout'));
+  if (timeoutMs !== undefined && jwks !== undefined) warn(at('timeout'), 'has no effect with an inline jwks: nothing is fetched (as in Istio)');
   // Istio would fall back to OpenID discovery on the issuer; this agent does not, so it asks.
   if (jwksUri === undefined && jwks === undefined) throw new FieldError(field, 'needs jwksUri or jwks (keys are not discovered from the issuer)');
   const fromHeaders = optList(o['fromHeaders'], at('fromHeaders')).map((h, i) => {
@@ -78,6 +81,7 @@ function parseJwtRule(raw: unknown, field: string): JwtRule {
     audiences: optStrList(o['audiences'], at('audiences'), { nonEmptyItems: true }) ?? [],
     ...(jwksUri !== undefined ? { jwksUri } : {}),
     ...(jwks !== undefined ? { jwks } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     fromHeaders,
     fromParams: optStrList(o['fromParams'], at('fromParams'), { nonEmptyItems: true }) ?? [],
     fromCookies: optStrList(o['fromCookies'], at('fromCookies'), { nonEmptyItems: true }) ?? [],
@@ -87,10 +91,10 @@ function parseJwtRule(raw: unknown, field: string): JwtRule {
   };
 }
 
-export function validateRequestAuthentication(spec: unknown, meta: ResourceMeta): RequestAuthentication {
+export function validateRequestAuthentication(spec: unknown, meta: ResourceMeta, warn: Warn = IGNORE_WARNINGS): RequestAuthentication {
   const s = obj(spec ?? {}, 'spec');
   checkFields(s, 'spec', { supported: ['selector', 'jwtRules'], unsupported: ['targetRef', 'targetRefs'] });
   const selector = parseWorkloadSelector(s['selector'], 'spec.selector');
-  const jwtRules = s['jwtRules'] === undefined ? [] : list(s['jwtRules'], 'spec.jwtRules').map((r, i) => parseJwtRule(r, item('spec.jwtRules', i)));
+  const jwtRules = s['jwtRules'] === undefined ? [] : list(s['jwtRules'], 'spec.jwtRules').map((r, i) => parseJwtRule(r, item('spec.jwtRules', i), warn));
   return { meta, ...(selector !== undefined ? { selector } : {}), jwtRules };
 }

@@ -79,12 +79,12 @@ function kindList(): string {
 
 function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceMeta, warn: Warn): ValidatedResource {
   switch (value) {
-    case 'Gateway': return { kind: value, resource: validateGateway(spec, meta) };
+    case 'Gateway': return { kind: value, resource: validateGateway(spec, meta, warn) };
     case 'VirtualService': return { kind: value, resource: validateVirtualService(spec, meta, warn) };
     case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta, warn) };
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
     case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta, warn) };
-    case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta) };
+    case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta, warn) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta, warn) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };
   }

@@ -28,7 +28,7 @@ export interface JwtAuthenticatorOptions {
   readonly refreshIntervalMs: number;
   /** JWKS_RESOLVER_INSECURE_SKIP_VERIFY: fetch https key sets without verifying the certificate. */
   readonly insecureSkipVerify: boolean;
-  /** Time-out of one key set fetch; default 5000. */
+  /** Time-out of one key set fetch for a rule without `timeout`; default 5000 (Istio's default). */
   readonly fetchTimeoutMs?: number;
   /** Verified tokens kept; default 10000, 0 disables the cache. */
   readonly cacheSize?: number;
@@ -105,6 +105,8 @@ const EMPTY_PLAN: Plan = { rules: [], tokens: planLocations([]), issuers: new Se
 const CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
 
 const noop = (): void => undefined;
+/** The longest time-out a timer can hold (a longer one would fire at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function deepFreeze<T>(v: T): T {
   if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
@@ -166,7 +168,15 @@ export class JwtAuthenticator {
   setRules(rules: readonly JwtRule[]): void {
     const remotes = new Map<string, RemoteKeys>();
     const inlines = new Map<string, InlineKeys>();
-    const states = rules.map((rule): RuleState => ({ rule, keys: this.keySourceFor(rule, remotes, inlines) }));
+    const timeouts = new Map<RemoteKeys, number>();
+    const states = rules.map((rule): RuleState => ({ rule, keys: this.keySourceFor(rule, remotes, inlines, timeouts) }));
+    // A key set several rules name is fetched once, with the longest time-out any of them gives; a
+    // new one at once, one kept from before on its own schedule (its back-off included).
+    const kept = new Set(this.remotes.values());
+    for (const [remote, ms] of timeouts) {
+      remote.setFetchTimeout(ms);
+      if (!kept.has(remote)) remote.start();
+    }
     for (const [url, source] of this.remotes) if (!remotes.has(url)) source.close();
     this.remotes = remotes;
     this.inlines = inlines;
@@ -303,7 +313,7 @@ export class JwtAuthenticator {
     this.plan = EMPTY_PLAN;
   }
 
-  private keySourceFor(rule: JwtRule, remotes: Map<string, RemoteKeys>, inlines: Map<string, InlineKeys>): KeySource {
+  private keySourceFor(rule: JwtRule, remotes: Map<string, RemoteKeys>, inlines: Map<string, InlineKeys>, timeouts: Map<RemoteKeys, number>): KeySource {
     if (rule.jwks !== undefined && rule.jwks !== '') {
       let inline = inlines.get(rule.jwks) ?? this.inlines.get(rule.jwks);
       if (inline === undefined) {
@@ -333,12 +343,11 @@ export class JwtAuthenticator {
       }
     }
     const key = discovery ? `discovery ${url}` : url;
-    let remote = remotes.get(key) ?? this.remotes.get(key);
-    if (remote === undefined) {
-      remote = new RemoteKeys(url, this.remoteOptions, discovery);
-      remote.start();
-    }
+    const remote = remotes.get(key) ?? this.remotes.get(key) ?? new RemoteKeys(url, this.remoteOptions, discovery);
     remotes.set(key, remote);
+    // The rule's `timeout` (Istio's: the JWKS fetch's; default 5 s); started by setRules once every rule is seen.
+    const timeout = Math.min(rule.timeoutMs ?? this.remoteOptions.fetchTimeoutMs, MAX_TIMER_MS);
+    timeouts.set(remote, Math.max(timeouts.get(remote) ?? 0, timeout));
     return remote;
   }
 

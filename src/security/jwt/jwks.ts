@@ -79,6 +79,7 @@ export class MissingKeys implements KeySource {
 
 export interface RemoteKeysOptions {
   readonly refreshIntervalMs: number;
+  /** A fetch's time-out until setFetchTimeout says otherwise (the rules' `timeout`). */
   readonly fetchTimeoutMs: number;
   readonly minRefetchIntervalMs: number;
   readonly fetchText: FetchText;
@@ -118,11 +119,13 @@ export class RemoteKeys implements KeySource {
   private lastAttemptMs = -Infinity;
   private failures = 0;
   private timer: NodeJS.Timeout | undefined;
+  private fetchTimeoutMs: number;
   private readonly closing = new AbortController();
   private readonly unsubscribe: () => void;
 
   /** `discovery`: `url` is an OpenID configuration document whose `jwks_uri` names the key set. */
   constructor(readonly url: string, private readonly opts: RemoteKeysOptions, readonly discovery = false) {
+    this.fetchTimeoutMs = opts.fetchTimeoutMs;
     this.unsubscribe = onSharedKeySet((shared) => {
       if (shared.url === this.url) this.adopt(shared.text);
     });
@@ -137,6 +140,11 @@ export class RemoteKeys implements KeySource {
     this.failures = 0;
     this.lastError = undefined;
     this.lastFetchMs = this.opts.now();
+  }
+
+  /** The time-out of the fetches from now on (a fetch under way keeps its own). */
+  setFetchTimeout(ms: number): void {
+    this.fetchTimeoutMs = ms;
   }
 
   /** The eager first fetch; not awaited by anyone. */
@@ -180,9 +188,10 @@ export class RemoteKeys implements KeySource {
     this.lastAttemptMs = this.opts.now();
     clearTimeout(this.timer);
     this.timer = undefined;
-    const run = this.load().then(
+    const timeoutMs = this.fetchTimeoutMs;
+    const run = this.load(timeoutMs).then(
       (set) => this.succeeded(set),
-      (e: unknown) => this.failed(e),
+      (e: unknown) => this.failed(e, timeoutMs),
     ).catch((e: unknown) => {
       // Not expected (the handlers only log and assign); the promise must not reject for its waiters.
       this.opts.log('error', `JWKS ${this.url}: ${(e as Error).stack ?? String(e)}`);
@@ -194,8 +203,8 @@ export class RemoteKeys implements KeySource {
     return run;
   }
 
-  private async load(): Promise<KeySet> {
-    const signal = AbortSignal.any([AbortSignal.timeout(this.opts.fetchTimeoutMs), this.closing.signal]);
+  private async load(timeoutMs: number): Promise<KeySet> {
+    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), this.closing.signal]);
     let uri = this.url;
     if (this.discovery) {
       uri = jwksUriOf(await this.opts.fetchText(this.url, signal), this.url);
@@ -224,9 +233,9 @@ export class RemoteKeys implements KeySource {
     this.lastFetchMs = this.opts.now();
   }
 
-  private failed(e: unknown): void {
+  private failed(e: unknown, timeoutMs: number): void {
     if (this.closing.signal.aborted) return;
-    const message = errorText(e, this.opts.fetchTimeoutMs);
+    const message = errorText(e, timeoutMs);
     this.failures += 1;
     this.lastError = message;
     // Once per failing streak: a JWKS server that stays down must not fill the log.

@@ -102,6 +102,18 @@ function endpointIdentity(entry: ServiceEntry, e: ServiceEntryEndpoint, trustDom
   return e.serviceAccount === undefined ? undefined : `spiffe://${trustDomain}/ns/${entry.meta.namespace}/sa/${e.serviceAccount}`;
 }
 
+/** Istio's `location` (MESH_EXTERNAL when unset): auto mTLS is never originated to a service outside the mesh. */
+function isMeshExternal(se: ServiceEntry): boolean {
+  return se.location !== 'MESH_INTERNAL';
+}
+
+function entryRef(se: ServiceEntry): string {
+  return `ServiceEntry ${se.meta.namespace}/${se.meta.name}`;
+}
+
+const OUTSIDE_THE_MESH = 'location MESH_EXTERNAL (the default): Istio never originates auto mTLS to a service outside the mesh; '
+  + 'a DestinationRule tls can (say location: MESH_INTERNAL for a mesh workload)';
+
 function sameAddress(a: string, bytes: Uint8Array | undefined): boolean {
   const b = parseIp(a);
   return b !== undefined && bytes !== undefined && b.length === bytes.length && b.every((v, i) => v === bytes[i]);
@@ -178,7 +190,8 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
     for (const se of entries) {
       const endpoint = se.endpoints.find((e) => sameAddress(e.address, ip));
       if (!endpoint) continue;
-      const ref = `ServiceEntry ${se.meta.namespace}/${se.meta.name}`;
+      const ref = entryRef(se);
+      if (isMeshExternal(se)) return withKey({ kind: 'plaintext', reason: `${why}, and the endpoint ${facts.address} is of ${ref}, ${OUTSIDE_THE_MESH}` });
       if (endpoint.labels[TLS_MODE_LABEL] !== TLS_MODE_MESH) {
         return withKey({ kind: 'plaintext', reason: `${why}, and the endpoint ${facts.address} of ${ref} has no ${TLS_MODE_LABEL}: ${TLS_MODE_MESH} label` });
       }
@@ -193,7 +206,12 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
         subjectAltNames: entryIdentities([se]), rule: `auto mTLS: ${ref} endpoint label`,
       });
     }
+    // A destination only MESH_EXTERNAL entries describe is outside the mesh, whatever block its address is in.
+    const external = entries.length > 0 && entries.every(isMeshExternal) ? entries[0] : undefined;
     const block = ip === undefined ? undefined : cidrs.find((c) => cidrContains(c.cidr, ip));
+    if (block && external) {
+      return withKey({ kind: 'plaintext', reason: `${why}; ${facts.address} is in autoMtlsCidrs ${block.text}, but the destination is ${entryRef(external)}, ${OUTSIDE_THE_MESH}` });
+    }
     if (block) {
       const host = autoSniHost(names, undefined);
       return withKey({

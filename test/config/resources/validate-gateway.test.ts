@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Gateway } from '../../../src/config/resources/types.js';
-import { accept, assertRejections, indent } from './helpers.js';
+import { accept, acceptWarned, assertRejections, indent } from './helpers.js';
 
 const head = `apiVersion: networking.mesh.io/v1
 kind: Gateway
@@ -158,4 +158,28 @@ it('rejects invalid Gateways with the field path', () => {
     { name: 'spec not a mapping', yaml: `${head}spec: [1]\n`,
       field: 'spec', message: /expected a mapping, got a list/ },
   ]);
+});
+
+it('honours bind (an IP address the server\'s listener binds), refuses a Unix socket as not supported yet and a bad address', () => {
+  const v4 = acceptWarned(server('port: {number: 8080, protocol: HTTP}\nhosts: ["*"]\nbind: 127.0.0.1'));
+  assert.equal((v4.value.resource as Gateway).servers[0]!.bind, '127.0.0.1');
+  assert.deepEqual(v4.warnings, []);
+  assert.equal((accept(server('port: {number: 8080, protocol: HTTP}\nhosts: ["*"]\nbind: "FD00::1"')).resource as Gateway).servers[0]!.bind, 'fd00::1');
+  assert.equal((accept(server('port: {number: 8080, protocol: HTTP}\nhosts: ["*"]\nbind: ""')).resource as Gateway).servers[0]!.bind, undefined, '"": unset');
+  assertRejections([
+    { name: 'a Unix domain socket', yaml: server('port: {number: 8080, protocol: HTTP}\nhosts: ["*"]\nbind: unix:///var/run/gw.sock'),
+      field: 'spec.servers[0].bind', message: /^is not supported yet for a Unix domain socket \("unix:\/\/\/var\/run\/gw\.sock"\)/ },
+    { name: 'a name', yaml: server('port: {number: 8080, protocol: HTTP}\nhosts: ["*"]\nbind: gateway.local'),
+      field: 'spec.servers[0].bind', message: /"gateway\.local" is not an IP address/ },
+    { name: 'an address with a port', yaml: server('port: {number: 8080, protocol: HTTP}\nhosts: ["*"]\nbind: 127.0.0.1:8080'),
+      field: 'spec.servers[0].bind', message: /is not an IP address/ },
+  ]);
+});
+
+it('accepts defaultEndpoint and port.targetPort with a warning at load that they have no effect, as in Istio', () => {
+  const { value, warnings } = acceptWarned(server('port: {number: 8080, protocol: HTTP, targetPort: 80}\nhosts: ["*"]\ndefaultEndpoint: 127.0.0.1:9080'));
+  assert.equal(warnings.length, 2, warnings.join('; '));
+  assert.match(warnings[0] ?? '', /^spec\.servers\[0\]\.defaultEndpoint: has no effect: Istio does not implement it/);
+  assert.match(warnings[1] ?? '', /^spec\.servers\[0\]\.port\.targetPort: has no effect on a Gateway, as in Istio: the gateway listens on port\.number itself/);
+  assert.deepEqual((value.resource as Gateway).servers[0]!.port, { number: 8080, name: '', protocol: 'HTTP' });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { RequestAuthentication } from '../../../src/config/resources/types.js';
-import { accept, assertRejections, indent } from './helpers.js';
+import { accept, acceptWarned, assertRejections, indent } from './helpers.js';
 
 const head = `apiVersion: security.mesh.io/v1
 kind: RequestAuthentication
@@ -83,4 +83,21 @@ it('rejects invalid RequestAuthentications with the field path', () => {
     { name: 'misspelt jwksURI', yaml: rule(`issuer: a\njwksURI: https://a/j`), field: 'spec.jwtRules[0].jwksURI', message: /unknown field "jwksURI"/ },
     { name: 'targetRef', yaml: ra(`targetRef: {kind: Gateway, name: gw}`), field: 'spec.targetRef', message: /not supported by this agent/ },
   ]);
+});
+
+it('reads timeout, the key set fetch\'s time-out (Istio\'s bounds: at least 1ms, whole milliseconds; absent: the 5 s default)', () => {
+  const read = (t: string): number | undefined => (accept(rule(`issuer: a\njwksUri: https://a/j${t}`)).resource as RequestAuthentication).jwtRules[0]!.timeoutMs;
+  assert.equal(read('\ntimeout: 2s'), 2000);
+  assert.equal(read('\ntimeout: 1.5s'), 1500);
+  assert.equal(read('\ntimeout: 1ms'), 1);
+  assert.equal(read(''), undefined);
+  assertRejections([
+    { name: 'zero', yaml: rule('issuer: a\njwksUri: https://a/j\ntimeout: 0s'), field: 'spec.jwtRules[0].timeout', message: /shorter than 1ms/ },
+    { name: 'negative', yaml: rule('issuer: a\njwksUri: https://a/j\ntimeout: -1s'), field: 'spec.jwtRules[0].timeout', message: /is negative/ },
+    { name: 'sub-millisecond', yaml: rule('issuer: a\njwksUri: https://a/j\ntimeout: 1500us'), field: 'spec.jwtRules[0].timeout', message: /not a whole number of milliseconds/ },
+    { name: 'a number', yaml: rule('issuer: a\njwksUri: https://a/j\ntimeout: 5'), field: 'spec.jwtRules[0].timeout', message: /expected a duration/ },
+  ]);
+  const inline = acceptWarned(rule(`issuer: a\njwks: '${JWKS}'\ntimeout: 2s`));
+  assert.deepEqual(inline.warnings, ['spec.jwtRules[0].timeout: has no effect with an inline jwks: nothing is fetched (as in Istio)']);
+  assert.deepEqual(acceptWarned(rule('issuer: a\njwksUri: https://a/j\ntimeout: 2s')).warnings, []);
 });

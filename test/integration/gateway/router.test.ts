@@ -10,6 +10,8 @@ import { httpGateway, istioToken as token, serveIstioJwks, startGatewayPod, type
 const GATEWAY_PORT = 8080;
 const APP_PORT = 9080;
 const JWKS_PORT = 9999;
+/** Accepts connections and never answers. */
+const SILENT_JWKS_PORT = 9998;
 
 const GATEWAY = httpGateway('ingressgateway', GATEWAY_PORT);
 
@@ -128,6 +130,16 @@ describe('pilot-agent proxy router (process, Istio sample tokens)', () => {
     assert.equal(get('/headers', token('groups-scope.jwt')).status, 200, 'a valid token still passes');
     unlinkSync(join(pod.resources, 'require-jwt.yaml'));
     await eventually('/headers', 404);
+  });
+
+  it('a jwtRules timeout bounds the key set fetch: a JWKS server that never answers is given up after it', async () => {
+    await pod.start(['-e', `require('net').createServer(() => {}).listen(${SILENT_JWKS_PORT}, '127.0.0.1', () => console.log('listening'))`]);
+    writeFileSync(join(pod.resources, 'slow-authn.yaml'), AUTHN.replace('name: jwt', 'name: slow-jwks').replace('testing@secure.istio.io', 'slow@example.com')
+      .replace(`${JWKS_PORT}/jwks.json`, `${SILENT_JWKS_PORT}/jwks`) + '    timeout: 300ms\n');
+    const failed = new RegExp(`JWKS fetch from http://127\\.0\\.0\\.1:${SILENT_JWKS_PORT}/jwks failed: no answer within 300 ms`);
+    for (let i = 0; i < 30 && !failed.test(output()); i++) await new Promise((r) => setTimeout(r, 100)); // not the 5 s default
+    assert.match(output(), failed);
+    unlinkSync(join(pod.resources, 'slow-authn.yaml'));
   });
 
   it('a broken file beside good ones: rejected with a line naming it, the rest stays in force', async () => {

@@ -491,6 +491,29 @@ describe('JwtAuthenticator', () => {
     }
   });
 
+  it('gives up a fetch after the rule\'s timeout (Istio\'s jwtRules[].timeout), the longest when rules share a key set', async () => {
+    const slow = await new JwksServer().start();
+    try {
+      slow.hang = true;
+      const started = Date.now();
+      const a = authenticator([rule({ issuer: ISS, jwksUri: slow.url, timeoutMs: 150 })]);
+      const r = expectInvalid(await check(a, bearer(await token(rsa))), 'no_keys');
+      assert.match(r.message, /no answer within 150 ms/);
+      assert.ok(Date.now() - started < 4000, 'not the 5 s default');
+      // Two rules naming one key set: fetched once, with the longer time-out.
+      const b = authenticator([rule({ issuer: ISS, jwksUri: slow.url, timeoutMs: 100 }), rule({ issuer: OTHER_ISS, jwksUri: slow.url, timeoutMs: 300 })]);
+      const both = expectInvalid(await check(b, bearer(await token(rsa))), 'no_keys');
+      assert.match(both.message, /no answer within 300 ms/);
+      // A reload with another time-out: the next fetch takes it.
+      b.setRules([rule({ issuer: ISS, jwksUri: slow.url, timeoutMs: 200 })]);
+      clock.advance(2000);
+      const again = expectInvalid(await check(b, bearer(await token(rsa))), 'no_keys');
+      assert.match(again.message, /no answer within 200 ms/);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it('shares a key set between reloads and stops fetching one no rule names', async () => {
     const shared = await new JwksServer().start();
     try {

@@ -29,7 +29,9 @@ interface Case {
 }
 
 const ISTIO = (spec = ''): string => `{tls: {mode: ISTIO_MUTUAL${spec}}}`;
-const dbEndpoint = (labels: string): string => se('db', `{hosts: [db.example.com], ports: [{number: 5432, name: tcp}], resolution: STATIC, subjectAltNames: [spiffe://cluster.local/ns/shop/sa/db-admin],
+/** A mesh workload's entry (location MESH_INTERNAL) whose endpoint 10.1.2.3 carries `labels`; `location: ''` leaves it unset. */
+const dbEndpoint = (labels: string, location = 'MESH_INTERNAL'): string => se('db', `{hosts: [db.example.com], ports: [{number: 5432, name: tcp}], resolution: STATIC,
+  ${location === '' ? '' : `location: ${location}, `}subjectAltNames: [spiffe://cluster.local/ns/shop/sa/db-admin],
   endpoints: [{address: 10.1.2.3, labels: {${labels}}, serviceAccount: db}]}`);
 
 const cases: readonly Case[] = [
@@ -51,6 +53,21 @@ const cases: readonly Case[] = [
     want: { kind: 'plaintext', reason: /ServiceEntry shop\/db is in namespace shop, where PeerAuthentication shop\/ns says DISABLE/ } },
   { name: 'the DR host known, the endpoint labelled', resources: [dbEndpoint('security.mesh.io/tlsMode: mesh'), dr('db', '{host: db.example.com, trafficPolicy: {loadBalancer: {simple: RANDOM}}}')],
     want: { kind: 'istio-mutual', rule: 'auto mTLS: ServiceEntry shop/db endpoint label' } },
+  // ---- location: Istio never originates auto mTLS to a MESH_EXTERNAL service ----
+  { name: 'a labelled endpoint of a MESH_EXTERNAL entry: plain text', resources: [dbEndpoint('security.mesh.io/tlsMode: mesh', 'MESH_EXTERNAL')],
+    want: { kind: 'plaintext', reason: /^no DestinationRule, and the endpoint 10\.1\.2\.3 is of ServiceEntry shop\/db, location MESH_EXTERNAL \(the default\): Istio never originates auto mTLS to a service outside the mesh/ } },
+  { name: 'location unset is MESH_EXTERNAL (Istio\'s default)', resources: [dbEndpoint('security.mesh.io/tlsMode: mesh', '')], want: { kind: 'plaintext', reason: /location MESH_EXTERNAL/ } },
+  { name: 'an address of a MESH_EXTERNAL entry inside autoMtlsCidrs: plain text', mesh: { autoMtlsCidrs: ['10.0.0.0/8'] },
+    resources: [se('ext', '{hosts: [ext.example.com], addresses: [10.1.2.3], ports: [{number: 8080, name: tcp}], location: MESH_EXTERNAL}')],
+    want: { kind: 'plaintext', reason: /^no DestinationRule; 10\.1\.2\.3 is in autoMtlsCidrs 10\.0\.0\.0\/8, but the destination is ServiceEntry shop\/ext, location MESH_EXTERNAL/ } },
+  { name: 'a name of a MESH_EXTERNAL entry inside autoMtlsCidrs: plain text', mesh: { autoMtlsCidrs: ['10.0.0.0/8'] }, facts: { hosts: ['api.example.com'] },
+    resources: [se('ext', '{hosts: ["*.example.com"], ports: [{number: 8080, name: http, protocol: HTTP}], resolution: NONE}')], want: { kind: 'plaintext' } },
+  { name: 'a MESH_INTERNAL entry inside autoMtlsCidrs: mesh mTLS', mesh: { autoMtlsCidrs: ['10.0.0.0/8'] },
+    resources: [se('int', '{hosts: [int.example.com], addresses: [10.1.2.3], ports: [{number: 8080, name: tcp}], location: MESH_INTERNAL}')],
+    want: { kind: 'istio-mutual', rule: 'auto mTLS: autoMtlsCidrs 10.0.0.0/8' } },
+  { name: 'a DestinationRule ISTIO_MUTUAL still applies to a MESH_EXTERNAL entry (as in Istio)', facts: { hosts: ['db.example.com'] },
+    resources: [dbEndpoint('security.mesh.io/tlsMode: mesh', 'MESH_EXTERNAL'), dr('db', `{host: db.example.com, trafficPolicy: ${ISTIO()}}`)],
+    want: { kind: 'istio-mutual', rule: 'DestinationRule shop/db' } },
 
   // ---- which DestinationRule ----
   { name: 'DR ISTIO_MUTUAL on an exact host', resources: [dr('db', `{host: db.example.com, trafficPolicy: ${ISTIO()}}`)], facts: { hosts: ['db.example.com'] },

@@ -36,6 +36,7 @@ metadata: {name: db}
 spec:
   hosts: [db.shop.svc.cluster.local]
   ports: [{number: 5432, name: tcp-db}]
+  location: MESH_INTERNAL
   resolution: STATIC
   endpoints:
   - address: 10.8.0.5
