@@ -278,7 +278,7 @@ export async function runProxy(flagOptions: ProxyOptions, env: EnvValues): Promi
       },
     });
     servers.push(dns);
-    dns.setServiceEntries(plane.resources.snapshot?.serviceEntries ?? []);
+    dns.setServiceEntries(plane.resources.visibleServiceEntries);
     dnsProxy = dns;
   }
   state = 'LIVE';

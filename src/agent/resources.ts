@@ -5,7 +5,7 @@ import type { Counter } from 'prom-client';
 import { formatRejection, formatWarning } from '../config/resources/format.js';
 import { isResourceKind } from '../config/resources/validate.js';
 import { sourceDirectories, watchResources } from '../config/resources/watcher.js';
-import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor } from '../config/resources/workload.js';
+import { authorizationPoliciesFor, gatewaysFor, requestAuthenticationsFor, serviceEntriesFor } from '../config/resources/workload.js';
 import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from '../config/resources/types.js';
 import { planListeners } from '../gateway/listener-plan.js';
 import type { GatewayRouter } from '../gateway/router.js';
@@ -71,6 +71,11 @@ export class MeshResources {
     return this.current;
   }
 
+  /** The ServiceEntries in force that this workload sees (exportTo): the DNS proxy answers their names only. */
+  get visibleServiceEntries(): readonly ServiceEntry[] {
+    return this.current ? serviceEntriesFor(this.current.serviceEntries, this.o.workload.namespace) : [];
+  }
+
   /** The workload the resources are selected for (namespace, labels). */
   get workload(): Workload {
     return this.o.workload;
@@ -108,7 +113,8 @@ export class MeshResources {
     const rules = requestAuthenticationsFor(snapshot, workload).flatMap((r) => r.jwtRules);
     const policies = authorizationPoliciesFor(snapshot, workload);
     this.o.security.configure(rules, policies);
-    this.o.dns?.setServiceEntries(snapshot.serviceEntries);
+    // Istio's DNS table holds the services visible to the proxy's namespace only.
+    this.o.dns?.setServiceEntries(serviceEntriesFor(snapshot.serviceEntries, workload.namespace));
     if (this.o.router) {
       const gateways = gatewaysFor(snapshot, workload);
       const plan = planListeners(gateways, this.o.cwd);

@@ -1,5 +1,6 @@
 // The names the DNS proxy answers itself: the hosts of ServiceEntry resources that carry addresses,
 // with the short forms Istio's DNS proxy also answers. Pure: resources and domains in, lookups out.
+// The entries given are those the proxy's namespace sees (exportTo: src/agent/resources.ts filters).
 //
 // For a host `name.ns.svc.<cluster domain>` in the proxy's cluster domain (taken from --domain,
 // `<namespace>.svc.<cluster domain>`), `name.ns.svc` and `name.ns` are answered too, and `name` when

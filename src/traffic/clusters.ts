@@ -9,6 +9,7 @@ import type {
   ServiceEntryPort, TrafficPolicy, VirtualService, Workload,
 } from '../config/resources/types.js';
 import { ROOT_NAMESPACE } from '../config/resources/types.js';
+import { exportedTo, serviceEntriesFor } from '../config/resources/workload.js';
 import { destinationRuleFor } from '../security/mtls/destination-rules.js';
 import { DEFAULT_CLUSTER_DOMAIN, hostMatchRank } from '../security/mtls/host-names.js';
 import {
@@ -87,11 +88,6 @@ const ref = (r: { readonly meta: { readonly namespace: string; readonly name: st
 /** A host as Istio reads it in a VirtualService of `namespace`: a name without dots is a Kubernetes short name. */
 export function resolveShortName(host: string, namespace: string, clusterDomain = DEFAULT_CLUSTER_DOMAIN): string {
   return host.includes('.') || host.includes('*') ? host : `${host}.${namespace}.svc.${clusterDomain}`;
-}
-
-/** Istio's exportTo of a ServiceEntry (or VirtualService): absent or `*`: everyone; `~`: no one (no client). */
-export function exportedTo(exportTo: readonly string[] | undefined, namespace: string): boolean {
-  return exportTo === undefined || exportTo.includes('*') || exportTo.includes(namespace);
 }
 
 // ---- merging (Istio's MergeTrafficPolicy) ----
@@ -207,7 +203,7 @@ function discoveryOf(resolution: Resolution, policy: ClusterPolicy): ClusterDisc
 
 /** Entries this workload sees, its own namespace's first (Istio prefers them for a host declared twice), then file order. */
 function visibleEntries(entries: readonly ServiceEntry[], workload: Workload): ServiceEntry[] {
-  const visible = entries.filter((se) => exportedTo(se.exportTo, workload.namespace) && !(se.exportTo?.includes('~')));
+  const visible = serviceEntriesFor(entries, workload.namespace);
   return [...visible.filter((se) => se.meta.namespace === workload.namespace), ...visible.filter((se) => se.meta.namespace !== workload.namespace)];
 }
 
@@ -221,10 +217,12 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
   const servicesByHost = new Map<string, ServiceSpec[]>();
   const declaredBy = new Map<string, ServiceEntry>();
   const rules = new Map<string, DestinationRule | undefined>();
+  const entries = visibleEntries(snapshot.serviceEntries, ctx.workload);
 
   const ruleFor = (host: string): DestinationRule | undefined => {
     if (!rules.has(host)) {
-      rules.set(host, destinationRuleFor([host], ctx.workload, snapshot.destinationRules, snapshot.serviceEntries, clusterDomain, rootNamespace)?.rule);
+      // Only entries this workload sees say which namespace a host's rules live in (the mTLS planner reads the same).
+      rules.set(host, destinationRuleFor([host], ctx.workload, snapshot.destinationRules, entries, clusterDomain, rootNamespace)?.rule);
     }
     return rules.get(host);
   };
@@ -233,7 +231,7 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
     byName.set(c.name, c);
   };
 
-  for (const entry of visibleEntries(snapshot.serviceEntries, ctx.workload)) {
+  for (const entry of entries) {
     const origin = ref(entry, 'ServiceEntry');
     const resolution: Resolution = entry.resolution ?? 'NONE';
     for (const host of entry.hosts) {

@@ -5,9 +5,9 @@
 // applies; a route left with no match that applies is dropped; a route without matches stays).
 // Pure; build once per configuration. Matching requests against them is the route matcher's job.
 import type { HttpMatchRequest, HttpRoute, VirtualService, Workload } from '../config/resources/types.js';
-import { selects } from '../config/resources/workload.js';
+import { exportedTo, selects } from '../config/resources/workload.js';
 import { DEFAULT_CLUSTER_DOMAIN } from '../security/mtls/host-names.js';
-import { exportedTo, resolveShortName } from './clusters.js';
+import { resolveShortName } from './clusters.js';
 
 export const MESH = 'mesh';
 

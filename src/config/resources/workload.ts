@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentError } from '../../errors/agent-error.js';
 import type {
-  AuthorizationPolicy, Gateway, LabelSelector, RequestAuthentication, ResourceSnapshot, VirtualService, Workload,
+  AuthorizationPolicy, Gateway, LabelSelector, RequestAuthentication, ResourceSnapshot, ServiceEntry, VirtualService, Workload,
 } from './types.js';
 import { ROOT_NAMESPACE } from './types.js';
 
@@ -113,6 +113,22 @@ export function requestAuthenticationsFor(snapshot: ResourceSnapshot, workload: 
 
 export function authorizationPoliciesFor(snapshot: ResourceSnapshot, workload: Workload): AuthorizationPolicy[] {
   return snapshot.authorizationPolicies.filter((p) => appliesToWorkload(p, workload));
+}
+
+/**
+ * Istio's `exportTo` of a ServiceEntry or VirtualService (`.` already resolved to its namespace):
+ * absent or `*`: every namespace; `~`: none; else the namespaces listed.
+ */
+export function exportedTo(exportTo: readonly string[] | undefined, namespace: string): boolean {
+  return exportTo === undefined || exportTo.includes('*') || exportTo.includes(namespace);
+}
+
+/**
+ * The ServiceEntries a workload of `namespace` sees (exportTo), in snapshot order: the only ones its
+ * clusters, routes, DNS names and TLS plans may come from, as Istio scopes its registry per proxy.
+ */
+export function serviceEntriesFor(entries: readonly ServiceEntry[], namespace: string): ServiceEntry[] {
+  return entries.filter((se) => exportedTo(se.exportTo, namespace));
 }
 
 /** Gateways whose selector matches the workload's labels, in any namespace. */

@@ -7,7 +7,7 @@ import { ResourceStore } from '../../../src/config/resources/store.js';
 import type { Workload } from '../../../src/config/resources/types.js';
 import {
   appliesToWorkload, authorizationPoliciesFor, gatewaysFor, parseLabels, readWorkload, requestAuthenticationsFor, selects,
-  virtualServicesFor,
+  serviceEntriesFor, virtualServicesFor,
 } from '../../../src/config/resources/workload.js';
 
 const root = mkdtempSync(join(tmpdir(), 'workload-'));
@@ -148,4 +148,21 @@ spec:
   assert.deepEqual(virtualServicesFor(snapshot, gateways).map((v) => v.meta.name), ['httpbin']);
   assert.deepEqual(requestAuthenticationsFor(snapshot, w).map((r) => r.meta.name), ['jwt']);
   assert.deepEqual(authorizationPoliciesFor(snapshot, w).map((p) => p.meta.name), ['require-jwt']);
+});
+
+it('sees the ServiceEntries exported to the workload\'s namespace (exportTo: absent, "*", ".", namespaces, "~")', () => {
+  const store = new ResourceStore({ defaultNamespace: 'shop' });
+  const entry = (name: string, ns: string, exportTo: string): string => `apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: ${name}, namespace: ${ns}}
+spec: {hosts: [${name}.example.com], ports: [{number: 80, name: http, protocol: HTTP}]${exportTo}}`;
+  const rejections = store.update('r.yaml', [
+    entry('all', 'db', ''), entry('star', 'db', ', exportTo: ["*"]'), entry('own', 'db', ', exportTo: ["."]'), entry('mine', 'shop', ', exportTo: ["."]'),
+    entry('named', 'db', ', exportTo: [other, shop]'), entry('elsewhere', 'db', ', exportTo: [other]'), entry('none', 'shop', ', exportTo: ["~"]'),
+  ].join('\n---\n'));
+  assert.deepEqual(rejections, []);
+  const names = (ns: string): string[] => serviceEntriesFor(store.snapshot().serviceEntries, ns).map((se) => se.meta.name);
+  assert.deepEqual(names('shop'), ['all', 'star', 'mine', 'named']);
+  assert.deepEqual(names('db'), ['all', 'star', 'own']);
+  assert.deepEqual(names('other'), ['all', 'star', 'named', 'elsewhere']);
 });

@@ -25,9 +25,14 @@ describe('DNS server without capture (MESH_META_ENABLE_DNS_SERVER)', { skip: net
     chmodSync(dir, 0o755);
     mkdirSync(join(dir, 'etc', 'mesh', 'resources'), { recursive: true });
     for (const d of ['etc', 'etc/mesh', 'etc/mesh/resources']) chmodSync(join(dir, d), 0o755);
+    // The agent is in ns1: an entry of ns2 is answered only when exported to ns1 (Istio's DNS table is per proxy namespace).
+    const entry = (ns: string, name: string, address: string, exportTo = ''): string[] => [
+      'apiVersion: networking.mesh.io/v1', 'kind: ServiceEntry', `metadata: { name: ${name}, namespace: ${ns} }`,
+      `spec: { hosts: [${name}.example.com], addresses: [${address}]${exportTo} }`, '---',
+    ];
     writeFileSync(join(dir, 'etc', 'mesh', 'resources', 'se.yaml'), [
-      'apiVersion: networking.mesh.io/v1', 'kind: ServiceEntry', 'metadata: { name: gw, namespace: ns1 }',
-      'spec: { hosts: [upstream.example.com], addresses: [192.0.2.44] }', '',
+      ...entry('ns1', 'upstream', '192.0.2.44'), ...entry('ns2', 'shared', '192.0.2.45', ', exportTo: [ns1]'),
+      ...entry('ns2', 'hidden', '192.0.2.46', ', exportTo: ["."]'), ...entry('ns1', 'none', '192.0.2.47', ', exportTo: ["~"]'), '',
     ].join('\n'));
   });
   after(() => {
@@ -68,6 +73,9 @@ describe('DNS server without capture (MESH_META_ENABLE_DNS_SERVER)', { skip: net
     for (const transport of ['udp', 'tcp']) {
       assert.deepEqual(ask(ns, 53, 'upstream.example.com', transport), { rcode: 0, aa: 1, answers: ['A 192.0.2.44 30'] }, output());
       assert.equal(ask(ns, 53, 'other.example.com', transport).rcode, 2);
+      assert.deepEqual(ask(ns, 53, 'shared.example.com', transport), { rcode: 0, aa: 1, answers: ['A 192.0.2.45 30'] }, 'exported to ns1');
+      assert.equal(ask(ns, 53, 'hidden.example.com', transport).rcode, 2, 'exported to ns2 only: not answered here (forwarded)');
+      assert.equal(ask(ns, 53, 'none.example.com', transport).rcode, 2, 'exported to no namespace');
     }
     assert.match(output(), /127\.0\.0\.1:53 is this DNS proxy itself; not forwarding to it/);
   });
