@@ -9,8 +9,8 @@ import { MeshResources } from './resources.js';
 import { localAddresses } from '../net/local-addresses.js';
 import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
-import { readWorkload } from '../config/resources/workload.js';
-import type { ServiceEntry, Workload } from '../config/resources/types.js';
+import { readWorkload, serviceEntriesFor } from '../config/resources/workload.js';
+import type { DestinationRule, ServiceEntry, Workload } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
 import { GatewayRouter } from '../gateway/router.js';
@@ -35,11 +35,12 @@ import type { InboundMeshTls, MtlsMode } from '../proxy/tls/inbound-mtls.js';
 import type { ResourceSnapshot } from '../config/resources/types.js';
 import { createDestinationTlsResolver, type ConnectionFacts as DestinationFacts, type OriginationPlan } from '../security/mtls/destination-tls.js';
 import { inboundMtls, inboundMtlsMode, type InboundMtls } from '../security/mtls/peer-authentication.js';
-import { outboundDecider, upstreamTlsFor, type UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
+import { outboundDecider, upstreamTls, type UpstreamTlsResolvers } from '../security/mtls/outbound-decider.js';
 import { parseIp } from '../security/authz/cidr.js';
 import { ClusterManager } from '../traffic/cluster-manager.js';
 import { buildClusters } from '../traffic/clusters.js';
 import { MeshEndpointSource } from '../traffic/endpoint-sources/mesh-source.js';
+import { selectedWorkloadEntries } from '../traffic/endpoint-sources/workload-entry-source.js';
 import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js';
 import { gatewayClusters, meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
 import { hostNames, ServiceIndex } from '../traffic/service-index.js';
@@ -201,23 +202,31 @@ function addressKey(address: string): string {
   return parseIp(address)?.join('.') ?? address;
 }
 
+/** Whether a rule asks for ISTIO_MUTUAL anywhere: its policy, a port of it, a subset or a subset's port. */
+function asksIstioMutual(r: DestinationRule): boolean {
+  const policies = [r.trafficPolicy, ...r.subsets.map((s) => s.trafficPolicy)];
+  return policies.some((p) => p !== undefined && [p, ...p.portLevelSettings].some((s) => s.tls?.mode === 'ISTIO_MUTUAL'));
+}
+
 function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, workload: Workload): MtlsInForce {
-  const empty = { destinationRules: [], serviceEntries: [], peerAuthentications: [] };
+  const empty = { destinationRules: [], serviceEntries: [], peerAuthentications: [], workloadEntries: [] };
   const snap = snapshot ?? empty;
   const plan = createDestinationTlsResolver({
     workload, snapshot: snap, mesh: o.mesh, cwd: o.cwd,
     trustDomain: o.mesh.trustDomain ?? (o.env.TRUST_DOMAIN || 'cluster.local'), clusterDomain: o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local',
   });
   const byAddress = new Map<string, string[]>();
-  for (const se of snap.serviceEntries) {
-    for (const a of [...se.addresses, ...se.endpoints.map((e) => e.address)]) {
+  // The entries this workload sees (exportTo), and their endpoints' addresses, WorkloadEntries' included.
+  for (const se of serviceEntriesFor(snap.serviceEntries, workload.namespace)) {
+    const endpoints = se.workloadSelector !== undefined ? selectedWorkloadEntries(se, snap.workloadEntries) : se.endpoints;
+    for (const a of [...se.addresses, ...endpoints.map((e) => e.address)]) {
       const key = addressKey(a);
       const list = byAddress.get(key) ?? [];
       for (const h of se.hosts) if (!list.includes(h)) list.push(h);
       byAddress.set(key, list);
     }
   }
-  const mutual = snap.destinationRules.find((r) => r.tls?.mode === 'ISTIO_MUTUAL' || r.portLevelTls.some((p) => p.tls?.mode === 'ISTIO_MUTUAL'));
+  const mutual = snap.destinationRules.find(asksIstioMutual);
   return {
     snapshot, plan,
     inbound: inboundMtls(snap.peerAuthentications, workload),
@@ -242,7 +251,7 @@ export class DataPlane {
   private mtls: MtlsInForce | undefined;
   private readonly warned = new Set<string>();
   /** TLS to upstreams (the sidecar's outbound side, the gateway's routes), as the resources say. */
-  private readonly upstreamTls: UpstreamTlsFor;
+  private readonly upstreamTls: UpstreamTlsResolvers;
   /** Names the DNS proxy answered for each address (forwarded A/AAAA answers), most recent last. */
   private readonly dnsNames = new Map<string, string[]>();
   /** Replaced whenever what decides an upstream's TLS changes (resources, DNS names): plans made before are forgotten. */
@@ -266,7 +275,7 @@ export class DataPlane {
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
     this.security = new RequestSecurity(this.authenticator, this.decisions);
-    this.upstreamTls = upstreamTlsFor({
+    this.upstreamTls = upstreamTls({
       plan: (facts) => this.mtlsInForce().plan(facts),
       generation: () => {
         this.mtlsInForce();
@@ -290,7 +299,7 @@ export class DataPlane {
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
-        upstreamTls: this.upstreamTls, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls),
+        upstreamTls: this.upstreamTls.destination, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls.cluster),
       })
       : undefined;
     this.clusterDomain = o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local';
@@ -363,7 +372,7 @@ export class DataPlane {
       handshakeTimeoutMs: this.o.env.MESH_TLS_HANDSHAKE_TIMEOUT,
     };
     const outbound = outboundTrafficDecider({
-      base: outboundDecider(this.upstreamTls), traffic: () => this.traffic, tlsFor: this.upstreamTls, decisions: this.decisions,
+      base: outboundDecider(this.upstreamTls.destination), traffic: () => this.traffic, tlsFor: this.upstreamTls.cluster, decisions: this.decisions,
     });
     this.captures = await listenAll(captureListeners(this.o, {
       stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLog: this.accessLog,

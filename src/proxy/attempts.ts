@@ -251,7 +251,7 @@ export class Attempts {
 
   private dispatch(ep: Endpoint, fresh: boolean): void {
     this.endpoint = ep;
-    const tls = this.t.tlsFor(ep.address, ep.port);
+    const tls = this.t.tlsFor(ep.spec);
     if (tls?.kind === 'reply') {
       this.t.cluster.attemptAbandoned(ep);
       this.note(`${ep.hostPort}: ${tls.body.trim()}`);

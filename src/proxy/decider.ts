@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { DecisionNote, ResponseFlagName } from '../log/access-record.js';
 import type { ClusterRuntime } from '../traffic/cluster.js';
-import type { RetrySpec } from '../traffic/spec.js';
+import type { EndpointSpec, RetrySpec } from '../traffic/spec.js';
 import type { Endpoint } from './socket-options.js';
 import type { UpstreamTls } from './tls/origination.js';
 import type { PeerIdentity } from './tls/peer-identity.js';
@@ -43,8 +43,12 @@ export interface ClusterTarget {
   readonly retry: RetrySpec;
   /** The request's consistent-hash value, when the cluster balances by one. */
   readonly hash?: number | undefined;
-  /** How an endpoint is reached: TLS settings, plaintext (undefined), or a 503 when TLS is required and cannot be had. */
-  tlsFor(address: string, port: number): UpstreamTls | LocalReply | undefined;
+  /**
+   * How an endpoint is reached: TLS settings, plaintext (undefined), or a 503 when TLS is required
+   * and cannot be had. The cluster's TLS, planned by its service port (not the endpoint's), auto mTLS
+   * by the endpoint's labels.
+   */
+  tlsFor(endpoint: EndpointSpec): UpstreamTls | LocalReply | undefined;
 }
 
 /** Answer locally (401, 403, 404, a redirect...) without going upstream. */

@@ -278,7 +278,7 @@ export class CaptureListener {
     if (target === undefined) return undefined;
     const picked = target.cluster.pickConnection(target.hash === undefined ? undefined : { hash: target.hash });
     if (isPickFailure(picked)) return { failed: picked.flag, reason: picked.body, cluster: target.cluster.name };
-    const tls = target.tlsFor(picked.address, picked.port);
+    const tls = target.tlsFor(picked.spec);
     return { target, endpoint: picked, dst: { address: picked.address, port: picked.port }, tls: tls?.kind === 'reply' ? tls.body.trim() : tls };
   }
 

@@ -3,7 +3,8 @@
 // captured port) goes to the service's cluster, or to the cluster its VirtualService route picks,
 // and from there to an endpoint chosen per attempt (src/proxy/attempts.ts); anything else goes to
 // its original destination exactly as before (`base`: the mTLS outbound decider). TLS to an
-// endpoint is what the DestinationRules and auto mTLS say for the service's host at that address.
+// endpoint is its cluster's, as Istio builds it per cluster: the cluster's merged tls (a subset's
+// replacing the rule's) on its service port, else auto mTLS by the endpoint's labels.
 // Per request: a few Map lookups; the cluster targets are made once per configuration.
 import type { IncomingMessage } from 'node:http';
 import type { HttpRouteDestination } from '../config/resources/types.js';
@@ -13,14 +14,14 @@ import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, Request
 import { NO_DESTINATION } from '../proxy/decider.js';
 import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
-import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
+import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
 import { hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
 import type { ServiceIndex } from './service-index.js';
-import { DEFAULT_RETRY, type RetrySpec } from './spec.js';
+import { DEFAULT_RETRY, type EndpointSpec, type RetrySpec } from './spec.js';
 
 /** A route's answer for one request: which cluster, with which retry policy and time-out, or a local reply. */
 export type MeshRouteResult =
@@ -42,7 +43,8 @@ export interface OutboundTrafficOptions {
   /** What happens to traffic no service claims (and to PASSTHROUGH / resolution NONE clusters): the original destination, TLS as planned. */
   readonly base: RequestDecider;
   readonly traffic: () => MeshTraffic | undefined;
-  readonly tlsFor: UpstreamTlsFor;
+  /** A cluster endpoint's TLS (the original destination's is `base`'s). */
+  readonly tlsFor: ClusterTlsFor;
   /** /debug/decisions: each routed request's cluster, attempts and answer. */
   readonly decisions?: DecisionLog | undefined;
 }
@@ -81,11 +83,11 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     const cache = http ? httpTargets : tcpTargets;
     let made = cache.get(runtime.name);
     if (made === undefined) {
-      const host = runtime.spec.host;
+      const spec = runtime.spec;
       made = Object.freeze({
         cluster: runtime,
         retry: DEFAULT_RETRY,
-        tlsFor: (address: string, port: number) => o.tlsFor({ address, port }, host, http),
+        tlsFor: (endpoint: EndpointSpec) => o.tlsFor(spec, endpoint, http),
       });
       cache.set(runtime.name, made);
     }
@@ -294,7 +296,7 @@ function routeEdits(d: ForwardDecision): Extract<MeshRouteResult, { kind: 'clust
  * resources say; a destination no service declares is not this function's (undefined). A
  * destination to a subset no rule defines: 503 NC.
  */
-export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: UpstreamTlsFor):
+export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: ClusterTlsFor):
   (destination: HttpRouteDestination, port: number, route: ForwardDecision) => ClusterTarget | LocalReply | undefined {
   return (destination, port, route) => {
     const t = traffic();
@@ -309,7 +311,7 @@ export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: 
     const runtime = t.clusters.get(target.cluster.name);
     if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
     const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs }, { consistentHash: runtime.hashKey !== undefined });
-    const host = runtime.spec.host;
-    return { cluster: runtime, retry: traffic2.retry, tlsFor: (address, p) => tlsFor({ address, port: p }, host, true) };
+    const spec = runtime.spec;
+    return { cluster: runtime, retry: traffic2.retry, tlsFor: (endpoint) => tlsFor(spec, endpoint, true) };
   };
 }

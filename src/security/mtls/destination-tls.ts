@@ -1,12 +1,16 @@
 // How a connection from this workload to a destination is originated: plain text, mesh mTLS
 // (ISTIO_MUTUAL) or TLS with given certificates, from the DestinationRules, the ServiceEntries and
 // the mesh config, by Istio's rules (docs/MTLS-CONFIG.md). Pure: a plan is plain data naming files,
-// and its `key` groups connections that may share an upstream pool.
+// and its `key` groups connections that may share an upstream pool. Only the ServiceEntries this
+// workload sees (exportTo) count, their endpoints being their own or the WorkloadEntries they select.
 import { resolve } from 'node:path';
 import type { MeshConfig } from '../../config/mesh-config.js';
 import { credentialFiles } from '../../config/resources/credentials.js';
 import type { ClientTls, ResourceSnapshot, ServiceEntry, ServiceEntryEndpoint, Workload } from '../../config/resources/types.js';
 import { ROOT_NAMESPACE, TLS_MODE_LABEL, TLS_MODE_MESH } from '../../config/resources/types.js';
+import { serviceEntriesFor } from '../../config/resources/workload.js';
+import { mergeTrafficPolicy } from '../../traffic/clusters.js';
+import { selectedWorkloadEntries } from '../../traffic/endpoint-sources/workload-entry-source.js';
 import { cidrContains, parseCidr, parseIp, type Cidr } from '../authz/cidr.js';
 import { destinationRuleFor, type RuleMatch } from './destination-rules.js';
 import { connectionNames, DEFAULT_CLUSTER_DOMAIN, hostMatchRank, isServerName, normalizeHost } from './host-names.js';
@@ -20,12 +24,31 @@ export interface ConnectionFacts {
   readonly port: number;
   /** Names known for the destination, most authoritative first: ServiceEntry hosts for the address, DNS answers, the HTTP Host. */
   readonly hosts: readonly string[];
+  /**
+   * Set when the connection goes to an endpoint of a traffic cluster (`address` is the endpoint's,
+   * `port` the cluster's service port, never the endpoint's): Istio originates TLS per cluster, so
+   * the cluster's merged tls decides, and `hosts` is not read (the cluster's host is its name).
+   */
+  readonly cluster?: ClusterTlsFacts | undefined;
+  /** With `cluster`: the endpoint's labels, as its source gave them (a DNS-resolved endpoint has no address of its own to find it by). */
+  readonly endpointLabels?: Readonly<Record<string, string>> | undefined;
+}
+
+/** What of a traffic cluster shapes its TLS (a ClusterSpec of src/traffic/spec.ts has these fields). */
+export interface ClusterTlsFacts {
+  /** `outbound|<port>|<subset>|<host>`, for the reasons given. */
+  readonly name: string;
+  /** The service's host (lower-case): the SNI's name and the entries' key. */
+  readonly host: string;
+  readonly subset?: string | undefined;
+  /** The cluster's policy after Istio's merge (rule, port level, subset, subset's port level): its tls; absent, auto mTLS decides. */
+  readonly policy: { readonly tls?: ClientTls | undefined; readonly rule?: string | undefined };
 }
 
 export interface DestinationTlsContext {
   /** The client: this workload. */
   readonly workload: Workload;
-  readonly snapshot: Pick<ResourceSnapshot, 'destinationRules' | 'serviceEntries' | 'peerAuthentications'>;
+  readonly snapshot: Pick<ResourceSnapshot, 'destinationRules' | 'serviceEntries' | 'peerAuthentications' | 'workloadEntries'>;
   readonly mesh: Pick<MeshConfig, 'enableAutoMtls' | 'autoMtlsCidrs'>;
   /** Resolves relative certificate paths and credential directories. */
   readonly cwd: string;
@@ -46,7 +69,7 @@ export interface PlaintextPlan {
 /** Mesh mTLS with this workload's own certificate (ISTIO_MUTUAL). */
 export interface IstioMutualPlan {
   readonly kind: 'istio-mutual';
-  /** The rule's sni, else `outbound_.<port>_._.<host>`; absent when only the address is known. */
+  /** The rule's sni, else `outbound_.<service port>_.<subset>_.<host>`; absent when only the address is known. */
   readonly sni?: string;
   /** Identities accepted from the server; empty: any certificate of the mesh CA. */
   readonly subjectAltNames: readonly string[];
@@ -88,17 +111,20 @@ function withKey(plan: Unkeyed<OriginationPlan>): OriginationPlan {
   return { ...plan, key } as OriginationPlan;
 }
 
-/** Istio's cluster name for a port of a host, which it also sends as the SNI of mesh mTLS. */
-export function istioMutualSni(port: number, host: string): string {
-  return `outbound_.${port}_._.${host}`;
+/** Istio's cluster name for a service port (and subset) of a host, which it also sends as the SNI of mesh mTLS. */
+export function istioMutualSni(port: number, host: string, subset?: string): string {
+  return `outbound_.${port}_.${subset ?? ''}_.${host}`;
 }
 
 function ruleRef(m: RuleMatch): string {
   return `DestinationRule ${m.rule.meta.namespace}/${m.rule.meta.name}`;
 }
 
-/** The endpoint's identity, Istio's SPIFFE form. */
-function endpointIdentity(entry: ServiceEntry, e: ServiceEntryEndpoint, trustDomain: string): string | undefined {
+/** What the planner reads of an endpoint: a ServiceEntry's own, or a WorkloadEntry it selects. */
+type MeshEndpoint = Pick<ServiceEntryEndpoint, 'address' | 'labels' | 'serviceAccount'>;
+
+/** The endpoint's identity, Istio's SPIFFE form (a selected WorkloadEntry is of the entry's namespace). */
+function endpointIdentity(entry: ServiceEntry, e: MeshEndpoint, trustDomain: string): string | undefined {
   return e.serviceAccount === undefined ? undefined : `spiffe://${trustDomain}/ns/${entry.meta.namespace}/sa/${e.serviceAccount}`;
 }
 
@@ -127,12 +153,18 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
   const clusterDomain = ctx.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN;
   const trustDomain = ctx.trustDomain ?? DEFAULT_CLUSTER_DOMAIN;
   const rootNamespace = ctx.rootNamespace ?? ROOT_NAMESPACE;
-  const { destinationRules, serviceEntries, peerAuthentications } = ctx.snapshot;
+  const { destinationRules, peerAuthentications } = ctx.snapshot;
+  // As Istio scopes its registry per proxy: an entry not exported here names, verifies and decides nothing.
+  const serviceEntries = serviceEntriesFor(ctx.snapshot.serviceEntries, ctx.workload.namespace);
+  // Each entry's endpoints, once: its own, or the WorkloadEntries its workloadSelector picks (never both: refused at load).
+  const endpointsOf = new Map<ServiceEntry, readonly MeshEndpoint[]>(serviceEntries.map((se) =>
+    [se, se.workloadSelector !== undefined ? selectedWorkloadEntries(se, ctx.snapshot.workloadEntries) : se.endpoints]));
+  const endpoints = (se: ServiceEntry): readonly MeshEndpoint[] => endpointsOf.get(se) ?? se.endpoints;
   const cidrs = ctx.mesh.autoMtlsCidrs.map((text) => ({ text, cidr: parseCidr(text) })).filter((c): c is { text: string; cidr: Cidr } => c.cidr !== undefined);
 
   /** The entries that describe this destination: by endpoint or address, else by a declared host. */
   function entriesFor(ip: Uint8Array | undefined, names: readonly string[]): ServiceEntry[] {
-    return serviceEntries.filter((se) => se.endpoints.some((e) => sameAddress(e.address, ip)) || se.addresses.some((a) => sameAddress(a, ip))
+    return serviceEntries.filter((se) => endpoints(se).some((e) => sameAddress(e.address, ip)) || se.addresses.some((a) => sameAddress(a, ip))
       || se.hosts.some((h) => names.some((n) => hostMatchRank(h, n) !== undefined)));
   }
 
@@ -141,7 +173,7 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
     const out = new Set<string>();
     for (const se of entries) {
       for (const san of se.subjectAltNames) out.add(san);
-      for (const e of se.endpoints) {
+      for (const e of endpoints(se)) {
         const id = endpointIdentity(se, e, trustDomain);
         if (id !== undefined) out.add(id);
       }
@@ -149,13 +181,13 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
     return [...out];
   }
 
-  function planFromRule(m: RuleMatch, tls: ClientTls, facts: ConnectionFacts, entries: readonly ServiceEntry[]): OriginationPlan {
-    const rule = ruleRef(m);
+  /** A DestinationRule's tls (`rule` names it) for a connection known by `name` to `port` (and `subset`). */
+  function planFromTls(rule: string, name: string, tls: ClientTls, port: number, subset: string | undefined, entries: readonly ServiceEntry[]): OriginationPlan {
     if (tls.mode === 'DISABLE') return withKey({ kind: 'plaintext', reason: `${rule}: tls mode DISABLE` });
     const subjectAltNames = tls.subjectAltNames.length > 0 ? tls.subjectAltNames : entryIdentities(entries);
-    const named = isServerName(m.name) ? m.name : undefined;
+    const named = isServerName(name) ? name : undefined;
     if (tls.mode === 'ISTIO_MUTUAL') {
-      const sni = tls.sni ?? (named !== undefined ? istioMutualSni(facts.port, named) : undefined);
+      const sni = tls.sni ?? (named !== undefined ? istioMutualSni(port, named, subset) : undefined);
       return withKey({ kind: 'istio-mutual', ...(sni !== undefined ? { sni } : {}), subjectAltNames, rule });
     }
     const sni = tls.sni ?? named;
@@ -184,15 +216,26 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
     return names.find(isServerName);
   }
 
-  function autoMtls(facts: ConnectionFacts, ip: Uint8Array | undefined, names: readonly string[], entries: readonly ServiceEntry[], why: string): OriginationPlan {
+  /**
+   * What an entry says of the endpoint: the labels of its endpoint (its own or a WorkloadEntry) at
+   * the address, else, for a cluster's endpoint, the endpoint's own labels (an entry with endpoints
+   * made it from one of them); undefined: the entry has no such endpoint.
+   */
+  function entryLabels(se: ServiceEntry, ip: Uint8Array | undefined, clusterLabels: Readonly<Record<string, string>> | undefined): Readonly<Record<string, string>> | undefined {
+    const own = endpoints(se);
+    return own.find((e) => sameAddress(e.address, ip))?.labels ?? (clusterLabels !== undefined && own.length > 0 ? clusterLabels : undefined);
+  }
+
+  function autoMtls(facts: ConnectionFacts, ip: Uint8Array | undefined, names: readonly string[], entries: readonly ServiceEntry[], why: string,
+    subset?: string): OriginationPlan {
     if (!ctx.mesh.enableAutoMtls) return withKey({ kind: 'plaintext', reason: `${why}, and auto mTLS is off (enableAutoMtls: false)` });
     // An entry's endpoint for this address says what it speaks; a wider CIDR does not overrule it.
     for (const se of entries) {
-      const endpoint = se.endpoints.find((e) => sameAddress(e.address, ip));
-      if (!endpoint) continue;
+      const labels = entryLabels(se, ip, facts.cluster !== undefined ? facts.endpointLabels : undefined);
+      if (!labels) continue;
       const ref = entryRef(se);
       if (isMeshExternal(se)) return withKey({ kind: 'plaintext', reason: `${why}, and the endpoint ${facts.address} is of ${ref}, ${OUTSIDE_THE_MESH}` });
-      if (endpoint.labels[TLS_MODE_LABEL] !== TLS_MODE_MESH) {
+      if (labels[TLS_MODE_LABEL] !== TLS_MODE_MESH) {
         return withKey({ kind: 'plaintext', reason: `${why}, and the endpoint ${facts.address} of ${ref} has no ${TLS_MODE_LABEL}: ${TLS_MODE_MESH} label` });
       }
       // Istio does not originate mTLS to a namespace whose policy turns it off.
@@ -202,7 +245,7 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
       }
       const host = autoSniHost(names, se);
       return withKey({
-        kind: 'istio-mutual', ...(host !== undefined ? { sni: istioMutualSni(facts.port, host) } : {}),
+        kind: 'istio-mutual', ...(host !== undefined ? { sni: istioMutualSni(facts.port, host, subset) } : {}),
         subjectAltNames: entryIdentities([se]), rule: `auto mTLS: ${ref} endpoint label`,
       });
     }
@@ -215,23 +258,34 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
     if (block) {
       const host = autoSniHost(names, undefined);
       return withKey({
-        kind: 'istio-mutual', ...(host !== undefined ? { sni: istioMutualSni(facts.port, host) } : {}),
+        kind: 'istio-mutual', ...(host !== undefined ? { sni: istioMutualSni(facts.port, host, subset) } : {}),
         subjectAltNames: entryIdentities(entries), rule: `auto mTLS: autoMtlsCidrs ${block.text}`,
       });
     }
     return withKey({ kind: 'plaintext', reason: `${why}, and ${facts.address} is not a mesh endpoint (no ServiceEntry endpoint with the ${TLS_MODE_LABEL} label, not in autoMtlsCidrs)` });
   }
 
+  /** A cluster's connection: its merged tls, else auto mTLS; its service's own entries (those declaring its host) only. */
+  function planForCluster(facts: ConnectionFacts, cluster: ClusterTlsFacts, ip: Uint8Array | undefined): OriginationPlan {
+    const { host, subset, policy } = cluster;
+    const entries = serviceEntries.filter((se) => se.hosts.includes(host));
+    if (policy.tls) return planFromTls(policy.rule ?? cluster.name, host, policy.tls, facts.port, subset, entries);
+    const why = policy.rule !== undefined ? `${policy.rule} has no tls for ${cluster.name}` : `no DestinationRule tls for ${cluster.name}`;
+    return autoMtls(facts, ip, [host], entries, why, subset);
+  }
+
   return (facts) => {
     const ip = parseIp(facts.address);
+    if (facts.cluster !== undefined) return planForCluster(facts, facts.cluster, ip);
     const names = connectionNames(facts.hosts, ctx.workload.namespace, clusterDomain);
     // An address matches a rule written for that address, never a wildcard.
     const candidates = [...names, normalizeHost(facts.address)];
     const entries = entriesFor(ip, names);
     const match = destinationRuleFor(candidates, ctx.workload, destinationRules, serviceEntries, clusterDomain, rootNamespace);
     if (match) {
-      const tls = match.rule.portLevelTls.find((p) => p.port === facts.port)?.tls ?? match.rule.tls;
-      if (tls) return planFromRule(match, tls, facts, entries);
+      // Istio's merge for the port: a port-level entry replaces the rule's settings, tls included (absent: none).
+      const tls = mergeTrafficPolicy(match.rule.trafficPolicy, undefined, facts.port).tls;
+      if (tls) return planFromTls(ruleRef(match), match.name, tls, facts.port, undefined, entries);
       return autoMtls(facts, ip, names, entries, `${ruleRef(match)} has no tls for port ${facts.port}`);
     }
     return autoMtls(facts, ip, names, entries, 'no DestinationRule');

@@ -15,7 +15,8 @@ import type { DirectionStats } from '../../proxy/stats.js';
 import { MESH_ALPN_HTTP, MESH_ALPN_TCP } from '../../proxy/tls/mesh-alpn.js';
 import type { MeshContexts } from '../../proxy/tls/mesh-credentials.js';
 import type { UpstreamTls } from '../../proxy/tls/origination.js';
-import type { ConnectionFacts as DestinationFacts, OriginationPlan } from './destination-tls.js';
+import type { EndpointSpec } from '../../traffic/spec.js';
+import type { ClusterTlsFacts, ConnectionFacts as DestinationFacts, OriginationPlan } from './destination-tls.js';
 
 /** Where the outbound side learns what it needs; every function cheap (asked per request). */
 export interface OutboundTlsSource {
@@ -62,7 +63,29 @@ function noTls(reason: string): LocalReply {
  */
 export type UpstreamTlsFor = (dst: Endpoint, host: string | undefined, http: boolean) => UpstreamTls | LocalReply | undefined;
 
+/** A cluster's service port: its TLS is planned by it (port-level settings, the SNI), never by the endpoint's port. */
+export type ClusterTls = ClusterTlsFacts & { readonly port: number };
+
+/** What of a cluster's endpoint its TLS reads (an EndpointSpec of src/traffic/spec.ts). */
+export type ClusterEndpoint = Pick<EndpointSpec, 'address' | 'labels'>;
+
+/**
+ * How to reach an endpoint of a traffic cluster: the TLS Istio gives that cluster (its merged tls,
+ * a subset's replacing the rule's, on its service port), else auto mTLS by the endpoint's labels.
+ */
+export type ClusterTlsFor = (cluster: ClusterTls, endpoint: ClusterEndpoint, http: boolean) => UpstreamTls | LocalReply | undefined;
+
+/** The original destination's TLS (`destination`) and a cluster endpoint's (`cluster`), sharing their settings. */
+export interface UpstreamTlsResolvers {
+  readonly destination: UpstreamTlsFor;
+  readonly cluster: ClusterTlsFor;
+}
+
 export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
+  return upstreamTls(src).destination;
+}
+
+export function upstreamTls(src: OutboundTlsSource): UpstreamTlsResolvers {
   /** TLS settings per plan key, certificate serial and protocol: the same object while nothing changed (the pool's key). */
   const made = new Map<string, UpstreamTls | LocalReply>();
   /** The same, by plan object and protocol: what the hot path asks (no key to build and compare per request). */
@@ -133,9 +156,16 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
   // Plans per destination and Host, while the resources stay the same: working one out scans the
   // rules, and the hot path asks for every request.
   const plans = new Map<string, OriginationPlan>();
+  /** A cluster's plans by endpoint (spec objects are the keys: frozen, replaced when they change). */
+  let clusterPlans = new WeakMap<ClusterTls, WeakMap<ClusterEndpoint, OriginationPlan>>();
   let plansFor: object | undefined;
   let last: LastPlan | undefined;
-  return (dst, host, http) => {
+  // The last cluster endpoint asked for, in plain variables: a run of attempts to one endpoint allocates nothing.
+  let lastCluster: ClusterTls | undefined;
+  let lastClusterEndpoint: ClusterEndpoint | undefined;
+  let lastClusterPlan: OriginationPlan | undefined;
+  /** The resources' generation, the plans of an older one forgotten. */
+  const sameGeneration = (): object => {
     const generation = src.generation();
     if (generation !== plansFor || plans.size >= MAX_CACHED_PLANS) {
       // New resources: plans, and the TLS settings made from files, are made again (a DestinationRule's
@@ -143,10 +173,36 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
       if (generation !== plansFor) {
         forgetMade();
         fileContexts.clear();
+        clusterPlans = new WeakMap();
+        lastCluster = undefined;
       }
       plans.clear();
       plansFor = generation;
     }
+    return generation;
+  };
+  const cluster: ClusterTlsFor = (c, endpoint, http) => {
+    sameGeneration();
+    let plan: OriginationPlan;
+    if (lastCluster === c && lastClusterEndpoint === endpoint) {
+      plan = lastClusterPlan!;
+    } else {
+      let byEndpoint = clusterPlans.get(c);
+      if (byEndpoint === undefined) clusterPlans.set(c, (byEndpoint = new WeakMap()));
+      let known = byEndpoint.get(endpoint);
+      if (known === undefined) {
+        known = src.plan({ address: endpoint.address, port: c.port, hosts: [c.host], cluster: c, endpointLabels: endpoint.labels });
+        byEndpoint.set(endpoint, known);
+      }
+      plan = known;
+      lastCluster = c;
+      lastClusterEndpoint = endpoint;
+      lastClusterPlan = plan;
+    }
+    return plan.kind === 'plaintext' ? undefined : settings(plan, http);
+  };
+  const destination: UpstreamTlsFor = (dst, host, http) => {
+    const generation = sameGeneration();
     // The last plan asked for: a run of requests to one destination (a keep-alive connection, a
     // client and its service) finds it without building the key below.
     const { address, port } = dst;
@@ -166,6 +222,7 @@ export function upstreamTlsFor(src: OutboundTlsSource): UpstreamTlsFor {
     }
     return plan.kind === 'plaintext' ? undefined : settings(plan, http);
   };
+  return { destination, cluster };
 }
 
 interface LastPlan {

@@ -328,6 +328,106 @@ spec:
     }
   });
 
+  /** Writes a resource file into A, runs `check` until it holds (the resources are re-read after a debounce), then removes the file. */
+  const withResourcesOfA = async (name: string, text: string, check: () => void): Promise<void> => {
+    const file = join(a.dir, 'etc', 'mesh', 'resources', name);
+    writeFileSync(file, text);
+    try {
+      let last: unknown;
+      for (let i = 0; i < 50; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        try {
+          check();
+          return;
+        } catch (err) {
+          last = err;
+        }
+      }
+      throw last;
+    } finally {
+      rmSync(file, { force: true });
+    }
+  };
+
+  /** The XFCC B's app saw for A's request (undefined: it came in plaintext); the answer must be 200. */
+  const xfccFromA = (url: string): string | undefined => {
+    const answer = call(a.pod, url);
+    assert.equal(answer.status, 200, answer.body);
+    return (JSON.parse(answer.body) as { headers: Record<string, string> }).headers['x-forwarded-client-cert'];
+  };
+
+  it('a request routed to a subset uses the subset\'s tls; port-level tls is the service port\'s, the endpoint listening on its targetPort', async () => {
+    // B's PERMISSIVE 9080 behind a virtual IP, on ports 80 and 81 (targetPort 9080): the rule says DISABLE,
+    // its port 81 ISTIO_MUTUAL, its subset `mutual` ISTIO_MUTUAL; /headers/mutual is routed to the subset.
+    await withResourcesOfA('subsets.yaml', `apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: sub, namespace: default}
+spec:
+  hosts: [sub.default.svc.cluster.local]
+  addresses: [240.240.0.20]
+  ports: [{number: 80, name: http, protocol: HTTP, targetPort: 9080}, {number: 81, name: http-81, protocol: HTTP, targetPort: 9080}]
+  resolution: STATIC
+  location: MESH_INTERNAL
+  endpoints: [{address: ${B}, labels: {version: v1}}]
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: sub, namespace: default}
+spec:
+  host: sub.default.svc.cluster.local
+  trafficPolicy:
+    tls: {mode: DISABLE}
+    portLevelSettings: [{port: {number: 81}, tls: {mode: ISTIO_MUTUAL}}]
+  subsets:
+  - {name: mutual, labels: {version: v1}, trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}}
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: sub, namespace: default}
+spec:
+  hosts: [sub.default.svc.cluster.local]
+  http:
+  - match: [{uri: {prefix: /headers/mutual}}]
+    route: [{destination: {host: sub.default.svc.cluster.local, subset: mutual}}]
+  - route: [{destination: {host: sub.default.svc.cluster.local}}]
+`, () => {
+      assert.match(xfccFromA('http://240.240.0.20/headers/mutual') ?? '', /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep$/, 'the subset\'s ISTIO_MUTUAL');
+      assert.equal(xfccFromA('http://240.240.0.20/headers'), undefined, 'the rule\'s DISABLE for the service\'s own cluster');
+      assert.match(xfccFromA('http://240.240.0.20:81/headers') ?? '', /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep$/, 'port 81\'s ISTIO_MUTUAL');
+    });
+  });
+
+  it('a WorkloadEntry\'s tlsMode label gives auto mTLS, and its serviceAccount is the identity B must prove', async () => {
+    const resources = (serviceAccount: string): string => `apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: vm, namespace: default}
+spec:
+  hosts: [vm.default.svc.cluster.local]
+  addresses: [240.240.0.21]
+  ports: [{number: 80, name: http, protocol: HTTP, targetPort: 9080}]
+  resolution: STATIC
+  location: MESH_INTERNAL
+  workloadSelector: {labels: {app: vm}}
+---
+apiVersion: networking.mesh.io/v1
+kind: WorkloadEntry
+metadata: {name: vm-b, namespace: default}
+spec:
+  address: ${B}
+  labels: {app: vm, security.mesh.io/tlsMode: mesh}
+  serviceAccount: ${serviceAccount}
+`;
+    await withResourcesOfA('vm.yaml', resources('httpbin'), () => {
+      assert.match(xfccFromA('http://240.240.0.21/headers') ?? '', /URI=spiffe:\/\/cluster\.local\/ns\/default\/sa\/sleep$/);
+    });
+    // Another service account: B's certificate (sa/httpbin) does not name it, so A refuses B: 503, never plaintext.
+    await withResourcesOfA('vm.yaml', resources('someone-else'), () => {
+      const refused = call(a.pod, 'http://240.240.0.21/headers');
+      assert.equal(refused.status, 503, refused.body);
+      assert.match(refused.body, /TLS_error:ERR_TLS_CERT_ALTNAME_INVALID:.*none of spiffe:\/\/cluster\.local\/ns\/default\/sa\/someone-else/);
+    });
+  });
+
   it('a DestinationRule host meets a connection by the name the DNS proxy answered for its address', async () => {
     // A name server on the node answers *.peer.test with B's address; pod E resolves through its
     // sidecar's DNS proxy (captured), and its DestinationRule for *.peer.test asks for ISTIO_MUTUAL.

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Workload } from '../../../src/config/resources/types.js';
+import { buildClusters } from '../../../src/traffic/clusters.js';
+import type { ClusterSpec } from '../../../src/traffic/spec.js';
 import {
   createDestinationTlsResolver, istioMutualSni, planOrigination, type ConnectionFacts, type DestinationTlsContext, type OriginationPlan,
 } from '../../../src/security/mtls/destination-tls.js';
@@ -192,6 +194,138 @@ it('gives plain, serialisable plans whose key groups what may share an upstream 
   assert.notEqual(resolve({ ...FACTS, address: '192.0.2.1' }).key, a.key);
   assert.equal(resolve({ ...FACTS, address: '192.0.2.1' }).key, 'plaintext');
   assert.equal(istioMutualSni(9080, 'reviews.prod.svc.cluster.local'), 'outbound_.9080_._.reviews.prod.svc.cluster.local');
+  assert.equal(istioMutualSni(9080, 'reviews.prod.svc.cluster.local', 'v1'), 'outbound_.9080_.v1_.reviews.prod.svc.cluster.local');
   const rule = resolve({ ...FACTS, hosts: ['a.example.com'] });
   assert.ok(rule.kind === 'istio-mutual' && rule.rule === 'DestinationRule shop/a');
 });
+
+// ---- per cluster (a request routed to a traffic cluster), WorkloadEntries, exportTo ----
+
+const we = (id: string, spec: string): string => doc('WorkloadEntry', id, spec);
+
+/** The cluster `name` as src/traffic builds it from the resources (its merged policy), and a resolver for the same resources. */
+function clusterOf(name: string, ...resources: string[]): { spec: ClusterSpec; resolve: (facts: ConnectionFacts) => OriginationPlan } {
+  const snapshot = snapshotOf(...resources);
+  const spec = buildClusters(snapshot, { workload: WORKLOAD }).byName.get(name);
+  assert.ok(spec, `no cluster ${name}`);
+  return { spec, resolve: createDestinationTlsResolver({ workload: WORKLOAD, snapshot, mesh: MESH, cwd: CWD }) };
+}
+
+/** What the data path asks for an endpoint of the cluster: planned by its service port and host. */
+const clusterFacts = (spec: ClusterSpec, address: string, labels: Record<string, string> = {}): ConnectionFacts =>
+  ({ address, port: spec.port, hosts: [spec.host], cluster: spec, endpointLabels: labels });
+
+/** db.example.com:5432 (targetPort 6432), MESH_INTERNAL, endpoint 10.1.2.3 of version v1 (unlabelled for mTLS). */
+const DB = se('db', `{hosts: [db.example.com], addresses: [240.0.0.5], ports: [{number: 5432, name: tcp, targetPort: 6432}], resolution: STATIC,
+  location: MESH_INTERNAL, endpoints: [{address: 10.1.2.3, labels: {version: v1}, serviceAccount: db}]}`);
+
+describe('a traffic cluster\'s TLS: Istio\'s per-cluster origination', () => {
+  it('a subset\'s tls replaces the rule\'s for the subset\'s cluster; its SNI names the subset', () => {
+    const rule = dr('db', `{host: db.example.com, trafficPolicy: {tls: {mode: DISABLE}}, subsets: [
+      {name: v1, labels: {version: v1}, trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}},
+      {name: v2, labels: {version: v2}, trafficPolicy: {portLevelSettings: [{port: {number: 5432}, tls: {mode: SIMPLE, sni: v2.db.example.com}}]}},
+      {name: v3, labels: {version: v3}, trafficPolicy: {loadBalancer: {simple: RANDOM}}}]}`);
+    const v1 = clusterOf('outbound|5432|v1|db.example.com', DB, rule);
+    assert.deepEqual(pick(v1.resolve(clusterFacts(v1.spec, '10.1.2.3')), 'kind', 'sni', 'rule', 'subjectAltNames'),
+      { kind: 'istio-mutual', sni: 'outbound_.5432_.v1_.db.example.com', rule: 'DestinationRule shop/db', subjectAltNames: ['spiffe://cluster.local/ns/shop/sa/db'] });
+    const v2 = clusterOf('outbound|5432|v2|db.example.com', DB, rule);
+    assert.deepEqual(pick(v2.resolve(clusterFacts(v2.spec, '10.1.2.3')), 'kind', 'sni'), { kind: 'simple', sni: 'v2.db.example.com' }, 'the subset\'s port-level tls');
+    const v3 = clusterOf('outbound|5432|v3|db.example.com', DB, rule);
+    assert.equal(v3.resolve(clusterFacts(v3.spec, '10.1.2.3')).kind, 'plaintext', 'a subset without tls keeps the rule\'s DISABLE');
+    const all = clusterOf('outbound|5432||db.example.com', DB, rule);
+    assert.deepEqual(pick(all.resolve(clusterFacts(all.spec, '10.1.2.3')), 'kind', 'reason'), { kind: 'plaintext', reason: 'DestinationRule shop/db: tls mode DISABLE' });
+  });
+
+  it('a subset turns mTLS off where the rule asks for it', () => {
+    const rule = dr('db', `{host: db.example.com, trafficPolicy: {tls: {mode: ISTIO_MUTUAL}}, subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {tls: {mode: DISABLE}}}]}`);
+    const v1 = clusterOf('outbound|5432|v1|db.example.com', DB, rule);
+    assert.equal(v1.resolve(clusterFacts(v1.spec, '10.1.2.3')).kind, 'plaintext');
+    const all = clusterOf('outbound|5432||db.example.com', DB, rule);
+    assert.equal(pick(all.resolve(clusterFacts(all.spec, '10.1.2.3')), 'sni')['sni'], 'outbound_.5432_._.db.example.com');
+  });
+
+  it('port-level tls is the service port\'s, whatever port the endpoint listens on (targetPort)', () => {
+    const rule = dr('db', '{host: db.example.com, trafficPolicy: {tls: {mode: SIMPLE}, portLevelSettings: [{port: {number: 5432}, tls: {mode: ISTIO_MUTUAL}}]}}');
+    const c = clusterOf('outbound|5432||db.example.com', DB, rule);
+    assert.deepEqual(pick(c.resolve(clusterFacts(c.spec, '10.1.2.3')), 'kind', 'sni'), { kind: 'istio-mutual', sni: 'outbound_.5432_._.db.example.com' });
+  });
+
+  it('no tls for the cluster: auto mTLS by the endpoint\'s labels, the SNI naming the subset', () => {
+    const labelled = se('db', `{hosts: [db.example.com], ports: [{number: 5432, name: tcp}], resolution: STATIC, location: MESH_INTERNAL,
+      endpoints: [{address: 10.1.2.3, labels: {version: v1, security.mesh.io/tlsMode: mesh}}]}`);
+    const c = clusterOf('outbound|5432|v1|db.example.com', labelled, dr('db', '{host: db.example.com, subsets: [{name: v1, labels: {version: v1}}]}'));
+    assert.deepEqual(pick(c.resolve(clusterFacts(c.spec, '10.1.2.3')), 'kind', 'sni', 'rule'),
+      { kind: 'istio-mutual', sni: 'outbound_.5432_.v1_.db.example.com', rule: 'auto mTLS: ServiceEntry shop/db endpoint label' });
+  });
+
+  it('an endpoint a name resolved to (DNS) is judged by its own labels', () => {
+    const dns = se('db', `{hosts: [db.example.com], ports: [{number: 5432, name: tcp}], resolution: DNS, location: MESH_INTERNAL,
+      endpoints: [{address: db-1.example.net, labels: {security.mesh.io/tlsMode: mesh}}]}`);
+    const c = clusterOf('outbound|5432||db.example.com', dns);
+    assert.equal(c.resolve(clusterFacts(c.spec, '192.0.2.9', { 'security.mesh.io/tlsMode': 'mesh' })).kind, 'istio-mutual');
+    assert.equal(c.resolve(clusterFacts(c.spec, '192.0.2.9', {})).kind, 'plaintext');
+  });
+});
+
+describe('WorkloadEntries selected by a ServiceEntry', () => {
+  const entry = se('vm', `{hosts: [vm.example.com], ports: [{number: 8080, name: http, protocol: HTTP}], resolution: STATIC, location: MESH_INTERNAL,
+    workloadSelector: {labels: {app: vm}}}`);
+  const workload = (labels: string, sa = 'vm-sa', id = 'vm-1'): string => we(id, `{address: 10.1.2.3, labels: {app: vm${labels}}, serviceAccount: ${sa}}`);
+  const ctxOf = (...resources: string[]): DestinationTlsContext => ({ workload: WORKLOAD, snapshot: snapshotOf(...resources), mesh: MESH, cwd: CWD });
+
+  it('auto mTLS from a WorkloadEntry\'s tlsMode label, its service account in the SANs', () => {
+    const plan = planOrigination(FACTS, ctxOf(entry, workload(', security.mesh.io/tlsMode: mesh')));
+    assert.deepEqual(pick(plan, 'kind', 'rule', 'sni', 'subjectAltNames'), {
+      kind: 'istio-mutual', rule: 'auto mTLS: ServiceEntry shop/vm endpoint label', sni: 'outbound_.8080_._.vm.example.com',
+      subjectAltNames: ['spiffe://cluster.local/ns/shop/sa/vm-sa'],
+    });
+  });
+
+  it('a WorkloadEntry without the label is plain text, even inside autoMtlsCidrs', () => {
+    const plan = planOrigination(FACTS, { ...ctxOf(entry, workload('')), mesh: { enableAutoMtls: true, autoMtlsCidrs: ['10.0.0.0/8'] } });
+    assert.match(String((plan as { reason?: string }).reason), /the endpoint 10\.1\.2\.3 of ServiceEntry shop\/vm has no security\.mesh\.io\/tlsMode: mesh label/);
+  });
+
+  it('a DestinationRule tls without subjectAltNames verifies the WorkloadEntries\' service accounts', () => {
+    const plan = planOrigination({ ...FACTS, hosts: ['vm.example.com'] },
+      ctxOf(entry, workload('', 'a'), workload('', 'b', 'vm-2'), dr('vm', '{host: vm.example.com, trafficPolicy: {tls: {mode: SIMPLE}}}')));
+    assert.deepEqual(pick(plan, 'subjectAltNames'), { subjectAltNames: ['spiffe://cluster.local/ns/shop/sa/a', 'spiffe://cluster.local/ns/shop/sa/b'] });
+  });
+
+  it('a WorkloadEntry of another namespace is not selected', () => {
+    const plan = planOrigination(FACTS, ctxOf(entry, we('other/vm-1', '{address: 10.1.2.3, labels: {app: vm, security.mesh.io/tlsMode: mesh}, serviceAccount: x}')));
+    assert.equal(plan.kind, 'plaintext');
+  });
+});
+
+describe('exportTo: a ServiceEntry not exported to the client\'s namespace is not seen', () => {
+  const entry = (exportTo: string): string => se('db/db', `{hosts: [db.example.com], ports: [{number: 8080, name: tcp}], resolution: STATIC, location: MESH_INTERNAL,
+    subjectAltNames: [spiffe://cluster.local/ns/db/sa/db], endpoints: [{address: 10.1.2.3, labels: {security.mesh.io/tlsMode: mesh}}]${exportTo}}`);
+  const ctxOf = (...resources: string[]): DestinationTlsContext => ({ workload: WORKLOAD, snapshot: snapshotOf(...resources), mesh: MESH, cwd: CWD });
+
+  it('its endpoints do not decide auto mTLS', () => {
+    assert.equal(planOrigination(FACTS, ctxOf(entry(''))).kind, 'istio-mutual', 'exported everywhere (the default)');
+    assert.equal(planOrigination(FACTS, ctxOf(entry(', exportTo: [shop]'))).kind, 'istio-mutual');
+    assert.equal(planOrigination(FACTS, ctxOf(entry(', exportTo: ["."]'))).kind, 'plaintext', 'its own namespace only');
+    assert.equal(planOrigination(FACTS, ctxOf(entry(', exportTo: ["~"]'))).kind, 'plaintext', 'no namespace');
+  });
+
+  it('its subjectAltNames are not the ones verified, and its namespace is not searched for rules', () => {
+    const rule = dr('db/db', '{host: db.example.com, trafficPolicy: {tls: {mode: SIMPLE}}}');
+    const seen = planOrigination({ ...FACTS, hosts: ['db.example.com'] }, ctxOf(entry(''), rule));
+    assert.deepEqual(pick(seen, 'kind', 'subjectAltNames'), { kind: 'simple', subjectAltNames: ['spiffe://cluster.local/ns/db/sa/db'] });
+    const hidden = planOrigination({ ...FACTS, hosts: ['db.example.com'] }, ctxOf(entry(', exportTo: ["."]'), rule));
+    assert.equal(hidden.kind, 'plaintext', 'the rule lives in the namespace of an entry the client does not see');
+  });
+});
+
+it('a port-level entry without tls replaces the rule\'s tls (Istio\'s merge): auto mTLS decides for that port', () => {
+  const ctx = contextOf({ name: '', mesh: { autoMtlsCidrs: ['10.0.0.0/8'] }, want: {}, resources: [
+    dr('db', '{host: db.example.com, trafficPolicy: {tls: {mode: SIMPLE}, portLevelSettings: [{port: {number: 8080}, loadBalancer: {simple: RANDOM}}]}}')] });
+  assert.equal(pick(planOrigination({ ...FACTS, hosts: ['db.example.com'] }, ctx), 'rule')['rule'], 'auto mTLS: autoMtlsCidrs 10.0.0.0/8');
+  assert.equal(planOrigination({ ...FACTS, port: 443, hosts: ['db.example.com'] }, ctx).kind, 'simple');
+});
+
+function pick(plan: OriginationPlan, ...fields: string[]): Record<string, unknown> {
+  return Object.fromEntries(fields.map((f) => [f, (plan as unknown as Record<string, unknown>)[f]]));
+}

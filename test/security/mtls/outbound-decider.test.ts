@@ -10,7 +10,7 @@ import { DirectionStats } from '../../../src/proxy/stats.js';
 import { MeshCredentials, type MeshContexts } from '../../../src/proxy/tls/mesh-credentials.js';
 import type { UpstreamTls } from '../../../src/proxy/tls/origination.js';
 import type { ConnectionFacts, OriginationPlan } from '../../../src/security/mtls/destination-tls.js';
-import { outboundDecider, upstreamTlsFor, type OutboundTlsSource } from '../../../src/security/mtls/outbound-decider.js';
+import { outboundDecider, upstreamTls, upstreamTlsFor, type ClusterTls, type OutboundTlsSource } from '../../../src/security/mtls/outbound-decider.js';
 import { createRootCa, issueWorkloadCert } from '../../helpers/mesh-certs.js';
 
 const MUTUAL: OriginationPlan = { kind: 'istio-mutual', sni: 'outbound_.80_._.b.default.svc.cluster.local', subjectAltNames: [], rule: 'DestinationRule default/b', key: 'm' };
@@ -114,6 +114,38 @@ describe('upstreamTlsFor', () => {
     const reply = upstreamTlsFor(src)(dst, undefined, true) as LocalReply;
     assert.equal(reply.status, 503);
     assert.match(reply.body, /\/nonexistent\/ca\.pem/);
+  });
+});
+
+describe('upstreamTls: a traffic cluster\'s endpoints', () => {
+  /** `outbound|80|v1|b...` whose endpoints listen on 8080 (targetPort): TLS goes by the service port. */
+  const V1: ClusterTls = { name: 'outbound|80|v1|b.default.svc.cluster.local', host: 'b.default.svc.cluster.local', port: 80, subset: 'v1',
+    policy: { tls: { mode: 'ISTIO_MUTUAL', subjectAltNames: [], insecureSkipVerify: false }, rule: 'DestinationRule default/b' } };
+  const endpoint = { address: '10.0.0.2', port: 8080, labels: { version: 'v1' } };
+
+  it('plans by the cluster: its service port (not the endpoint\'s), its host alone, its policy, the endpoint\'s labels', async () => {
+    const { src, asked } = source({ plan: MUTUAL, contexts: await contexts() });
+    const tls = upstreamTls(src).cluster(V1, endpoint, true) as UpstreamTls;
+    assert.equal(tls.mesh, true);
+    assert.deepEqual(asked, [{ address: '10.0.0.2', port: 80, hosts: ['b.default.svc.cluster.local'], cluster: V1, endpointLabels: { version: 'v1' } }]);
+  });
+
+  it('plans once per cluster and endpoint, again when the resources change', () => {
+    const { src, asked, state } = source({ plan: PLAIN });
+    const { cluster } = upstreamTls(src);
+    const other = { ...endpoint, address: '10.0.0.3' };
+    assert.equal(cluster(V1, endpoint, true), undefined);
+    cluster(V1, other, true);
+    cluster(V1, endpoint, false);
+    cluster(V1, other, true);
+    assert.equal(asked.length, 2, 'one plan per endpoint, HTTP or TCP alike');
+    const v2: ClusterTls = { ...V1, name: 'outbound|80|v2|b.default.svc.cluster.local', subset: 'v2', policy: {} };
+    cluster(v2, endpoint, true);
+    assert.equal(asked.length, 3, 'another cluster (subset), another plan');
+    assert.deepEqual(asked[2]!.cluster, v2);
+    state.generation = {};
+    cluster(V1, endpoint, true);
+    assert.equal(asked.length, 4);
   });
 });
 
