@@ -38,7 +38,7 @@ import { inboundMtls, inboundMtlsMode, type InboundMtls } from '../security/mtls
 import { outboundDecider, upstreamTls, type UpstreamTlsResolvers } from '../security/mtls/outbound-decider.js';
 import { parseIp } from '../security/authz/cidr.js';
 import { ClusterManager } from '../traffic/cluster-manager.js';
-import { buildClusters } from '../traffic/clusters.js';
+import { buildClusters, clusterName } from '../traffic/clusters.js';
 import { MeshEndpointSource } from '../traffic/endpoint-sources/mesh-source.js';
 import { selectedWorkloadEntries } from '../traffic/endpoint-sources/workload-entry-source.js';
 import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js';
@@ -346,8 +346,14 @@ export class DataPlane {
     });
     if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings]) log.warn(`traffic: ${w}`);
     this.clusters.update(set, snapshot.workloadEntries);
+    const clusters = this.clusters;
     this.traffic = {
-      set, index: ServiceIndex.build(set, { namespace: workload.namespace, clusterDomain: domain }), clusters: this.clusters,
+      set, clusters,
+      index: ServiceIndex.build(set, {
+        namespace: workload.namespace, clusterDomain: domain,
+        // A service without addresses: a connection to one of its endpoints now takes its port's protocol.
+        endpointsOf: (service) => clusters.get(clusterName(service.port.number, undefined, service.host))?.endpoints,
+      }),
       route: meshRouter(routes, set, domain),
     };
   }

@@ -124,6 +124,13 @@ export interface RequestDecider {
    * chosen per connection; its tlsFor gives TCP's TLS). Undefined or absent: the original destination.
    */
   connectionCluster?(facts: ConnectionFacts): ClusterTarget | undefined;
+  /**
+   * How a connection to `destination` is carried, by the protocol its ServiceEntry port declares
+   * (asked once per connection, before a byte is read): `tcp` — relayed from the first byte, never
+   * parsed; `http` — HTTP/1.x or HTTP/2, and anything else passed through to the original destination
+   * as TCP (Istio's fall-through filter chain). Undefined or absent: sniffed from the first bytes.
+   */
+  connectionProtocol?(destination: Endpoint): 'tcp' | 'http' | undefined;
 }
 
 /** A captured connection whose original destination could not be read (Envoy's original-dst cluster has no host: UH). */

@@ -7,6 +7,9 @@
 // while the client says nothing: the moment its bytes may be an HTTP request, that connection is
 // closed (HTTP requests go through the keep-alive pool, each after its own decision), so a client
 // that sends half a head holds nothing at the application.
+// An outbound connection to a ServiceEntry port that declares its protocol is not sniffed: TCP (TLS,
+// MONGO...) is relayed from the first byte, whoever speaks first; HTTP (HTTP2, GRPC...) is awaited as
+// HTTP, and bytes that are not HTTP pass through to the original destination (Istio's filter chains).
 import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
@@ -295,15 +298,33 @@ export class CaptureListener {
     }
   }
 
+  /** What the ServiceEntry port of this destination declares (outbound): TCP, HTTP, or undefined (sniffed). */
+  private declaredProtocol(dst: Endpoint): 'tcp' | 'http' | undefined {
+    const d = this.o.decider;
+    if (!d?.connectionProtocol) return undefined;
+    try {
+      return d.connectionProtocol(dst);
+    } catch (err) { // sniffed, as before
+      log.error(`connection protocol lookup failed: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
   private dispatch(downstream: Socket, dst: Endpoint, peer?: PeerIdentity): void {
     const stats = this.o.stats.of(this.o.direction);
     // The plaintext inside a terminated mTLS connection is not checked for mTLS again.
     const meshTls = peer ? undefined : this.o.meshTls;
     const mode = meshTls ? meshTls.modeFor(dst.port) : 'DISABLE';
+    // The protocol the destination's ServiceEntry port declares: TCP is relayed from the first byte (no
+    // sniffing, no HTTP); HTTP is HTTP, and what is not HTTP passes through to the original destination
+    // (Istio's HTTP filter chain and its fall-through chain: no cluster, no upstream opened before the
+    // client speaks). Undefined: sniffed.
+    const declared = mode === 'DISABLE' ? this.declaredProtocol(dst) : undefined;
     // A cluster's endpoint (traffic management), or the original destination.
-    const routed = this.routeConnection(downstream, dst);
+    const routed = declared === 'http' ? undefined : this.routeConnection(downstream, dst);
     const upDst = routed && !('failed' in routed) ? routed.dst : dst;
-    const upTls = routed ? ('failed' in routed ? routed.reason : routed.tls) : this.upstreamTls(downstream, dst);
+    // Declared HTTP: planned only if the connection turns out not to be HTTP (asTcp).
+    let upTls = declared === 'http' ? undefined : routed ? ('failed' in routed ? routed.reason : routed.tls) : this.upstreamTls(downstream, dst);
     let verdict = this.tcpVerdict(downstream, dst, peer);
     const started = this.o.accessLog ? performance.now() : 0;
     let upstream: Socket | undefined;
@@ -359,6 +380,7 @@ export class CaptureListener {
 
     const asTcp = (kind: Protocol): void => {
       decided = true;
+      if (declared === 'http') upTls = this.upstreamTls(downstream, dst); // passed through: the original destination's plan
       let note: DecisionNote | undefined | void;
       if (verdict) {
         const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind, peer };
@@ -493,11 +515,20 @@ export class CaptureListener {
       upstream?.off('readable', onUpstreamFirst);
       downstream.pause();
     };
+    if (declared === 'tcp') {
+      // Relayed from the first byte, whoever speaks first: nothing is read before the upstream is asked for.
+      asTcp('tcp');
+      return;
+    }
     this.silent.add(downstream);
     downstream.once('close', () => this.silent.delete(downstream));
     attachReader(downstream, onData);
     downstream.on('end', onEarlyEnd);
-    if (upTls !== undefined) {
+    if (declared === 'http') {
+      // HTTP waits for the client (a server that speaks first gets nothing, as behind Istio's HTTP
+      // inspector); an idle one goes after the keep-alive time.
+      restartTimer(KEEP_ALIVE_TIMEOUT_MS);
+    } else if (upTls !== undefined) {
       // TLS to the upstream: the proxy speaks first, so a client silent for a while is taken as TCP.
       timer = setTimeout(() => { cleanup(); asTcp('tcp'); }, SILENT_CLIENT_MS).unref();
     } else if (verdict?.allowed !== false && mode !== 'STRICT') {

@@ -245,10 +245,12 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
       const ruleRef = rule !== undefined ? ref(rule, 'DestinationRule') : undefined;
       for (const port of entry.ports) {
         const service: ServiceSpec = { key: serviceKey(host, port.number), host, port, resolution, entry, origin };
-        services.push(service);
         const list = servicesByHost.get(host) ?? [];
         list.push(service);
         servicesByHost.set(host, list);
+        // UDP is not proxied: Istio builds no listener and no cluster for the port (a route to it finds none).
+        if (port.protocol === 'UDP') continue;
+        services.push(service);
         const make = (subset: DestinationRule['subsets'][number] | undefined): ClusterSpec => {
           const merged = mergeTrafficPolicy(rule?.trafficPolicy, subset?.trafficPolicy, port.number);
           const policy = clusterPolicy(merged, {
@@ -260,6 +262,7 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
             name: clusterName(port.number, subset?.name, host), host, port: port.number, service: service.key, policy, origin,
             discovery: discoveryOf(resolution, policy),
             ...(subset !== undefined ? { subset: subset.name, subsetLabels: subset.labels } : {}),
+            ...(http1Upstream(port.protocol, policy) ? { http1Upstream: true as const } : {}),
           };
         };
         add(make(undefined));
@@ -323,10 +326,24 @@ export function resolveDestination(set: ClusterSet, d: HttpRouteDestination, req
   const port = d.port ?? (ports.length === 1 ? ports[0]!.port.number : requestPort);
   const name = clusterName(port, d.subset, found ?? host);
   if (found === undefined) return { kind: 'no-cluster', name, reason: `host ${host} is not declared by any ServiceEntry this workload sees` };
-  if (!ports.some((s) => s.port.number === port)) return { kind: 'no-cluster', name, reason: `port ${port} is not a port of ${found}` };
+  const service = ports.find((s) => s.port.number === port);
+  if (service === undefined) return { kind: 'no-cluster', name, reason: `port ${port} is not a port of ${found}` };
+  if (service.port.protocol === 'UDP') return { kind: 'no-cluster', name, reason: `port ${port} of ${found} is UDP, which is not proxied` };
   const cluster = set.byName.get(name);
   if (cluster === undefined) return { kind: 'no-cluster', name, reason: `subset ${d.subset ?? ''} is not defined for ${found}` };
   return { kind: 'cluster', cluster };
+}
+
+/**
+ * Whether a cluster speaks only HTTP/1.1 to its endpoints, whatever the client speaks: Istio gives the
+ * cluster of a port declared HTTP (or HTTP_PROXY) no HTTP/2 options unless the DestinationRule sets
+ * `useClientProtocol` (the client's protocol) or `h2UpgradePolicy: UPGRADE` (HTTP/2). HTTP2, GRPC,
+ * GRPC-WEB: HTTP/2 (an HTTP/1.1 client's requests stay HTTP/1.1 here: warned at load); unset: the client's.
+ */
+function http1Upstream(protocol: string | undefined, policy: ClusterPolicy): boolean {
+  if (protocol !== 'HTTP' && protocol !== 'HTTP_PROXY') return false;
+  const http = policy.connectionPool.http;
+  return !http.useClientProtocol && http.h2UpgradePolicy !== 'UPGRADE';
 }
 
 // ---- routes: timeout and retries ----

@@ -177,6 +177,10 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     policesConnections: o.base.policesConnections,
     connectionUpstream: o.base.connectionUpstream?.bind(o.base),
 
+    connectionProtocol(destination: Endpoint): 'tcp' | 'http' | undefined {
+      return o.traffic()?.index.protocolAt(destination.address, destination.port);
+    },
+
     connectionCluster(facts: ConnectionFacts): ClusterTarget | undefined {
       const t = o.traffic();
       if (t === undefined || t.set.services.length === 0) return undefined;

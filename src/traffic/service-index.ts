@@ -4,7 +4,10 @@
 // the port the connection was made to, bare or with that port, the service's addresses and the
 // Kubernetes short forms included, as Istio's virtual hosts list them). Anything else keeps its
 // original destination. Built once per configuration; a lookup is a few Map gets: no regex, no scan.
+// Also how a connection is carried, from the protocol its destination's port declares (protocolAt):
+// TCP from the first byte, HTTP only, or sniffed (no protocol, or no ServiceEntry port).
 import { isIpAddress } from '../config/resources/addresses.js';
+import { portFamily } from '../config/resources/validate-service-entry.js';
 import { parseCidr as parseIpCidr, parseIp } from '../security/authz/cidr.js';
 import { DEFAULT_CLUSTER_DOMAIN } from '../security/mtls/host-names.js';
 import type { ClusterSet, ServiceSpec } from './clusters.js';
@@ -13,6 +16,35 @@ export interface ServiceIndexOptions {
   /** The client's namespace: `reviews` alone names `reviews.<ns>.svc.<domain>` only from inside it. */
   readonly namespace: string;
   readonly clusterDomain?: string;
+  /**
+   * The endpoints a service's cluster has now: a connection to one of their addresses, on a port of a
+   * service without `addresses` that declares a protocol, is carried as that protocol says (the
+   * sidecar cannot tell it by the service's address). Absent: only addresses count.
+   */
+  readonly endpointsOf?: ((service: ServiceSpec) => readonly { readonly address: string }[] | undefined) | undefined;
+}
+
+/**
+ * How a connection is carried, by the protocol of the ServiceEntry port it goes to (Istio's listener
+ * protocol): `tcp` — relayed from the first byte, never parsed (TCP, TLS, HTTPS, MONGO, MYSQL, REDIS);
+ * `http` — HTTP/1.x or HTTP/2 (HTTP, HTTP2, GRPC, GRPC-WEB, HTTP_PROXY), anything else passed through.
+ * Undefined: sniffed from its first bytes.
+ */
+export type DeclaredProtocol = 'tcp' | 'http';
+
+/**
+ * What the services at one destination declare, merged as Istio's listeners merge (a listener on the
+ * address for TCP and sniffed ports, on 0.0.0.0 for HTTP ones): any port of unset protocol makes it
+ * sniffed, else TCP wins over HTTP (the address's TCP listener is the more specific), else HTTP.
+ */
+function merged(services: readonly ServiceSpec[]): DeclaredProtocol | undefined {
+  let tcp = false;
+  for (const s of services) {
+    const family = portFamily(s.port.protocol);
+    if (family === undefined) return undefined;
+    if (family === 'tcp') tcp = true;
+  }
+  return tcp ? 'tcp' : 'http';
 }
 
 type PortMap = Map<number, ServiceSpec>;
@@ -44,6 +76,14 @@ function maskedKey(bytes: Uint8Array, bits: number): string {
   return out.join('.');
 }
 
+/** Whether an endpoint's address (as written or resolved) is the destination `text` (its canonical form given). */
+function sameAddress(endpoint: string, text: string, canonical: string): boolean {
+  if (endpoint === text || endpoint === canonical) return true;
+  if (!endpoint.includes(':')) return false; // IPv4 text has one form
+  const bytes = parseIp(endpoint);
+  return bytes !== undefined && canonicalIp(bytes) === canonical;
+}
+
 /** What a socket reports for an IPv4 peer on a dual-stack socket (`::ffff:10.0.0.1`) → `10.0.0.1`. */
 function stripV4Mapped(address: string): string {
   return address.length > 7 && (address.startsWith('::ffff:') || address.startsWith('::FFFF:')) && address.includes('.') ? address.slice(7) : address;
@@ -58,20 +98,43 @@ export class ServiceIndex {
   /** Host (lower-case; `*.suffix` for wildcards) → port → service. */
   readonly #byHost = new Map<string, PortMap>();
   #wildcards = false;
+  /** Ports some service declares TCP or HTTP on: a connection to any other port is sniffed, looked up no further. */
+  readonly #declaredPorts = new Set<number>();
+  /** The merged protocol of each list of services #byAddress / #byBlock hold, when declared. */
+  readonly #declared = new Map<readonly ServiceSpec[], DeclaredProtocol>();
+  /** Port → the services without addresses that declare TCP or HTTP on it (matched by their endpoints). */
+  readonly #addressless = new Map<number, ServiceSpec[]>();
+  #endpointsOf: ServiceIndexOptions['endpointsOf'];
 
   private constructor() {}
 
   static build(set: Pick<ClusterSet, 'services'>, o: ServiceIndexOptions): ServiceIndex {
     const index = new ServiceIndex();
     const domain = o.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN;
+    index.#endpointsOf = o.endpointsOf;
     for (const s of set.services) {
+      const family = portFamily(s.port.protocol);
+      // UDP is not proxied (Istio builds no listener nor cluster for it): no connection or request is its.
+      if (family === 'udp') continue;
       for (const written of s.entry.addresses) index.#addAddress(written, s);
       for (const name of hostNames(s.host, o.namespace, domain)) index.#addHost(name, s);
       // A request made to the service's address carries it as Host (Istio lists it among the domains).
       for (const a of s.entry.addresses) if (isIpAddress(a)) index.#addHost(a, s);
+      if (family === undefined) continue;
+      index.#declaredPorts.add(s.port.number);
+      if (s.entry.addresses.length === 0) {
+        const list = index.#addressless.get(s.port.number) ?? [];
+        list.push(s);
+        index.#addressless.set(s.port.number, list);
+      }
     }
     index.#blockBits[4].sort((a, b) => b - a);
     index.#blockBits[6].sort((a, b) => b - a);
+    const lists = [...index.#byAddress.values(), ...[...index.#byBlock.values()].flatMap((m) => [...m.values()])];
+    for (const list of lists) {
+      const p = merged(list);
+      if (p !== undefined) index.#declared.set(list, p);
+    }
     return index;
   }
 
@@ -129,6 +192,29 @@ export class ServiceIndex {
       if (found !== undefined) return found;
     }
     return undefined;
+  }
+
+  /**
+   * How a connection to `address:port` is carried (once per connection, before a byte is read): as
+   * the ports of the services at that address declare, merged (see `merged`); for an address no
+   * service holds, as a service without addresses declares when the address is one of its endpoints
+   * on that port. Undefined: sniffed, as every connection to a port no ServiceEntry declares.
+   */
+  protocolAt(address: string, port: number): DeclaredProtocol | undefined {
+    if (!this.#declaredPorts.has(port)) return undefined;
+    const list = this.servicesAt(address, port);
+    if (list !== undefined) return this.#declared.get(list);
+    const candidates = this.#addressless.get(port);
+    if (candidates === undefined || this.#endpointsOf === undefined) return undefined;
+    const text = stripV4Mapped(address);
+    const bytes = parseIp(text);
+    const canonical = bytes === undefined ? text : canonicalIp(bytes);
+    const holding: ServiceSpec[] = [];
+    for (const s of candidates) {
+      const endpoints = this.#endpointsOf(s);
+      if (endpoints?.some((e) => sameAddress(e.address, text, canonical))) holding.push(s);
+    }
+    return holding.length === 0 ? undefined : merged(holding);
   }
 
   /** A connection (TCP, or TLS / HTTP before its Host is known): by its original destination. */

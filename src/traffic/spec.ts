@@ -119,6 +119,12 @@ export interface ClusterSpec {
    * no endpoints, the connection's original destination). Absent: EDS.
    */
   readonly discovery?: ClusterDiscovery | undefined;
+  /**
+   * The service port declares HTTP (or HTTP_PROXY) and no rule asks otherwise: requests go to the
+   * endpoints as HTTP/1.1 whatever the client speaks (an HTTP/2 client's streams too, as Istio's
+   * cluster has no HTTP/2 options). Absent: the client's protocol (HTTP/2 tried first for HTTP/2).
+   */
+  readonly http1Upstream?: true | undefined;
 }
 
 export type ClusterDiscovery = 'EDS' | 'STRICT_DNS' | 'LOGICAL_DNS' | 'ORIGINAL_DST';

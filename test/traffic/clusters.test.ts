@@ -62,6 +62,33 @@ describe('cluster names, discovery and defaults', () => {
   });
 });
 
+describe('a port\'s declared protocol', () => {
+  const entry = se('multi', `{hosts: [multi.example.com], addresses: [10.0.0.30], resolution: STATIC, endpoints: [{address: 10.1.0.30}], ports: [
+    {number: 80, name: http, protocol: HTTP}, {number: 3128, name: proxy, protocol: HTTP_PROXY}, {number: 81, name: h2, protocol: HTTP2},
+    {number: 7070, name: grpc, protocol: GRPC}, {number: 8080, name: unset}, {number: 9000, name: tcp, protocol: TCP}, {number: 53, name: dns, protocol: UDP}]}`);
+  const http1 = (set: ReturnType<typeof buildClusters>): Record<string, boolean> =>
+    Object.fromEntries(set.clusters.map((c) => [`${c.port}${c.subset ? `/${c.subset}` : ''}`, c.http1Upstream === true]));
+
+  it('UDP: no cluster (Istio proxies no UDP); a route to it is refused NC, saying why', () => {
+    const set = buildClusters(snapshotOf(entry), ctx);
+    assert.ok(!set.clusters.some((c) => c.port === 53), names(set.clusters).join(', '));
+    assert.ok(!set.services.some((s) => s.port.number === 53));
+    const t = resolveDestination(set, { host: 'multi.example.com', port: 53, weight: 0 }, 80, 'shop');
+    assert.equal(t.kind, 'no-cluster');
+    assert.match(t.kind === 'no-cluster' ? t.reason : '', /port 53 of multi\.example\.com is UDP, which is not proxied/);
+  });
+
+  it('HTTP and HTTP_PROXY: HTTP/1.1 to the endpoints, unless the rule asks for the client\'s protocol or an upgrade', () => {
+    assert.deepEqual(http1(buildClusters(snapshotOf(entry), ctx)),
+      { 80: true, 3128: true, 81: false, 7070: false, 8080: false, 9000: false });
+    const withRule = (http: string): Record<string, boolean> => http1(buildClusters(snapshotOf(entry, dr('multi', `{host: multi.example.com,
+      trafficPolicy: {connectionPool: {http: {${http}}}}, subsets: [{name: v1, labels: {a: b}, trafficPolicy: {connectionPool: {http: {useClientProtocol: false}}}}]}`)), ctx));
+    assert.deepEqual(withRule('useClientProtocol: true'),
+      { 80: false, '80/v1': true, 3128: false, '3128/v1': true, 81: false, '81/v1': false, 7070: false, '7070/v1': false, 8080: false, '8080/v1': false, 9000: false, '9000/v1': false });
+    assert.equal(withRule('h2UpgradePolicy: UPGRADE')['80'], false);
+  });
+});
+
 describe('Istio\'s merge: rule → its port level → subset → the subset\'s port level', () => {
   /** The policy of the cluster (port, subset) for a rule written as `spec`, as the parts that differ. */
   const merged = (spec: string, port: number, subset?: string): Record<string, unknown> => {

@@ -67,6 +67,74 @@ describe('ServiceIndex', () => {
     assert.equal(index.forRequest('unknown.example.com', '10.9.9.9', 9080), undefined, 'the original destination, as today');
   });
 
+  it('a connection\'s protocol, from its destination\'s ServiceEntry port: TCP family, HTTP family, or sniffed', () => {
+    const idx = ServiceIndex.build(buildClusters(snapshotOf(
+      se('mixed', `{hosts: [mixed.example.com], addresses: [10.0.0.1, "fd00::1", 10.30.0.0/16], resolution: STATIC, endpoints: [{address: 10.9.0.1}], ports: [
+        {number: 3306, name: db, protocol: MYSQL}, {number: 443, name: tls, protocol: tls}, {number: 8443, name: https, protocol: HTTPS},
+        {number: 6379, name: redis, protocol: REDIS}, {number: 27017, name: mongo, protocol: MONGO}, {number: 9000, name: tcp, protocol: TCP},
+        {number: 80, name: http, protocol: HTTP}, {number: 81, name: h2, protocol: HTTP2}, {number: 7070, name: grpc, protocol: GRPC},
+        {number: 7071, name: grpc-web, protocol: GRPC-WEB}, {number: 3128, name: proxy, protocol: HTTP_PROXY},
+        {number: 8080, name: unset}, {number: 53, name: dns, protocol: UDP}]}`),
+      // A narrower block that leaves the protocol unset wins for its addresses.
+      se('narrow', '{hosts: [narrow.example.com], addresses: [10.30.1.0/24], ports: [{number: 9000, name: tcp}]}'),
+    ), { workload: SHOP }), { namespace: 'shop' });
+    const cases: [string, number, string | undefined][] = [
+      ['10.0.0.1', 3306, 'tcp'], ['10.0.0.1', 443, 'tcp'], ['10.0.0.1', 8443, 'tcp'], ['10.0.0.1', 6379, 'tcp'], ['10.0.0.1', 27017, 'tcp'],
+      ['10.0.0.1', 9000, 'tcp'], ['::ffff:10.0.0.1', 9000, 'tcp'], ['fd00:0::1', 9000, 'tcp'], ['10.30.7.7', 9000, 'tcp'],
+      ['10.0.0.1', 80, 'http'], ['10.0.0.1', 81, 'http'], ['10.0.0.1', 7070, 'http'], ['10.0.0.1', 7071, 'http'], ['10.0.0.1', 3128, 'http'],
+      ['10.0.0.1', 8080, undefined], // unset: sniffed
+      ['10.0.0.1', 53, undefined], // UDP: not proxied, the connection is no service's
+      ['10.30.1.5', 9000, undefined], // the narrower block's unset port
+      ['10.0.0.2', 9000, undefined], // not an address of the entry
+      ['10.9.0.1', 9000, undefined], // an endpoint of a service that has addresses: only its addresses count
+      ['10.0.0.1', 1234, undefined], ['not-an-address', 9000, undefined],
+    ];
+    for (const [a, p, want] of cases) assert.equal(idx.protocolAt(a, p), want, `${a}:${p}`);
+    assert.equal(idx.byDestination('10.0.0.1', 53), undefined, 'a UDP port is routed nowhere');
+    assert.equal(idx.byHost('mixed.example.com', 53), undefined);
+  });
+
+  it('several services at one address: any unset protocol makes it sniffed, else TCP wins over HTTP (Istio\'s listeners)', () => {
+    const at = (...ports: string[]): string | undefined => ServiceIndex.build(buildClusters(snapshotOf(
+      ...ports.map((p, i) => se(`s${i}`, `{hosts: [s${i}.example.com], addresses: [10.0.0.1], ports: [{number: 5000, name: p${p === '' ? '' : `, protocol: ${p}`}}]}`)),
+    ), { workload: SHOP }), { namespace: 'shop' }).protocolAt('10.0.0.1', 5000);
+    assert.equal(at('TCP', 'TLS'), 'tcp');
+    assert.equal(at('HTTP', 'GRPC'), 'http');
+    assert.equal(at('HTTP', 'TCP'), 'tcp');
+    assert.equal(at('TCP', ''), undefined);
+    assert.equal(at('', 'HTTP'), undefined);
+  });
+
+  it('a service without addresses: its declared protocol applies to connections made to its endpoints, on its port', () => {
+    const set = buildClusters(snapshotOf(
+      se('db', '{hosts: [db.example.com], resolution: DNS, ports: [{number: 5432, name: pg, protocol: TCP}]}'),
+      se('web', '{hosts: [web.example.com], resolution: STATIC, endpoints: [{address: "fd00::7"}], ports: [{number: 80, name: http, protocol: HTTP}]}'),
+      se('plain', '{hosts: [plain.example.com], resolution: STATIC, endpoints: [{address: 10.8.0.1}], ports: [{number: 5432, name: pg}]}'),
+    ), { workload: SHOP });
+    const endpoints: Record<string, string[]> = {
+      'db.example.com': ['203.0.113.5', '203.0.113.6'], 'web.example.com': ['fd00:0:0::7'], 'plain.example.com': ['10.8.0.1'],
+    };
+    const asked: string[] = [];
+    const idx = ServiceIndex.build(set, {
+      namespace: 'shop',
+      endpointsOf: (s) => {
+        asked.push(`${s.host}:${s.port.number}`);
+        return endpoints[s.host]?.map((address) => ({ address }));
+      },
+    });
+    assert.equal(idx.protocolAt('203.0.113.6', 5432), 'tcp', 'a resolved address of the TCP service');
+    assert.equal(idx.protocolAt('::ffff:203.0.113.5', 5432), 'tcp');
+    assert.equal(idx.protocolAt('fd00::7', 80), 'http', 'IPv6 endpoints compared in their canonical form');
+    assert.equal(idx.protocolAt('203.0.113.5', 80), undefined, 'another port of the address');
+    assert.equal(idx.protocolAt('10.8.0.1', 5432), undefined, 'an endpoint of a service of unset protocol: sniffed');
+    assert.equal(idx.protocolAt('198.51.100.1', 5432), undefined, 'an address no endpoint has');
+    asked.length = 0;
+    assert.equal(idx.protocolAt('203.0.113.5', 8080), undefined);
+    assert.deepEqual(asked, [], 'a port nothing declares is looked up no further');
+    // Without endpointsOf, only addresses count.
+    assert.equal(ServiceIndex.build(set, { namespace: 'shop' }).protocolAt('203.0.113.6', 5432), undefined);
+  });
+
   it('helpers: host parts, short names, canonical addresses', () => {
     assert.deepEqual([hostPart('A.com:80', 80), hostPart('a.com:81', 80), hostPart('[::1]', 80), hostPart('[::1]:80', 80), hostPart('::1', 80)],
       ['a.com', undefined, '::1', '::1', '::1']);

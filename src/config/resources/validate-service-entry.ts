@@ -30,6 +30,21 @@ export function isHttpProtocol(protocol: string | undefined): boolean {
   return protocol !== undefined && HTTP_PROTOCOLS.includes(protocol);
 }
 
+/** The protocols Istio carries as HTTP/2 upstream (its IsHTTP2: the cluster speaks HTTP/2). */
+const HTTP2_PROTOCOLS: readonly string[] = ['HTTP2', 'GRPC', 'GRPC-WEB'];
+
+/**
+ * How Istio's sidecar carries connections to a port of this protocol (its ModelProtocolToListenerProtocol):
+ * `http` — HTTP processing (HTTP, HTTP2, GRPC, GRPC-WEB, HTTP_PROXY); `tcp` — TCP proxying, no HTTP
+ * parsing (TCP, HTTPS, TLS, MONGO, MYSQL, REDIS); `udp` — not proxied at all (no listener, no cluster);
+ * undefined (no protocol) — sniffed from the first bytes.
+ */
+export function portFamily(protocol: string | undefined): 'http' | 'tcp' | 'udp' | undefined {
+  if (protocol === undefined) return undefined;
+  if (protocol === 'UDP') return 'udp';
+  return HTTP_PROTOCOLS.includes(protocol) ? 'http' : 'tcp';
+}
+
 function parsePort(raw: unknown, field: string): ServiceEntryPort {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['number', 'protocol', 'name', 'targetPort'] });
@@ -84,8 +99,13 @@ export function validateServiceEntry(spec: unknown, meta: ResourceMeta, warn: Wa
     if (p.targetPort !== undefined && resolution === 'NONE') {
       warn(child(at, 'targetPort'), 'has no effect with resolution NONE: connections keep their original destination port (Istio warns too)');
     }
+    if (p.protocol !== undefined && HTTP2_PROTOCOLS.includes(p.protocol)) {
+      warn(child(at, 'protocol'), `${p.protocol}: an HTTP/1.1 client's requests go upstream as HTTP/1.1 here; Istio would send them as HTTP/2 `
+        + '(unless a DestinationRule sets useClientProtocol): this sidecar does not turn HTTP/1.1 into HTTP/2. HTTP/2 and gRPC clients go as HTTP/2');
+    }
     if (addresses.length === 0 && (p.protocol === undefined || p.protocol === 'TCP')) {
-      warn(at, `serves ${p.protocol ?? 'an unset protocol'} without spec.addresses: connections are matched to this entry by address only, so none will be (Istio warns too)`);
+      warn(at, `serves ${p.protocol ?? 'an unset protocol'} without spec.addresses: connections are matched to this entry by address only, so none will be (Istio warns too)`
+        + (p.protocol === 'TCP' ? '; its protocol still applies to connections made to its endpoints\' addresses on the port' : ''));
     }
   });
   const portNames = new Set(ports.map((p) => p.name));

@@ -79,7 +79,12 @@ export class Http2UpstreamPool {
 
   /** A session for one stream (or why there is none, or that the destination speaks HTTP/1.1 only). */
   acquire(t: UpstreamTarget, done: Waiter): void {
-    const until = this.http1Until.get(destinationKey(t));
+    // A cluster whose port declares HTTP speaks HTTP/1.1 to its endpoints (Istio's cluster has no HTTP/2 options).
+    if (t.cluster?.runtime.spec.http1Upstream === true) {
+      done({ kind: 'http1' });
+      return;
+    }
+    const until = this.http1Until.size === 0 ? undefined : this.http1Until.get(destinationKey(t));
     if (until !== undefined) {
       if (until > performance.now()) {
         done({ kind: 'http1' });

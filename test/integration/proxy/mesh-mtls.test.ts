@@ -286,13 +286,15 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
       const server = d.start(process.execPath, ['-e', `require('https').createServer({ cert: require('fs').readFileSync('${dir}/cert.pem'), key: require('fs').readFileSync('${dir}/key.pem') },
         (q, r) => r.end('ext over TLS, SNI ' + q.socket.servername + '\\n')).listen(8443, () => console.log('listening'))`]);
       await untilFirstOutput(server);
+      // The port is declared HTTP, what the app speaks (Istio's TLS origination): one declared TLS would be
+      // relayed as bytes (inside the TLS all the same), and a failed handshake would reset the client, not answer 503.
       writeFileSync(join(a.dir, 'etc', 'mesh', 'resources', 'ext.yaml'), `apiVersion: networking.mesh.io/v1
 kind: ServiceEntry
 metadata: {name: ext, namespace: default}
 spec:
   hosts: [ext.example.com]
   addresses: [${d.address}]
-  ports: [{number: 8443, name: https, protocol: TLS}]
+  ports: [{number: 8443, name: http, protocol: HTTP}]
   location: MESH_EXTERNAL
   resolution: STATIC
   endpoints: [{address: ${d.address}}]
