@@ -205,7 +205,7 @@ function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, wor
   const empty = { destinationRules: [], serviceEntries: [], peerAuthentications: [] };
   const snap = snapshot ?? empty;
   const plan = createDestinationTlsResolver({
-    workload, snapshot: snap, mesh: o.mesh, cwd: o.cwd,
+    workload, snapshot: snap, mesh: o.mesh, cwd: o.cwd, autoSni: o.env.ENABLE_AUTO_SNI,
     trustDomain: o.mesh.trustDomain ?? (o.env.TRUST_DOMAIN || 'cluster.local'), clusterDomain: o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local',
   });
   const byAddress = new Map<string, string[]>();
@@ -236,7 +236,7 @@ export class DataPlane {
   /** Undefined: nothing is logged (and nothing measured for it). */
   readonly accessLog: AccessLog | undefined;
   /** The workload certificate in force in this worker (the primary's identity source sends it). */
-  readonly credentials = new MeshCredentials();
+  readonly credentials: MeshCredentials;
   private captures: CaptureListener[] = [];
   /** What the resources in force say of mutual TLS, made again when they change. */
   private mtls: MtlsInForce | undefined;
@@ -257,11 +257,13 @@ export class DataPlane {
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
+    this.credentials = new MeshCredentials(env.COMPLIANCE_POLICY);
     this.accessLog = env.DISABLE_PROXY ? undefined : accessLogOf(mesh, options.type, o.cwd);
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
       followSameSchemeRedirects: env.MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS,
+      compliancePolicy: env.COMPLIANCE_POLICY,
       log: (level, message) => log[level](`jwks: ${message}`),
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
@@ -278,7 +280,7 @@ export class DataPlane {
         return answered ? [...declared, ...answered.filter((n) => !declared.includes(n))] : declared;
       },
       contexts: () => this.credentials.current,
-      cwd: o.cwd, stats: this.stats.outbound,
+      cwd: o.cwd, stats: this.stats.outbound, compliancePolicy: env.COMPLIANCE_POLICY,
       warn: (message) => {
         if (this.warned.has(message)) return;
         this.warned.add(message);
@@ -289,7 +291,7 @@ export class DataPlane {
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
-        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
+        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLog,
         upstreamTls: this.upstreamTls, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls),
       })
       : undefined;
@@ -337,9 +339,11 @@ export class DataPlane {
     });
     if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings]) log.warn(`traffic: ${w}`);
     this.clusters.update(set, snapshot.workloadEntries);
+    // EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY (default true): false puts 503 back into Istio's default retry policy.
+    const retry503 = !this.o.env.EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY;
     this.traffic = {
       set, index: ServiceIndex.build(set, { namespace: workload.namespace, clusterDomain: domain }), clusters: this.clusters,
-      route: meshRouter(routes, set, domain),
+      route: meshRouter(routes, set, domain, { retry503 }), retry503,
     };
   }
 
