@@ -82,7 +82,8 @@ export function validateServiceEntry(spec: unknown, meta: ResourceMeta, warn: Wa
     if (ports.slice(0, i).some((q) => q.name === p.name)) throw new FieldError(child(at, 'name'), `${show(p.name)} is already the name of an earlier port`);
     if (ports.slice(0, i).some((q) => q.number === p.number)) throw new FieldError(child(at, 'number'), `port ${p.number} is already defined earlier`);
     if (p.targetPort !== undefined && resolution === 'NONE') {
-      warn(child(at, 'targetPort'), 'has no effect with resolution NONE: connections keep their original destination port (Istio warns too)');
+      warn(child(at, 'targetPort'), 'has no effect with resolution NONE: connections keep their original destination port (Istio applies it '
+        + 'there when ENABLE_RESOLUTION_NONE_TARGET_PORT is true, its default; not supported by this agent yet)');
     }
     if (addresses.length === 0 && (p.protocol === undefined || p.protocol === 'TCP')) {
       warn(at, `serves ${p.protocol ?? 'an unset protocol'} without spec.addresses: connections are matched to this entry by address only, so none will be (Istio warns too)`);
