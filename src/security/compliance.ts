@@ -4,7 +4,9 @@
 // ECDHE suites with AES-GCM, the P-256 curve. The contexts it covers: mesh mTLS (client and server,
 // one context per workload certificate), the gateway's TLS servers, a DestinationRule's SIMPLE and
 // MUTUAL origination, the CA client's channel and the RequestAuthentication key set fetches. Not
-// covered, as in Istio: the HTTPS probes of the application (over the pod's loopback, unverified).
+// covered, as in Istio: the HTTPS probes of the application (over the pod's loopback, unverified)
+// and the `wait` command's poll of the status port (test/security/compliance-sites.test.ts keeps
+// the list: a new TLS context elsewhere fails it).
 // The policy only restricts what Node's OpenSSL negotiates; it does not make that OpenSSL a
 // validated module (as Istio says: necessary, not sufficient).
 import type { SecureVersion } from 'node:tls';

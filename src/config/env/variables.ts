@@ -40,7 +40,7 @@ export const variables = defineVariables([
     here: "honoured",
     description: "Cluster and service registry this control-plane instance belongs to." },
   { name: "COMPLIANCE_POLICY", type: "string", default: "", allowed: ["","fips-140-2"],
-    here: "honoured", note: "`fips-140-2` restricts every TLS context the agent makes (mesh mTLS client and server, gateway HTTPS servers, DestinationRule SIMPLE/MUTUAL, the CA client, key set fetches) to TLS 1.2 with ECDHE-ECDSA/RSA-AES128/256-GCM suites and the P-256 curve, as Istio does; HTTPS probes of the application are not restricted (nor are they in Istio)",
+    here: "honoured", note: "`fips-140-2` restricts every TLS context the agent makes (mesh mTLS client and server, gateway HTTPS servers, DestinationRule SIMPLE/MUTUAL, the CA client, key set fetches) to TLS 1.2 with ECDHE-ECDSA/RSA-AES128/256-GCM suites and the P-256 curve, as Istio does; HTTPS probes of the application and the `wait` command's poll are not restricted (nor are they in Istio)",
     description: "Policy-specific restriction on all TLS settings (in-mesh mTLS and external TLS). Values: empty or unset adds no restriction; `fips-140-2` enforces a subset of TLS versions and cipher suites, overriding user preferences and defaults of all runtime components. Setting it in the control plane is necessary but not sufficient for compliance." },
   { name: "CREDENTIAL_FETCHER_TYPE", type: "string", default: "JWT",
     here: "not-supported", matches: "JWT", why: "the CA is always sent the pod's service-account token (JWT_POLICY); other credential fetchers are not implemented",

@@ -122,3 +122,12 @@ describe('noEffectWarnings: one warning per variable set that has no effect', ()
     assert.match(effectText(declarations.find((d) => d.name === 'COMPLIANCE_POLICY')!), /^honoured: `fips-140-2` restricts/);
   });
 });
+
+it('the README\'s counts are the declarations\' own', () => {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const count = (here: string): number => declarations.filter((v) => v.here === here).length;
+  const want = `Of the ${declarations.length}\nvariables, ${count('honoured')} are honoured; ${count('istiod')} are istiod settings`;
+  assert.ok(readme.replace(/\s+/g, ' ').includes(want.replace(/\s+/g, ' ')), `README "Environment variables" should say: ${want}`);
+  assert.ok(readme.replace(/\s+/g, ' ').includes(`${count('not-applicable')} configure machinery`), 'not-applicable count');
+  assert.ok(readme.replace(/\s+/g, ' ').includes(`${count('not-supported')} change what Istio's proxy does`), 'not-supported count');
+});
