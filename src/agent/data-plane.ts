@@ -212,7 +212,7 @@ function mtlsOf(snapshot: ResourceSnapshot | undefined, o: DataPlaneOptions, wor
   const empty = { destinationRules: [], serviceEntries: [], peerAuthentications: [], workloadEntries: [] };
   const snap = snapshot ?? empty;
   const plan = createDestinationTlsResolver({
-    workload, snapshot: snap, mesh: o.mesh, cwd: o.cwd,
+    workload, snapshot: snap, mesh: o.mesh, cwd: o.cwd, autoSni: o.env.ENABLE_AUTO_SNI,
     trustDomain: o.mesh.trustDomain ?? (o.env.TRUST_DOMAIN || 'cluster.local'), clusterDomain: o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local',
   });
   const byAddress = new Map<string, string[]>();
@@ -245,7 +245,7 @@ export class DataPlane {
   /** Undefined: nothing is logged (and nothing measured for it). */
   readonly accessLog: AccessLog | undefined;
   /** The workload certificate in force in this worker (the primary's identity source sends it). */
-  readonly credentials = new MeshCredentials();
+  readonly credentials: MeshCredentials;
   private captures: CaptureListener[] = [];
   /** What the resources in force say of mutual TLS, made again when they change. */
   private mtls: MtlsInForce | undefined;
@@ -266,11 +266,13 @@ export class DataPlane {
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
+    this.credentials = new MeshCredentials(env.COMPLIANCE_POLICY);
     this.accessLog = env.DISABLE_PROXY ? undefined : accessLogOf(mesh, options.type, o.cwd);
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
       followSameSchemeRedirects: env.MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS,
+      compliancePolicy: env.COMPLIANCE_POLICY,
       log: (level, message) => log[level](`jwks: ${message}`),
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
@@ -287,7 +289,7 @@ export class DataPlane {
         return answered ? [...declared, ...answered.filter((n) => !declared.includes(n))] : declared;
       },
       contexts: () => this.credentials.current,
-      cwd: o.cwd, stats: this.stats.outbound,
+      cwd: o.cwd, stats: this.stats.outbound, compliancePolicy: env.COMPLIANCE_POLICY,
       warn: (message) => {
         if (this.warned.has(message)) return;
         this.warned.add(message);
@@ -298,7 +300,7 @@ export class DataPlane {
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
-        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, accessLog: this.accessLog,
+        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLog,
         upstreamTls: this.upstreamTls.destination, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls.cluster),
       })
       : undefined;
@@ -347,14 +349,16 @@ export class DataPlane {
     if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings]) log.warn(`traffic: ${w}`);
     this.clusters.update(set, snapshot.workloadEntries);
     const clusters = this.clusters;
+    // EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY (default true): false puts 503 back into Istio's default retry policy.
+    const retry503 = !this.o.env.EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY;
     this.traffic = {
-      set, clusters,
+      set, clusters, retry503,
       index: ServiceIndex.build(set, {
         namespace: workload.namespace, clusterDomain: domain,
         // A service without addresses: a connection to one of its endpoints now takes its port's protocol.
         endpointsOf: (service) => clusters.get(clusterName(service.port.number, undefined, service.host))?.endpoints,
       }),
-      route: meshRouter(routes, set, domain),
+      route: meshRouter(routes, set, domain, { retry503 }),
     };
   }
 

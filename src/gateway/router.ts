@@ -56,6 +56,8 @@ export interface GatewayRouterOptions {
   readonly connections: ConnectionBudget;
   /** From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: no deadline. */
   readonly tlsHandshakeTimeoutMs: number;
+  /** COMPLIANCE_POLICY, laid over every HTTPS server's TLS (security/compliance.ts); absent: none. */
+  readonly compliancePolicy?: string;
   /** Every request (and every connection refused over the budget) is logged here; absent: none is. */
   readonly accessLog?: AccessLogSink | undefined;
   /** TLS to a route's destination (mTLS into the mesh, a DestinationRule's TLS); absent: plaintext. */
@@ -134,6 +136,7 @@ class GatewayListener {
     const tls = plan.protocol === 'HTTPS'
       ? new TlsTermination({
         port: plan.port, servers: plan.tlsServers, stats, handshakeTimeoutMs: o.tlsHandshakeTimeoutMs,
+        ...(o.compliancePolicy !== undefined ? { compliancePolicy: o.compliancePolicy } : {}),
         onSecure: (socket, server) => {
           tlsServerOf.set(socket, server);
           if (socket.alpnProtocol === 'h2') this.h2.accept(socket, NO_BYTES);

@@ -15,6 +15,7 @@ import type { DirectionStats } from '../proxy/stats.js';
 import { adoptTlsReads } from '../proxy/read-buffers.js';
 import { readClientHello } from '../proxy/tls/client-hello.js';
 import { serverForName, sniIndex, type TlsServerPlan } from './listener-plan.js';
+import { complianceOverride, compliantTls } from '../security/compliance.js';
 import type { DomainIndex } from '../routing/hosts.js';
 
 const log = scope('default');
@@ -31,6 +32,8 @@ export interface TlsTerminationOptions {
   readonly handshakeTimeoutMs: number;
   /** A connection whose handshake completed, with the server (serverKey) its SNI chose. */
   readonly onSecure: (socket: TLSSocket, server: string) => void;
+  /** COMPLIANCE_POLICY, laid over each server's versions and suites (security/compliance.ts). */
+  readonly compliancePolicy?: string;
 }
 
 interface LoadedServer {
@@ -40,10 +43,13 @@ interface LoadedServer {
 }
 
 /** Every server whose certificate loads; one that does not is logged and its names are refused. */
-function loadServers(port: number, servers: readonly TlsServerPlan[]): LoadedServer[] {
+function loadServers(port: number, servers: readonly TlsServerPlan[], policy: string): LoadedServer[] {
   return servers.flatMap((s) => {
+    const overridden = complianceOverride(policy, s.settings);
+    if (overridden !== undefined) log.warn(`gateway: port ${port}: server ${s.server} (${s.hosts.join(', ')}): ${overridden}`);
     try {
-      const context = process.getBuiltinModule('node:tls').createSecureContext({ cert: readFileSync(s.cert), key: readFileSync(s.key), ...s.settings });
+      const context = process.getBuiltinModule('node:tls').createSecureContext(
+        compliantTls(policy, { cert: readFileSync(s.cert), key: readFileSync(s.key), ...s.settings }));
       return [{ hosts: s.hosts, server: s.server, context }];
     } catch (err) {
       log.error(`gateway: port ${port}: server ${s.server} (${s.hosts.join(', ')}) is not served: `
@@ -57,7 +63,7 @@ export class TlsTermination {
   private readonly index: DomainIndex<LoadedServer>;
 
   constructor(private readonly o: TlsTerminationOptions) {
-    this.index = sniIndex(loadServers(o.port, o.servers));
+    this.index = sniIndex(loadServers(o.port, o.servers, o.compliancePolicy ?? ''));
   }
 
   /** Takes an accepted TCP connection (already counted and admitted) through to a TLS session. */

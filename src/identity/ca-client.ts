@@ -27,6 +27,8 @@ export interface CaClientOptions {
   readonly timeoutMs?: number;
   /** MESH_GPRC_MAXRECVMSGSIZE: the largest response accepted (a certificate chain is a few KiB). */
   readonly maxReceiveMessageBytes?: number;
+  /** COMPLIANCE_POLICY, laid over the channel's TLS (security/compliance.ts). */
+  readonly compliancePolicy?: string;
 }
 
 export interface CertificateRequest {
@@ -86,7 +88,7 @@ export async function requestCertificate(options: CaClientOptions, request: Cert
   const [token, root] = await Promise.all([readToken(options.tokenFile), readCaRoot(options.rootCertFile)]);
   const Client = grpc.makeGenericClientConstructor(certificateService, 'IstioCertificateService');
   const name = options.serverName || host;
-  const client = new Client(options.address, caChannelCredentials(root, name),
+  const client = new Client(options.address, caChannelCredentials(root, name, options.compliancePolicy ?? ''),
     options.maxReceiveMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxReceiveMessageBytes } : {});
   const metadata = new grpc.Metadata();
   metadata.set('authorization', `Bearer ${token}`);

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import type { PeerCertificate, SecureContext } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { serverNameIndication } from '../net/server-name.js';
+import { compliantTls } from '../security/compliance.js';
 
 type SecureConnector = grpc.experimental.SecureConnector;
 type SecureConnectResult = grpc.experimental.SecureConnectResult;
@@ -16,9 +17,9 @@ class CaChannelCredentials extends grpc.ChannelCredentials {
   readonly #context: SecureContext;
   readonly #name: string;
 
-  constructor(rootPem: Buffer, name: string) {
+  constructor(rootPem: Buffer, name: string, compliancePolicy: string) {
     super();
-    this.#context = process.getBuiltinModule('node:tls').createSecureContext({ ca: rootPem });
+    this.#context = process.getBuiltinModule('node:tls').createSecureContext(compliantTls(compliancePolicy, { ca: rootPem }));
     this.#name = name;
   }
 
@@ -51,7 +52,10 @@ class CaChannelCredentials extends grpc.ChannelCredentials {
   }
 }
 
-/** Credentials for a channel to the CA: trust `rootPem`, expect `name` in the CA's certificate. */
-export function caChannelCredentials(rootPem: Buffer, name: string): grpc.ChannelCredentials {
-  return new CaChannelCredentials(rootPem, name);
+/**
+ * Credentials for a channel to the CA: trust `rootPem`, expect `name` in the CA's certificate; the
+ * TLS as COMPLIANCE_POLICY allows (Istio restricts its agent's gRPC clients too).
+ */
+export function caChannelCredentials(rootPem: Buffer, name: string, compliancePolicy = ''): grpc.ChannelCredentials {
+  return new CaChannelCredentials(rootPem, name, compliancePolicy);
 }

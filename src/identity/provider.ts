@@ -30,7 +30,7 @@ export type IdentityEnvValues = Pick<EnvValues,
   | 'PROV_CERT' | 'FILE_MOUNTED_CERTS' | 'CA_ADDR' | 'CA_ROOT_CA' | 'MESHD_SAN' | 'JWT_POLICY' | 'CLUSTER_ID'
   | 'TRUST_DOMAIN' | 'POD_NAMESPACE' | 'SERVICE_ACCOUNT' | 'SECRET_TTL' | 'SECRET_GRACE_PERIOD_RATIO'
   | 'SECRET_GRACE_PERIOD_RATIO_JITTER' | 'OUTPUT_CERTS' | 'ECC_SIGNATURE_ALGORITHM' | 'ECC_CURVE'
-  | 'WORKLOAD_RSA_KEY_SIZE' | 'PKCS8_KEY' | 'MESH_GPRC_MAXRECVMSGSIZE' | 'MESH_GPRC_MAXSTREAMS'>;
+  | 'WORKLOAD_RSA_KEY_SIZE' | 'PKCS8_KEY' | 'MESH_GPRC_MAXRECVMSGSIZE' | 'COMPLIANCE_POLICY'>;
 
 export type IdentityChoice =
   | { readonly kind: 'files'; readonly dir: string }
@@ -77,8 +77,8 @@ export function noIdentitySource(): IdentitySource {
 /** The identity source the environment asks for (see the precedence at the top of this file). */
 export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: ScopedLogger): IdentitySource {
   // The agent's own gRPC (the CA client; it serves none): checked whatever the source, so a bad value is said at start.
+  // MESH_GPRC_MAXSTREAMS bounds a gRPC server's concurrent streams: this agent serves none (it is not read; a start-up warning says so).
   const maxReceiveMessageBytes = positive('MESH_GPRC_MAXRECVMSGSIZE', env.MESH_GPRC_MAXRECVMSGSIZE);
-  positive('MESH_GPRC_MAXSTREAMS', env.MESH_GPRC_MAXSTREAMS);
   const choice = chooseIdentitySource(env, cwd);
   if (choice.kind === 'none') return noIdentitySource();
   if (choice.kind === 'files') return createFileSource({ dir: choice.dir, log });
@@ -92,6 +92,7 @@ export function identitySourceFrom(env: IdentityEnvValues, cwd: string, log: Sco
       tokenFile: tokenFileFor(env.JWT_POLICY, cwd),
       clusterId: env.CLUSTER_ID,
       maxReceiveMessageBytes,
+      compliancePolicy: env.COMPLIANCE_POLICY,
     },
     spiffeId: workloadSpiffeId(env),
     ttlMs: env.SECRET_TTL,

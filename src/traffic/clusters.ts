@@ -13,7 +13,7 @@ import { exportedTo, serviceEntriesFor } from '../config/resources/workload.js';
 import { destinationRuleFor } from '../security/mtls/destination-rules.js';
 import { DEFAULT_CLUSTER_DOMAIN, hostMatchRank } from '../security/mtls/host-names.js';
 import {
-  DEFAULT_RETRY, UNLIMITED, type ClusterDiscovery, type ClusterPolicy, type ClusterSpec, type ConnectionPoolSpec, type LoadBalancerSpec,
+  DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, defaultRetry, UNLIMITED, type ClusterDiscovery, type ClusterPolicy, type ClusterSpec, type ConnectionPoolSpec, type LoadBalancerSpec,
   type OutlierDetectionSpec, type RetryCondition, type RetrySpec,
 } from './spec.js';
 
@@ -367,20 +367,27 @@ export const NO_RETRY: RetrySpec = Object.freeze({
 
 /** Istio's default policy on a route whose destination hashes consistently: retries stay on the same endpoint. */
 export const DEFAULT_CONSISTENT_HASH_RETRY: RetrySpec = Object.freeze({ ...DEFAULT_RETRY, ignorePreviousHosts: false });
+const DEFAULT_CONSISTENT_HASH_RETRY_WITH_503: RetrySpec = Object.freeze({ ...DEFAULT_RETRY_WITH_503, ignorePreviousHosts: false });
 
 /**
  * A route's timeout and retry policy as Istio's ConvertPolicy makes it: the default policy when
  * `retries` is absent, none when attempts is 0, else the default overridden field by field
  * (status codes in retryOn add retriable-status-codes). `consistentHash`: the destination's cluster
  * balances by a consistent hash, so a retry does not seek another endpoint unless told to.
+ * `retry503` (EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false): the default policy retries a 503 too, and
+ * so does a route's `retries` without `retryOn` (Istio starts from the default and keeps its codes).
  */
-export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs'>, opts: { consistentHash?: boolean } = {}): RouteTraffic {
+export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs'>, opts: { consistentHash?: boolean; retry503?: boolean } = {}): RouteTraffic {
   const timeout = route.timeoutMs !== undefined ? { timeoutMs: route.timeoutMs } : {};
   const r = route.retries;
-  if (r === undefined) return { ...timeout, retry: opts.consistentHash ? DEFAULT_CONSISTENT_HASH_RETRY : DEFAULT_RETRY };
+  const base = defaultRetry(opts.retry503);
+  if (r === undefined) {
+    const hashed = opts.retry503 === true ? DEFAULT_CONSISTENT_HASH_RETRY_WITH_503 : DEFAULT_CONSISTENT_HASH_RETRY;
+    return { ...timeout, retry: opts.consistentHash ? hashed : base };
+  }
   if (r.attempts === 0) return { ...timeout, retry: NO_RETRY };
-  let retryOn: ReadonlySet<RetryCondition> = DEFAULT_RETRY.retryOn;
-  let retriableStatusCodes: readonly number[] = DEFAULT_RETRY.retriableStatusCodes;
+  let retryOn: ReadonlySet<RetryCondition> = base.retryOn;
+  let retriableStatusCodes: readonly number[] = base.retriableStatusCodes;
   if (r.retryOn !== undefined) {
     const conditions = new Set<RetryCondition>(r.retryOn.conditions);
     if (r.retryOn.statusCodes.length > 0) conditions.add('retriable-status-codes');

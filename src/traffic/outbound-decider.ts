@@ -21,7 +21,7 @@ import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type Se
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
 import type { ServiceIndex } from './service-index.js';
-import { DEFAULT_RETRY, type EndpointSpec, type RetrySpec } from './spec.js';
+import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 
 /** A route's answer for one request: which cluster, with which retry policy and time-out, or a local reply. */
 export type MeshRouteResult =
@@ -37,6 +37,8 @@ export interface MeshTraffic {
   readonly clusters: ClusterManager;
   /** The VirtualService route for a request to `service` (undefined: no VirtualService for its host: the service's own cluster). */
   route?(service: ServiceSpec, req: IncomingMessage, dst: Endpoint): MeshRouteResult | undefined;
+  /** EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false: Istio's default retry policy retries a 503 too. */
+  readonly retry503?: boolean;
 }
 
 export interface OutboundTrafficOptions {
@@ -86,7 +88,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       const spec = runtime.spec;
       made = Object.freeze({
         cluster: runtime,
-        retry: DEFAULT_RETRY,
+        retry: defaultRetry(t.retry503),
         tlsFor: (endpoint: EndpointSpec) => o.tlsFor(spec, endpoint, http),
       });
       cache.set(runtime.name, made);
@@ -114,7 +116,8 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       const service = t.index.forRequest(authorityOf(req), dst.address, dst.port);
       if (service === undefined) return o.base.decide(req, dst);
       let runtime: ClusterRuntime | undefined;
-      let retry = DEFAULT_RETRY;
+      const baseRetry = defaultRetry(t.retry503);
+      let retry = baseRetry;
       let timeoutMs: number | undefined;
       let routeName = 'default';
       let edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'];
@@ -136,7 +139,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (passesThrough(runtime)) return o.base.decide(req, dst);
       let cluster = target(t, runtime, true);
       let cookie: GeneratedCookie | undefined;
-      if (retry !== DEFAULT_RETRY || runtime.hashKey !== undefined) {
+      if (retry !== baseRetry || runtime.hashKey !== undefined) {
         let hash: number | undefined;
         if (runtime.hashKey !== undefined) {
           const facts = hashFacts(req);
@@ -237,7 +240,7 @@ function queryValue(url: string, name: string): string | undefined {
  * (src/routing: first matching rule of the host's VirtualService), and a routed request to the
  * destination its weights pick, as the cluster resolveDestination names (NC when none serves it).
  */
-export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain: string): NonNullable<MeshTraffic['route']> {
+export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain: string, opts: { retry503?: boolean } = {}): NonNullable<MeshTraffic['route']> {
   return (service, req, dst) => {
     if (!hasMeshRoutes(table, dst.port)) return undefined;
     const d = routeMesh(table, {
@@ -266,7 +269,9 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
         if (target.kind === 'no-cluster') {
           return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' } };
         }
-        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, { consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash' });
+        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, {
+          consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash', retry503: opts.retry503 === true,
+        });
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
           forward: routeEdits(d),
@@ -314,7 +319,7 @@ export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: 
     }
     const runtime = t.clusters.get(target.cluster.name);
     if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
-    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs }, { consistentHash: runtime.hashKey !== undefined });
+    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs }, { consistentHash: runtime.hashKey !== undefined, retry503: t.retry503 === true });
     const spec = runtime.spec;
     return { cluster: runtime, retry: traffic2.retry, tlsFor: (endpoint) => tlsFor(spec, endpoint, true) };
   };

@@ -157,3 +157,14 @@ export const DEFAULT_RETRY: RetrySpec = Object.freeze({
   retryRemoteLocalities: false,
   backoffBaseMs: 25,
 });
+
+/**
+ * The same with EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false (Istio before 1.24): a 503 answer is
+ * retried too (retriable-status-codes [503]), whatever the method.
+ */
+export const DEFAULT_RETRY_WITH_503: RetrySpec = Object.freeze({ ...DEFAULT_RETRY, retriableStatusCodes: Object.freeze([503]) as readonly number[] });
+
+/** Istio's default policy, as EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY says (`retry503`: it is false). */
+export function defaultRetry(retry503: boolean | undefined): RetrySpec {
+  return retry503 === true ? DEFAULT_RETRY_WITH_503 : DEFAULT_RETRY;
+}

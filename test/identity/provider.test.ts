@@ -36,8 +36,13 @@ describe('identitySourceFrom', () => {
     [{ CA_ADDR: 'ca:15012', SECRET_TTL: '0s' }, /SECRET_TTL=0s is not a positive duration/],
     [{ CA_ADDR: 'ca:15012', SERVICE_ACCOUNT: 'a/b' }, /invalid SPIFFE id/],
     [{ MESH_GPRC_MAXRECVMSGSIZE: '0' }, /MESH_GPRC_MAXRECVMSGSIZE=0 is not a positive integer/],
-    [{ CA_ADDR: 'ca:15012', MESH_GPRC_MAXSTREAMS: '-5' }, /MESH_GPRC_MAXSTREAMS=-5 is not a positive integer/],
   ];
+  it('MESH_GPRC_MAXSTREAMS is not read (it bounds a gRPC server; this agent serves none): any value starts', () => {
+    const source = identitySourceFrom(env({ CA_ADDR: 'ca:15012', MESH_GPRC_MAXSTREAMS: '-5' }), '/pod', recordingLogger());
+    assert.equal(source.state().state, 'pending');
+    source.close();
+  });
+
   for (const [vars, pattern] of bad) {
     it(`refuses ${JSON.stringify(vars)} before starting`, () => {
       assert.throws(() => identitySourceFrom(env(vars), '/pod', recordingLogger()), (err: unknown) => err instanceof AgentError && pattern.test(err.message));

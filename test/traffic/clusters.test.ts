@@ -5,7 +5,7 @@ import {
   buildClusters, clusterName, clusterPolicy, DEFAULT_CONSISTENT_HASH_RETRY, hashesConsistently, mergeTrafficPolicy, NO_RETRY,
   resolveDestination, routeTraffic, type ClusterBuildContext,
 } from '../../src/traffic/clusters.js';
-import { DEFAULT_RETRY, UNLIMITED, type ClusterSpec } from '../../src/traffic/spec.js';
+import { DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, UNLIMITED, type ClusterSpec } from '../../src/traffic/spec.js';
 import { dr, se, SHOP, snapshotOf, vs } from './resources.js';
 
 const REVIEWS = 'reviews.shop.svc.cluster.local';
@@ -235,6 +235,18 @@ describe('a route\'s timeout and retries (Istio\'s ConvertPolicy)', () => {
     assert.equal(routeTraffic(r(undefined, 3000)).timeoutMs, 3000);
     assert.equal(routeTraffic(r(), { consistentHash: true }).retry, DEFAULT_CONSISTENT_HASH_RETRY);
     assert.equal(DEFAULT_CONSISTENT_HASH_RETRY.ignorePreviousHosts, false);
+  });
+  it('EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false (retry503): the default policy retries a 503, and so does `retries` without retryOn', () => {
+    assert.equal(routeTraffic(r(), { retry503: false }).retry, DEFAULT_RETRY, 'true (the default): as before');
+    assert.equal(routeTraffic(r(), { retry503: true }).retry, DEFAULT_RETRY_WITH_503);
+    assert.deepEqual(DEFAULT_RETRY_WITH_503.retriableStatusCodes, [503]);
+    assert.deepEqual([...DEFAULT_RETRY_WITH_503.retryOn], [...DEFAULT_RETRY.retryOn]);
+    const hashed = routeTraffic(r(), { retry503: true, consistentHash: true }).retry;
+    assert.deepEqual([hashed.retriableStatusCodes, hashed.ignorePreviousHosts], [[503], false]);
+    assert.deepEqual(routeTraffic(r({ attempts: 4 }), { retry503: true }).retry.retriableStatusCodes, [503], 'Istio keeps the default\'s codes');
+    assert.deepEqual(routeTraffic(r({ attempts: 4 }), { retry503: false }).retry.retriableStatusCodes, []);
+    const own = routeTraffic(r({ attempts: 4, retryOn: { conditions: ['reset'], statusCodes: [] } }), { retry503: true }).retry;
+    assert.deepEqual([[...own.retryOn], own.retriableStatusCodes], [['reset'], []], 'a retryOn of its own replaces them');
   });
   it('attempts 0: no retries', () => {
     assert.equal(routeTraffic(r({ attempts: 0 })).retry, NO_RETRY);

@@ -4,7 +4,7 @@ import { FieldError } from '../../src/config/resources/fields.js';
 import {
   backoffMs, decideRetry, isKeepAliveRace, NO_RETRY, OUTCOME, parseRetryOn, responseOutcome, retryCondition, type AttemptOutcome,
 } from '../../src/traffic/retry.js';
-import { DEFAULT_RETRY, type RetryCondition, type RetrySpec } from '../../src/traffic/spec.js';
+import { DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, type RetryCondition, type RetrySpec } from '../../src/traffic/spec.js';
 import { SOURCES, Z_1E4 } from './support.js';
 
 function policy(retryOn: string, o: Partial<RetrySpec> = {}): RetrySpec {
@@ -79,6 +79,12 @@ describe('retryCondition', () => {
     assert.equal(retryCondition(DEFAULT_RETRY, grpc(1)), 'cancelled');
     assert.equal(retryCondition(DEFAULT_RETRY, OUTCOME.reset), undefined);
     assert.equal(retryCondition(DEFAULT_RETRY, OUTCOME.perTryTimeout), undefined);
+  });
+
+  it('with EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false: a 503 is retried too (retriable-status-codes), any other status not', () => {
+    assert.equal(retryCondition(DEFAULT_RETRY_WITH_503, response(503)), 'retriable-status-codes (503)');
+    assert.equal(retryCondition(DEFAULT_RETRY_WITH_503, response(500)), undefined);
+    assert.equal(retryCondition(DEFAULT_RETRY_WITH_503, OUTCOME.connectFailure), 'connect-failure');
   });
 });
 

@@ -1,6 +1,8 @@
 // `pilot-agent proxy [sidecar|router]` (spec 4.5): the agent and its data plane.
 import { Argument, Option, type Command } from 'commander';
+import { noEffectWarnings } from '../../config/env/registry.js';
 import { AgentError } from '../../errors/agent-error.js';
+import { complianceSummary } from '../../security/compliance.js';
 import { scope } from '../../log/logger.js';
 import {
   DEFAULT_SERVICE_CLUSTER, PROXY_LOG_LEVELS, PROXY_TYPES, parseProxyLogLevel, parseProxyType, type ProxyOptions,
@@ -69,6 +71,10 @@ Namespace: POD_NAMESPACE (default "default"); mesh-system is the root namespace.
         + `variable(s) with invalid values (${env.problems.map((p) => p.name).join(', ')}); see the messages above`);
     }
     const logLevels = parseProxyLogLevel('--proxyLogLevel', flags.proxyLogLevel);
+    // Nothing accepted without a word: a variable set that this agent does not act on is named, with why.
+    for (const warning of noEffectWarnings(env)) scope('default').warn(warning);
+    const compliance = complianceSummary(env.values.COMPLIANCE_POLICY);
+    if (compliance !== undefined) scope('default').info(compliance);
     if (flags.proxyComponentLogLevel !== undefined) {
       scope('default').warn('--proxyComponentLogLevel is deprecated; use --proxyLogLevel (for example info,misc:error)');
       const components = parseProxyLogLevel('--proxyComponentLogLevel', flags.proxyComponentLogLevel).components;

@@ -2,6 +2,16 @@
 
 export type VarType = 'bool' | 'string' | 'int' | 'duration' | 'float';
 
+/**
+ * What this agent does with a variable:
+ * - `honoured`: read under src/ (outside src/config/env) and acted on;
+ * - `istiod`: a control-plane setting (controllers, caches, webhooks, the CA server, xDS pushes)
+ *   that Istio's own pilot-agent ignores too;
+ * - `not-applicable`: it configures machinery this agent does not have (Envoy, xDS, a Go runtime);
+ * - `not-supported`: in Istio it changes what the proxy does; this agent does not implement it (yet).
+ */
+export type VarEffect = 'honoured' | 'istiod' | 'not-applicable' | 'not-supported';
+
 /** A declaration as written in variables.ts. Durations are written in Go syntax (`5m0s`). */
 export interface VarSpec {
   readonly name: string;
@@ -20,6 +30,17 @@ export interface VarSpec {
    * on connections): their defaults keep what Istio does or what Envoy would do.
    */
   readonly agentOwn?: true;
+  /** What this agent does with it. */
+  readonly here: VarEffect;
+  /** Honoured: how, where the Meaning column (Istio's) does not say it all. */
+  readonly note?: string;
+  /** Not honoured: why, as it ends the warning "X is set but has no effect here: ..." (required but for `istiod`). */
+  readonly why?: string;
+  /**
+   * Not honoured: the value that asks for exactly what this agent does anyway; set to it, the
+   * variable is as good as honoured and no warning is given.
+   */
+  readonly matches?: boolean | string | number;
 }
 
 /** The run-time value of each type. Durations are milliseconds. */

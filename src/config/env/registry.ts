@@ -77,3 +77,49 @@ export function describeProblem(p: EnvProblem): string {
   return `invalid value for environment variable ${p.name}: ${JSON.stringify(p.value)} is not ${p.expected} `
     + `(type ${p.type}); using the default ${shown}`;
 }
+
+/** A value as an operator writes it (durations in Go syntax). */
+function valueText(spec: VarSpec, value: boolean | string | number): string {
+  return spec.type === 'duration' && typeof value === 'number' ? formatDurationMs(value) : String(value);
+}
+
+/** Why a variable that is not honoured has no effect: the end of its warning, and the docs' column. */
+export function noEffectReason(spec: VarSpec): string {
+  switch (spec.here) {
+    case 'honoured': return '';
+    case 'istiod': return `an istiod setting (Istio's pilot-agent ignores it too)${spec.why ? `: ${spec.why}` : ''}`;
+    case 'not-applicable': return spec.why ?? '';
+    case 'not-supported': return `not supported by this agent yet: ${spec.why ?? ''}`;
+  }
+}
+
+/**
+ * What this agent does with a variable, for docs/ENVIRONMENT.md: `honoured`, or why not, and the value
+ * it behaves as (flagged when that is not the default).
+ */
+export function effectText(spec: VarSpec): string {
+  if (spec.here === 'honoured') return spec.note ? `honoured: ${spec.note}` : 'honoured';
+  const reason = spec.here === 'istiod' ? noEffectReason(spec) : spec.here === 'not-applicable' ? `no effect: ${spec.why ?? ''}` : noEffectReason(spec);
+  if (spec.matches === undefined) return reason;
+  const as = `\`${valueText(spec, spec.matches)}\``;
+  return spec.matches === defaultValue(spec)
+    ? `${reason}. Behaves as the default, ${as}: only another value is warned of`
+    : `${reason}. **Behaves as ${as}, not as the default**; set to ${as} it is not warned of`;
+}
+
+/**
+ * One warning per variable set in the environment (a non-empty value) that has no effect in this
+ * agent: it names the variable and why. A value that asks for what the agent does anyway
+ * (`matches`) is as good as honoured: nothing is said of it.
+ */
+export function noEffectWarnings(e: Pick<Environment, 'values' | 'explicit'>): string[] {
+  const out: string[] = [];
+  const values = e.values as Readonly<Record<string, unknown>>;
+  for (const spec of declarations) {
+    // An empty string (a manifest's `value: ""`) asks for nothing.
+    if (spec.here === 'honoured' || !e.explicit.has(spec.name as EnvName) || values[spec.name] === '') continue;
+    if (spec.matches !== undefined && values[spec.name] === spec.matches) continue;
+    out.push(`${spec.name} is set but has no effect here: ${noEffectReason(spec)}`);
+  }
+  return out;
+}

@@ -97,7 +97,8 @@ export function validateServiceEntry(spec: unknown, meta: ResourceMeta, warn: Wa
     if (ports.slice(0, i).some((q) => q.name === p.name)) throw new FieldError(child(at, 'name'), `${show(p.name)} is already the name of an earlier port`);
     if (ports.slice(0, i).some((q) => q.number === p.number)) throw new FieldError(child(at, 'number'), `port ${p.number} is already defined earlier`);
     if (p.targetPort !== undefined && resolution === 'NONE') {
-      warn(child(at, 'targetPort'), 'has no effect with resolution NONE: connections keep their original destination port (Istio warns too)');
+      warn(child(at, 'targetPort'), 'has no effect with resolution NONE: connections keep their original destination port (Istio applies it '
+        + 'there when ENABLE_RESOLUTION_NONE_TARGET_PORT is true, its default; not supported by this agent yet)');
     }
     if (p.protocol !== undefined && HTTP2_PROTOCOLS.includes(p.protocol)) {
       warn(child(at, 'protocol'), `${p.protocol}: an HTTP/1.1 client's requests go upstream as HTTP/1.1 here; Istio would send them as HTTP/2 `

@@ -16,8 +16,10 @@ export interface UpstreamTls {
   /** Connections are pooled per destination and per this key (plan and certificate). */
   readonly key: string;
   readonly secureContext: SecureContext;
-  /** SNI; undefined: none (an IP-only destination). */
+  /** SNI; undefined: none (an IP-only destination, or ENABLE_AUTO_SNI false and no sni in the rule). */
   readonly servername: string | undefined;
+  /** SIMPLE/MUTUAL without subjectAltNames: the name the certificate must hold (the SNI, or the destination's name when none is sent). */
+  readonly verifyName?: string | undefined;
   readonly alpn: readonly string[];
   /** The peer must hold one of these as a URI, DNS or IP SAN; empty: the chain alone (and, for SIMPLE/MUTUAL, the SNI name). */
   readonly subjectAltNames: readonly string[];
@@ -44,7 +46,7 @@ const holdsIp = (want: string, cert: PeerCertificate): boolean =>
 
 /** The identity check after the chain: a SAN from the list, or (TLS to a named service) the SNI name. */
 function identityCheck(t: UpstreamTls) {
-  return (host: string, cert: PeerCertificate): Error | undefined => {
+  return (_host: string, cert: PeerCertificate): Error | undefined => {
     if (t.subjectAltNames.length > 0) {
       const held = [...uriSans(cert), ...sans(cert, 'DNS:')];
       if (t.subjectAltNames.some((want) => held.includes(want) || holdsIp(want, cert))) return undefined;
@@ -52,8 +54,10 @@ function identityCheck(t: UpstreamTls) {
       return Object.assign(new Error(`the upstream's certificate names ${held.join(', ') || 'nothing'}, none of ${t.subjectAltNames.join(', ')}`),
         { code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
     }
-    if (t.mesh || t.insecureSkipVerify || t.servername === undefined) return undefined;
-    return process.getBuiltinModule('node:tls').checkServerIdentity(host, cert);
+    const name = t.verifyName ?? t.servername;
+    if (t.mesh || t.insecureSkipVerify || name === undefined) return undefined;
+    // Node's `host` is the SNI, else the address: the name the plan expects is checked, SNI or not.
+    return process.getBuiltinModule('node:tls').checkServerIdentity(name, cert);
   };
 }
 

@@ -39,6 +39,8 @@ export interface JwtAuthenticatorOptions {
    * redirects that keep the scheme. Default false: a redirect fails the fetch, as in Envoy.
    */
   readonly followSameSchemeRedirects?: boolean;
+  /** COMPLIANCE_POLICY, laid over the built-in client's https fetches (security/compliance.ts). */
+  readonly compliancePolicy?: string;
   /**
    * Replaces the built-in node:http/https client (insecureSkipVerify is then the fetch's business).
    * It is asked not to follow redirects (`redirect: 'manual'`); the rule above decides which are.
@@ -469,7 +471,7 @@ function withOtherLocations(first: ValidToken, found: readonly FoundToken[]): Va
 function fetchTextOf(opts: JwtAuthenticatorOptions): FetchText {
   const redirects = { followSameSchemeRedirects: opts.followSameSchemeRedirects ?? false };
   return opts.fetch === undefined
-    ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify, ...redirects })
+    ? nodeFetchText({ insecureSkipVerify: opts.insecureSkipVerify, compliancePolicy: opts.compliancePolicy ?? '', ...redirects })
     : fetchTextWith(opts.fetch, redirects);
 }
 

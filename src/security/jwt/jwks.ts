@@ -14,6 +14,7 @@ import * as http from 'node:http';
 // node:https (and node:tls) are loaded by the first https:// fetch.
 import type * as https from 'node:https';
 import { KeySet } from './key-set.js';
+import { compliantTls } from '../compliance.js';
 
 export type Log = (level: 'info' | 'warn' | 'error', msg: string) => void;
 
@@ -337,7 +338,7 @@ export function redirectTarget(from: URL, status: number, location: string, hops
  * GET over node:http/https. Node's global fetch has no per-request way to skip certificate
  * verification, which JWKS_RESOLVER_INSECURE_SKIP_VERIFY needs; node:https has `rejectUnauthorized`.
  */
-export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean } & RedirectOptions): FetchText {
+export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean; readonly compliancePolicy?: string } & RedirectOptions): FetchText {
   const get = (u: URL, signal: AbortSignal, hops: number): Promise<string> => new Promise((resolve, reject) => {
     const url = u.href;
     if (u.protocol !== 'http:' && u.protocol !== 'https:') {
@@ -347,7 +348,11 @@ export function nodeFetchText(opts: { readonly insecureSkipVerify: boolean } & R
     // A fresh connection per fetch (`agent: false`): fetches are minutes apart, and a kept-alive
     // socket the server has since closed would fail the fetch with "socket hang up".
     const options: https.RequestOptions = { signal, agent: false, headers: { accept: 'application/json' } };
-    if (u.protocol === 'https:') options.rejectUnauthorized = !opts.insecureSkipVerify;
+    if (u.protocol === 'https:') {
+      options.rejectUnauthorized = !opts.insecureSkipVerify;
+      // COMPLIANCE_POLICY: the versions, suites and curve of the fetch's TLS (`agent: false`: a context per fetch).
+      Object.assign(options, compliantTls(opts.compliancePolicy ?? '', {}));
+    }
     const req = (u.protocol === 'https:' ? process.getBuiltinModule('node:https') : http).get(u, options, (res) => {
       const status = res.statusCode ?? 0;
       const location = res.headers.location;

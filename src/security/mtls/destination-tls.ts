@@ -57,6 +57,11 @@ export interface DestinationTlsContext {
   /** For Kubernetes short names; default cluster.local. */
   readonly clusterDomain?: string;
   readonly rootNamespace?: string;
+  /**
+   * ENABLE_AUTO_SNI (default true): a SIMPLE / MUTUAL rule without `sni` sends the destination's
+   * name as SNI. False: no SNI then (the certificate is still checked against that name).
+   */
+  readonly autoSni?: boolean;
 }
 
 /** No TLS: a rule says DISABLE, or nothing says the destination speaks mesh mTLS. */
@@ -81,8 +86,13 @@ export interface IstioMutualPlan {
 /** TLS (SIMPLE) or mutual TLS with given files (MUTUAL), from a DestinationRule. */
 export interface TlsFilesPlan {
   readonly kind: 'simple' | 'mutual';
-  /** The rule's sni, else the matched name; absent when only the address is known. */
+  /** The rule's sni, else the matched name (unless ENABLE_AUTO_SNI is false); absent when only the address is known. */
   readonly sni?: string;
+  /**
+   * The name the server's certificate must hold when the rule lists no subjectAltNames: the SNI, or
+   * the matched name when no SNI is sent (ENABLE_AUTO_SNI false); absent: the chain alone.
+   */
+  readonly verifyName?: string;
   /** Absolute path; absent: the system roots (or nothing, with insecureSkipVerify). */
   readonly caCertificates?: string;
   /** Absolute paths, `mutual` only. */
@@ -107,7 +117,9 @@ function withKey(plan: Unkeyed<OriginationPlan>): OriginationPlan {
   if (plan.kind === 'plaintext') return { ...plan, key: 'plaintext' };
   const p = plan as Partial<TlsFilesPlan>;
   const key = JSON.stringify([plan.kind, p.sni ?? '', p.subjectAltNames ?? [], p.caCertificates ?? '', p.clientCertificate ?? '',
-    p.privateKey ?? '', p.insecureSkipVerify ?? false]);
+    p.privateKey ?? '', p.insecureSkipVerify ?? false,
+    // A name checked without being sent (ENABLE_AUTO_SNI false): connections for another name are another pool.
+    ...(p.verifyName !== undefined && p.verifyName !== p.sni ? [p.verifyName] : [])]);
   return { ...plan, key } as OriginationPlan;
 }
 
@@ -190,7 +202,9 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
       const sni = tls.sni ?? (named !== undefined ? istioMutualSni(port, named, subset) : undefined);
       return withKey({ kind: 'istio-mutual', ...(sni !== undefined ? { sni } : {}), subjectAltNames, rule });
     }
-    const sni = tls.sni ?? named;
+    // Istio's auto SNI (ENABLE_AUTO_SNI): without a rule's sni, the destination's name is sent.
+    const sni = tls.sni ?? (ctx.autoSni === false ? undefined : named);
+    const verifyName = sni ?? named;
     const files: { caCertificates?: string; clientCertificate?: string; privateKey?: string; credentialName?: string } = {};
     if (tls.credentialName !== undefined) {
       const c = credentialFiles(ctx.cwd, tls.credentialName);
@@ -202,7 +216,8 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
       if (tls.mode === 'MUTUAL') Object.assign(files, { clientCertificate: resolve(ctx.cwd, tls.clientCertificate!), privateKey: resolve(ctx.cwd, tls.privateKey!) });
     }
     return withKey({
-      kind: tls.mode === 'MUTUAL' ? 'mutual' : 'simple', ...(sni !== undefined ? { sni } : {}), ...files,
+      kind: tls.mode === 'MUTUAL' ? 'mutual' : 'simple', ...(sni !== undefined ? { sni } : {}),
+      ...(verifyName !== undefined ? { verifyName } : {}), ...files,
       subjectAltNames, insecureSkipVerify: tls.insecureSkipVerify, rule,
     });
   }

@@ -17,6 +17,7 @@ import type { MeshContexts } from '../../proxy/tls/mesh-credentials.js';
 import type { UpstreamTls } from '../../proxy/tls/origination.js';
 import type { EndpointSpec } from '../../traffic/spec.js';
 import type { ClusterTlsFacts, ConnectionFacts as DestinationFacts, OriginationPlan } from './destination-tls.js';
+import { compliantTls } from '../compliance.js';
 
 /** Where the outbound side learns what it needs; every function cheap (asked per request). */
 export interface OutboundTlsSource {
@@ -33,6 +34,8 @@ export interface OutboundTlsSource {
   readonly stats: DirectionStats;
   /** A TLS plan that cannot be carried out (no identity, an unreadable file): said once per reason. */
   warn(message: string): void;
+  /** COMPLIANCE_POLICY, laid over a DestinationRule's SIMPLE / MUTUAL TLS (mesh mTLS has it from its credentials). */
+  readonly compliancePolicy?: string;
 }
 
 const XFCC = 'x-forwarded-client-cert';
@@ -126,12 +129,12 @@ export function upstreamTls(src: OutboundTlsSource): UpstreamTlsResolvers {
       let context = fileContexts.get(plan.key);
       if (!context) {
         try {
-          context = process.getBuiltinModule('node:tls').createSecureContext({
+          context = process.getBuiltinModule('node:tls').createSecureContext(compliantTls(src.compliancePolicy ?? '', {
             minVersion: 'TLSv1.2',
             ...(plan.caCertificates ? { ca: readPem(plan.caCertificates) } : {}),
             ...(plan.clientCertificate ? { cert: readPem(plan.clientCertificate) } : {}),
             ...(plan.privateKey ? { key: readPem(plan.privateKey) } : {}),
-          });
+          }));
         } catch (err) {
           src.warn(`TLS of ${plan.rule} cannot be set up: ${(err as Error).message}: such requests get 503`);
           return noTls(`${plan.kind.toUpperCase()} TLS of ${plan.rule}: ${(err as Error).message}`);
@@ -139,7 +142,7 @@ export function upstreamTls(src: OutboundTlsSource): UpstreamTlsResolvers {
         fileContexts.set(plan.key, context);
       }
       result = {
-        kind: 'tls', key, secureContext: context, servername: plan.sni, alpn: http ? ['http/1.1'] : [],
+        kind: 'tls', key, secureContext: context, servername: plan.sni, verifyName: plan.verifyName, alpn: http ? ['http/1.1'] : [],
         subjectAltNames: plan.subjectAltNames, insecureSkipVerify: plan.insecureSkipVerify, mesh: false,
         describe: `${plan.kind.toUpperCase()} (${plan.rule})`,
       };

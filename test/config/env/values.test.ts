@@ -28,16 +28,16 @@ describe('Go-compatible value parsers', () => {
   });
 
   it('checks allowed values and allowed lists after the type', () => {
-    const mode = { name: 'M', type: 'string', default: '', description: '', allowed: ['', 'A', 'B'] } as const;
+    const mode = { name: 'M', type: 'string', default: '', description: '', here: 'honoured', allowed: ['', 'A', 'B'] } as const;
     assert.deepEqual(parseVariable(mode, 'A'), { ok: true, value: 'A' });
     assert.deepEqual(parseVariable(mode, ''), { ok: true, value: '' });
     const rejected = parseVariable(mode, 'a');
     assert.equal(rejected.ok, false);
     assert.match((rejected as { expected: string }).expected, /one of \(empty\), A, B/);
-    const list = { name: 'L', type: 'string', default: '', description: '', allowedList: ['x', 'y'] } as const;
+    const list = { name: 'L', type: 'string', default: '', description: '', here: 'honoured', allowedList: ['x', 'y'] } as const;
     assert.equal(parseVariable(list, 'x, y').ok, true);
     assert.equal(parseVariable(list, 'x,z').ok, false);
-    const ranged = { name: 'R', type: 'int', default: 60, description: '', range: [1, 8192] } as const;
+    const ranged = { name: 'R', type: 'int', default: 60, description: '', here: 'honoured', range: [1, 8192] } as const;
     assert.deepEqual(parseVariable(ranged, '8192'), { ok: true, value: 8192 });
     assert.deepEqual(parseVariable(ranged, '0'), { ok: false, expected: 'a number from 1 to 8192' });
   });

@@ -95,4 +95,21 @@ describe('pilot-agent proxy (process)', () => {
     assert.match(proxy.output(), /DISABLE_PROXY: no capture listeners/);
     proxy.child.kill('SIGKILL');
   });
+
+  it('starts with variables it does not act on, and names each one set, with why; never one it honours or one set to what it does', async () => {
+    const ns = netns();
+    const proxy = startProxy(ns, [], {
+      DISABLE_PROXY: 'true', PILOT_PUSH_THROTTLE: '10', PILOT_ENABLE_MYSQL_FILTER: 'true', MESH_BOOTSTRAP: '/etc/b.json',
+      PILOT_SCOPE_GATEWAY_TO_NAMESPACE: 'false', ENABLE_AUTO_SNI: 'false', PILOT_DRAINING_LABEL: '',
+    }, dir);
+    children.push(proxy.child);
+    const wait = await ns.runCli(['wait', '--periodMillis', '100', '--timeoutSeconds', '10']);
+    assert.equal(wait.code, 0, proxy.output());
+    const out = proxy.output();
+    assert.match(out, /warn\t.*PILOT_PUSH_THROTTLE is set but has no effect here: an istiod setting/);
+    assert.match(out, /PILOT_ENABLE_MYSQL_FILTER is set but has no effect here: not supported by this agent yet: MySQL traffic is relayed as TCP/);
+    assert.match(out, /MESH_BOOTSTRAP is set but has no effect here: this agent runs no Envoy process/);
+    assert.equal((out.match(/is set but has no effect here/g) ?? []).length, 3, out);
+    proxy.child.kill('SIGKILL');
+  });
 });

@@ -329,3 +329,27 @@ it('a port-level entry without tls replaces the rule\'s tls (Istio\'s merge): au
 function pick(plan: OriginationPlan, ...fields: string[]): Record<string, unknown> {
   return Object.fromEntries(fields.map((f) => [f, (plan as unknown as Record<string, unknown>)[f]]));
 }
+
+it('ENABLE_AUTO_SNI: a SIMPLE / MUTUAL rule without sni sends the name by default; false sends none, the name is still what the certificate must hold', () => {
+  const resources = [
+    dr('api', '{host: api.example.com, trafficPolicy: {tls: {mode: SIMPLE}}}'),
+    dr('front', '{host: front.example.com, trafficPolicy: {tls: {mode: SIMPLE, sni: edge.example.net}}}'),
+    dr('db', `{host: db.example.com, trafficPolicy: ${ISTIO()}}`),
+  ];
+  const base = contextOf({ name: '', resources, want: {} });
+  const on = createDestinationTlsResolver(base);
+  const unset = createDestinationTlsResolver({ ...base, autoSni: undefined });
+  const off = createDestinationTlsResolver({ ...base, autoSni: false });
+  const api = { ...FACTS, hosts: ['api.example.com'] };
+  const front = { ...FACTS, hosts: ['front.example.com'] };
+  const db = { ...FACTS, hosts: ['db.example.com'] };
+
+  assert.deepEqual([on(api).kind, (on(api) as { sni?: string }).sni, (on(api) as { verifyName?: string }).verifyName], ['simple', 'api.example.com', 'api.example.com']);
+  assert.equal((unset(api) as { sni?: string }).sni, 'api.example.com', 'unset: true, as in Istio');
+  const plain = off(api) as { sni?: string; verifyName?: string; key: string };
+  assert.equal(plain.sni, undefined, 'false: no SNI');
+  assert.equal(plain.verifyName, 'api.example.com', 'the certificate is still checked against the name');
+  assert.notEqual(plain.key, on(api).key, 'with and without SNI: not the same upstream pool');
+  assert.equal((off(front) as { sni?: string }).sni, 'edge.example.net', 'a rule\'s own sni is sent whatever the variable says');
+  assert.equal((off(db) as { sni?: string }).sni, 'outbound_.8080_._.db.example.com', 'ISTIO_MUTUAL keeps its cluster-name SNI (not auto SNI)');
+});
