@@ -125,7 +125,7 @@ export function parseLoadBalancer(raw: unknown, field: string, warn: Warn): Load
 const nonNegative = (o: Readonly<Record<string, unknown>>, key: string, at: string, max = INT32_MAX): number | undefined =>
   optInt(o[key], child(at, key), 0, max);
 
-export function parseConnectionPool(raw: unknown, field: string): ConnectionPoolSettings {
+export function parseConnectionPool(raw: unknown, field: string, warn: Warn): ConnectionPoolSettings {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['tcp', 'http'] });
   if (o['tcp'] === undefined && o['http'] === undefined) throw new FieldError(field, 'needs tcp or http (Istio refuses an empty connection pool)');
@@ -172,6 +172,17 @@ export function parseConnectionPool(raw: unknown, field: string): ConnectionPool
     if (h2UpgradePolicy === 'UPGRADE' && useClientProtocol === true) {
       throw new FieldError(child(at, 'useClientProtocol'), 'cannot be true with h2UpgradePolicy UPGRADE (Istio\'s rule)');
     }
+    // This proxy sends every request on in the protocol its client used (src/proxy/http2/exchange.ts,
+    // src/proxy/http1/connection.ts): never upgraded, so DEFAULT (the mesh's DO_NOT_UPGRADE) and
+    // DO_NOT_UPGRADE are what happens, and useClientProtocol: true is too.
+    if (h2UpgradePolicy === 'UPGRADE') {
+      throw new FieldError(child(at, 'h2UpgradePolicy'),
+        'UPGRADE is not supported yet: sending HTTP/1.1 requests to the upstream as HTTP/2 (DEFAULT and DO_NOT_UPGRADE are accepted: requests keep their client\'s protocol)');
+    }
+    if (useClientProtocol === false) {
+      warn(child(at, 'useClientProtocol'), 'false is read as true: this proxy sends each request to the upstream in its client\'s protocol '
+        + '(HTTP/1.1 or HTTP/2), where Istio would follow the service port\'s protocol (HTTP/2 to an HTTP2 or GRPC port, HTTP/1.1 to an HTTP port)');
+    }
     const values = {
       http1MaxPendingRequests: nonNegative(h, 'http1MaxPendingRequests', at),
       http2MaxRequests: nonNegative(h, 'http2MaxRequests', at),
@@ -217,7 +228,7 @@ const SETTINGS = ['loadBalancer', 'connectionPool', 'outlierDetection', 'tls'] a
 
 function parseSettings(o: Readonly<Record<string, unknown>>, field: string, warn: Warn): PolicySettings {
   const loadBalancer = o['loadBalancer'] === undefined ? undefined : parseLoadBalancer(o['loadBalancer'], child(field, 'loadBalancer'), warn);
-  const connectionPool = o['connectionPool'] === undefined ? undefined : parseConnectionPool(o['connectionPool'], child(field, 'connectionPool'));
+  const connectionPool = o['connectionPool'] === undefined ? undefined : parseConnectionPool(o['connectionPool'], child(field, 'connectionPool'), warn);
   const outlierDetection = o['outlierDetection'] === undefined ? undefined
     : parseOutlierDetection(o['outlierDetection'], child(field, 'outlierDetection'), warn);
   const tls = o['tls'] === undefined ? undefined : parseClientTls(o['tls'], child(field, 'tls'));

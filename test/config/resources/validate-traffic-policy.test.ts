@@ -135,9 +135,31 @@ describe('connectionPool', () => {
       { name: 'http idleTimeout 0', yaml: withPolicy('connectionPool: {http: {idleTimeout: 0s}}'), field: `${at}.http.idleTimeout`, message: /shorter than 1ms/ },
       { name: 'unknown h2UpgradePolicy', yaml: withPolicy('connectionPool: {http: {h2UpgradePolicy: ALWAYS}}'), field: `${at}.http.h2UpgradePolicy`, message: /"ALWAYS" is not one of DEFAULT, DO_NOT_UPGRADE, UPGRADE/ },
       { name: 'UPGRADE with useClientProtocol', yaml: withPolicy('connectionPool: {http: {h2UpgradePolicy: UPGRADE, useClientProtocol: true}}'), field: `${at}.http.useClientProtocol`, message: /cannot be true with h2UpgradePolicy UPGRADE/ },
+      { name: 'UPGRADE: not supported yet', yaml: withPolicy('connectionPool: {http: {h2UpgradePolicy: UPGRADE}}'), field: `${at}.http.h2UpgradePolicy`, message: /^UPGRADE is not supported yet: sending HTTP\/1\.1 requests to the upstream as HTTP\/2/ },
+      { name: 'UPGRADE in a subset too', yaml: inSubset('connectionPool: {http: {h2UpgradePolicy: UPGRADE, useClientProtocol: false}}'), field: 'spec.subsets[0].trafficPolicy.connectionPool.http.h2UpgradePolicy', message: /not supported yet/ },
       { name: 'typo', yaml: withPolicy('connectionPool: {tcp: {maxConnection: 1}}'), field: `${at}.tcp.maxConnection`, message: /unknown field "maxConnection"/ },
       { name: 'at port level too', yaml: atPort('connectionPool: {tcp: {connectTimeout: 0.1ms}}'), field: 'spec.trafficPolicy.portLevelSettings[0].connectionPool.tcp.connectTimeout', message: /shorter than 1ms/ },
     ]);
+  });
+});
+
+describe('connectionPool: the upstream protocol', () => {
+  const at = 'spec.trafficPolicy.connectionPool.http';
+  it('h2UpgradePolicy DEFAULT and DO_NOT_UPGRADE, and useClientProtocol true, are what this proxy does: accepted without a word', () => {
+    for (const http of ['{h2UpgradePolicy: DEFAULT}', '{h2UpgradePolicy: DO_NOT_UPGRADE}', '{useClientProtocol: true}', '{h2UpgradePolicy: DO_NOT_UPGRADE, useClientProtocol: true}']) {
+      const { warnings } = policyOf(withPolicy(`connectionPool: {http: ${http}}`));
+      assert.deepEqual(warnings, [], http);
+    }
+  });
+  it('useClientProtocol false: accepted with a warning naming it (this proxy follows the client\'s protocol, Istio the port\'s)', () => {
+    for (const yaml of [withPolicy('connectionPool: {http: {useClientProtocol: false}}'), atPort('connectionPool: {http: {useClientProtocol: false, h2UpgradePolicy: DEFAULT}}')]) {
+      const { policy, warnings } = policyOf(yaml);
+      assert.equal(warnings.length, 1, warnings.join('; '));
+      assert.match(warnings[0]!, /connectionPool\.http\.useClientProtocol: false is read as true: this proxy sends each request to the upstream in its client's protocol/);
+      assert.match(warnings[0]!, /Istio would follow the service port's protocol/);
+      assert.ok(policy);
+    }
+    assert.match(policyOf(withPolicy('connectionPool: {http: {useClientProtocol: false}}')).warnings[0]!, new RegExp(`^${at.replace(/\./g, '\\.')}\\.useClientProtocol: `));
   });
 });
 
