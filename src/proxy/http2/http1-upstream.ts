@@ -10,8 +10,9 @@
 // maxConnections, shared by every worker (none left: the request fails at once, 503 UO, as the
 // cluster's HTTP/2 sessions do; it does not wait as a pending request), and gives it back when it
 // closes; connectTimeout, tcpKeepalive; maxRequestsPerConnection, maxConnectionDuration, a replaced
-// cluster or another worker waiting for a slot: not kept for another request; idleTimeout (and what
-// is left of maxConnectionDuration): a kept connection closes idle after it.
+// cluster or a request anywhere waiting for a slot: not kept for another request (and a kept one is
+// closed, looked at a few times a second); idleTimeout (and what is left of maxConnectionDuration):
+// a kept connection closes idle after it.
 import { Agent, request, type ClientRequest, type OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -38,6 +39,8 @@ export interface LegConnectError extends NodeJS.ErrnoException {
 }
 
 const LEG = Symbol('leg');
+/** How often kept connections of traffic clusters look for a replaced cluster or requests waiting for its slots (as the HTTP/1.1 pool does). */
+const WAITERS_CHECK_MS = 200;
 
 /** A cluster's connection on the leg: its policy and what it has done, beside node's own socket state. */
 export class LegConnection {
@@ -135,7 +138,33 @@ class LegAgent extends Agent {
     const limit = leg.idleLimit(now);
     const s = socket as Socket;
     if (limit !== Infinity && (s.timeout === undefined || s.timeout === 0 || limit < s.timeout)) s.setTimeout(limit);
+    this.watchFree();
     return true;
+  }
+
+  private watchTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * While the agent keeps connections of traffic clusters, looks a few times a second whether one's
+   * cluster was replaced (its slot belongs to the new version) or a request anywhere waits for one of
+   * its slots (the limit serves every worker in turn): such a kept connection is closed.
+   */
+  private watchFree(): void {
+    this.watchTimer ??= setInterval(() => {
+      let watched = 0;
+      for (const list of Object.values(this.freeSockets)) {
+        for (const socket of [...(list ?? [])]) {
+          const leg = (socket as LegSocket)[LEG];
+          if (leg === undefined) continue;
+          if (leg.policy.retired?.() === true || leg.policy.othersWaiting?.() === true) socket.destroy();
+          else watched++;
+        }
+      }
+      if (watched === 0 && this.watchTimer !== undefined) {
+        clearInterval(this.watchTimer);
+        this.watchTimer = undefined;
+      }
+    }, WAITERS_CHECK_MS).unref();
   }
 
   // A free socket taken for a request: the idle time-out is the free list's, not the request's.

@@ -13,7 +13,8 @@
 // maxRequestsPerConnection and maxConnectionDuration drain a session (no new stream; it closes, with
 // a GOAWAY, when its last stream ends), idleTimeout closes it idle, tcpKeepalive sets its socket's
 // keep-alive, connectTimeout and maxConnections bound its connection. A session of a replaced
-// cluster (a new configuration) is drained the same way as soon as a request of the new one looks.
+// cluster (a new configuration) is drained the same way as soon as a request of the new one looks;
+// an idle session of a limited cluster closes when a request anywhere waits for the cluster's slots.
 import type { ClientHttp2Session } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
@@ -25,7 +26,7 @@ import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
-import type { ConnectionPoolSpec } from '../../traffic/spec.js';
+import { UNLIMITED, type ConnectionPoolSpec } from '../../traffic/spec.js';
 
 const log = scope('default');
 
@@ -35,6 +36,8 @@ export const HTTP1_MEMORY_MS = 60_000;
 export const IDLE_SESSION_MS = 60_000;
 /** Streams a session is given when the peer's SETTINGS name no limit (RFC 9113 advises at least 100). */
 const INITIAL_STREAMS = 100;
+/** How often idle sessions of a limited cluster look for requests waiting for its slots (as the HTTP/1.1 pool does). */
+const WAITERS_CHECK_MS = 200;
 /** The longest delay a node timer takes (about 24.8 days): a longer duration waits this long. */
 const MAX_TIMER_MS = 2_147_483_647;
 
@@ -52,6 +55,8 @@ export interface SessionPolicy {
   readonly keepalive: TcpKeepalive | undefined;
   /** tcp.connectTimeout: not connected by then (TLS included), the session fails (ETIMEDOUT). */
   readonly connectTimeoutMs: number;
+  /** tcp.maxConnections is set: an idle session is closed when a request anywhere waits for one of the cluster's slots. */
+  readonly limited: boolean;
 }
 
 /** The session policy of a cluster's connection pool (pure). */
@@ -64,6 +69,7 @@ export function sessionPolicy(cp: ConnectionPoolSpec): SessionPolicy {
     maxDurationMs: cp.tcp.maxConnectionDurationMs === undefined ? undefined : Math.min(cp.tcp.maxConnectionDurationMs, MAX_TIMER_MS),
     keepalive: cp.tcp.tcpKeepalive,
     connectTimeoutMs: Math.min(cp.tcp.connectTimeoutMs, MAX_TIMER_MS),
+    limited: cp.tcp.maxConnections < UNLIMITED,
   };
 }
 
@@ -193,6 +199,8 @@ export class Http2UpstreamPool {
   closeAll(): void {
     for (const list of this.entries.values()) for (const e of list) e.session?.destroy();
     for (const e of this.drained) e.session?.destroy();
+    if (this.waitersTimer !== undefined) clearInterval(this.waitersTimer);
+    this.waitersTimer = undefined;
   }
 
   private route(e: SessionEntry): UpstreamRoute {
@@ -202,9 +210,40 @@ export class Http2UpstreamPool {
       release: () => {
         if (released) return;
         released = true;
-        if (--e.streams === 0 && e.draining) this.closeDrained(e);
+        if (--e.streams > 0) return;
+        if (e.draining) this.closeDrained(e);
+        else if (e.policy?.limited === true) this.watchIdle();
       },
     };
+  }
+
+  private waitersTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * While a limited cluster (tcp.maxConnections) has an idle session here, looks a few times a
+   * second whether a request anywhere (another worker, an HTTP/1.1 client) waits for one of the
+   * cluster's slots, or the cluster was replaced: such a session is closed, so the limit serves every
+   * worker in turn (the HTTP/1.1 pool's rule).
+   */
+  private watchIdle(): void {
+    this.waitersTimer ??= setInterval(() => {
+      let watched = 0;
+      for (const [key, list] of this.entries) {
+        for (const e of [...list]) {
+          if (e.policy?.limited !== true || !e.ready || e.streams > 0) continue;
+          if (e.runtime!.isClosed || e.runtime!.connectionWaiters() > 0) {
+            this.forget(key, e);
+            e.session?.close();
+          } else {
+            watched++;
+          }
+        }
+      }
+      if (watched === 0 && this.waitersTimer !== undefined) {
+        clearInterval(this.waitersTimer);
+        this.waitersTimer = undefined;
+      }
+    }, WAITERS_CHECK_MS).unref();
   }
 
   /** Out of the list for `key`: no request finds it any more. */

@@ -27,14 +27,14 @@ type Pool = { tcp?: Partial<ConnectionPoolSpec['tcp']>; http?: Partial<Connectio
 describe('sessionPolicy and LegConnection (pure)', () => {
   it('reads a cluster\'s pool once: Istio\'s defaults mean the peer\'s limits, no request limit, no duration, 60 s idle', () => {
     const p = sessionPolicy(ISTIO_POOL);
-    assert.deepEqual(p, { idleMs: IDLE_SESSION_MS, maxStreams: Infinity, maxRequests: Infinity, maxDurationMs: undefined, keepalive: undefined, connectTimeoutMs: 10_000 });
+    assert.deepEqual(p, { idleMs: IDLE_SESSION_MS, maxStreams: Infinity, maxRequests: Infinity, maxDurationMs: undefined, keepalive: undefined, connectTimeoutMs: 10_000, limited: false });
   });
   it('takes every field that is set; durations past a node timer wait the longest one', () => {
     const p = sessionPolicy({
-      tcp: { ...ISTIO_POOL.tcp, connectTimeoutMs: 250, maxConnectionDurationMs: 90 * 86_400_000, tcpKeepalive: { timeMs: 7000, probes: 2 } },
+      tcp: { ...ISTIO_POOL.tcp, maxConnections: 5, connectTimeoutMs: 250, maxConnectionDurationMs: 90 * 86_400_000, tcpKeepalive: { timeMs: 7000, probes: 2 } },
       http: { ...ISTIO_POOL.http, idleTimeoutMs: 1500, maxRequestsPerConnection: 3, maxConcurrentStreams: 4 },
     });
-    assert.deepEqual(p, { idleMs: 1500, maxStreams: 4, maxRequests: 3, maxDurationMs: 2_147_483_647, keepalive: { timeMs: 7000, probes: 2 }, connectTimeoutMs: 250 });
+    assert.deepEqual(p, { idleMs: 1500, maxStreams: 4, maxRequests: 3, maxDurationMs: 2_147_483_647, keepalive: { timeMs: 7000, probes: 2 }, connectTimeoutMs: 250, limited: true });
   });
   it('a session takes the peer\'s SETTINGS_MAX_CONCURRENT_STREAMS within the policy\'s', () => {
     assert.equal(sessionCapacity(undefined, Infinity), 100);
@@ -202,6 +202,19 @@ describe('HTTP/2 upstream sessions of a traffic cluster', () => {
     pool.closeAll();
   });
 
+  it('maxConnections: an idle session is closed when a request waits for the cluster\'s slot (any worker)', async () => {
+    const pool = newPool();
+    const r = cluster({ tcp: { maxConnections: 1 } }, 'outbound|80||waiters.h2.test');
+    await get(pool, target(r));
+    assert.equal(r.limits.active('cx'), 1);
+    const started = performance.now();
+    const woke = await r.waitForConnection(3000); // what a waiting HTTP/1.1 request does
+    assert.ok(woke && performance.now() - started < 1500, `the slot came back after ${Math.round(performance.now() - started)} ms`);
+    for (let i = 0; i < 50 && r.limits.active('cx') > 0; i++) await sleep(10);
+    assert.equal(r.limits.active('cx'), 0);
+    pool.closeAll();
+  });
+
   it('a replaced cluster: the new version\'s requests do not use the old version\'s session, which closes', async () => {
     const pool = newPool();
     const old = cluster({}, 'outbound|80||replaced.h2.test');
@@ -338,6 +351,28 @@ describe('the HTTP/1.1 leg of HTTP/2 clients under a traffic cluster', () => {
     const first = await get(leg, target(r));
     assert.equal(await get(leg, target(r), '/slow/200'), first);
     assert.notEqual(await get(leg, target(r)), first, 'past its duration, the connection was closed after its response');
+    leg.closeIdle();
+  });
+
+  it('maxConnections: a kept connection is closed when a request waits for the cluster\'s slot (any worker)', async () => {
+    const leg = new Http1Upstream({ kind: 'direct' }, new DirectionStats());
+    const r = cluster({ tcp: { maxConnections: 1 } }, 'outbound|80||waiters.leg.test');
+    await get(leg, target(r));
+    assert.equal(r.limits.active('cx'), 1);
+    const started = performance.now();
+    const woke = await r.waitForConnection(3000);
+    assert.ok(woke && performance.now() - started < 1500, `the slot came back after ${Math.round(performance.now() - started)} ms`);
+    leg.closeIdle();
+  });
+
+  it('a replaced cluster: its kept connections close (their slots go to the new version)', async () => {
+    const leg = new Http1Upstream({ kind: 'direct' }, new DirectionStats());
+    const old = cluster({}, 'outbound|80||replaced.leg.test');
+    const first = await get(leg, target(old));
+    const s = sockets.find((x) => (x as Socket & { n?: number }).n === first)!;
+    old.close();
+    for (let i = 0; i < 50 && !s.destroyed; i++) await sleep(20);
+    assert.ok(s.destroyed, 'closed within a few checks');
     leg.closeIdle();
   });
 
