@@ -13,8 +13,10 @@
 // maxRequestsPerConnection and maxConnectionDuration drain a session (no new stream; it closes, with
 // a GOAWAY, when its last stream ends), idleTimeout closes it idle, tcpKeepalive sets its socket's
 // keep-alive, connectTimeout and maxConnections bound its connection. A session of a replaced
-// cluster (a new configuration) is drained the same way as soon as a request of the new one looks;
-// an idle session of a limited cluster closes when a request anywhere waits for the cluster's slots.
+// cluster (a new configuration) is drained the same way; an idle session of a limited cluster closes
+// when a request anywhere waits for the cluster's slots. A session this pool closes without streams
+// gives its maxConnections slot back as it closes, not when its socket is gone: a request right
+// behind it is not refused for a connection that is on its way out.
 import type { ClientHttp2Session } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
@@ -36,7 +38,7 @@ export const HTTP1_MEMORY_MS = 60_000;
 export const IDLE_SESSION_MS = 60_000;
 /** Streams a session is given when the peer's SETTINGS name no limit (RFC 9113 advises at least 100). */
 const INITIAL_STREAMS = 100;
-/** How often idle sessions of a limited cluster look for requests waiting for its slots (as the HTTP/1.1 pool does). */
+/** How often idle sessions of traffic clusters look for a replaced cluster or requests waiting for its slots (as the HTTP/1.1 pool does). */
 const WAITERS_CHECK_MS = 200;
 /** The longest delay a node timer takes (about 24.8 days): a longer duration waits this long. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -191,8 +193,8 @@ export class Http2UpstreamPool {
 
   /** Sessions without streams close now; the others after their last stream (GOAWAY first). */
   closeIdle(): void {
-    for (const list of this.entries.values()) {
-      for (const e of list) if (e.streams === 0) e.session?.close();
+    for (const [key, list] of this.entries) {
+      for (const e of [...list]) if (e.streams === 0) this.closeIdleEntry(key, e);
     }
   }
 
@@ -212,7 +214,7 @@ export class Http2UpstreamPool {
         released = true;
         if (--e.streams > 0) return;
         if (e.draining) this.closeDrained(e);
-        else if (e.policy?.limited === true) this.watchIdle();
+        else if (e.runtime !== undefined) this.watchIdle();
       },
     };
   }
@@ -220,23 +222,20 @@ export class Http2UpstreamPool {
   private waitersTimer: NodeJS.Timeout | undefined;
 
   /**
-   * While a limited cluster (tcp.maxConnections) has an idle session here, looks a few times a
-   * second whether a request anywhere (another worker, an HTTP/1.1 client) waits for one of the
-   * cluster's slots, or the cluster was replaced: such a session is closed, so the limit serves every
-   * worker in turn (the HTTP/1.1 pool's rule).
+   * While a traffic cluster has an idle session here, looks a few times a second whether the
+   * cluster was replaced (its slots belong to the new version), or, for a limited one
+   * (tcp.maxConnections), whether a request anywhere (another worker, an HTTP/1.1 client) waits for
+   * one of its slots: such a session is closed, so the limit serves every worker in turn (the
+   * HTTP/1.1 pool's rule).
    */
   private watchIdle(): void {
     this.waitersTimer ??= setInterval(() => {
       let watched = 0;
       for (const [key, list] of this.entries) {
         for (const e of [...list]) {
-          if (e.policy?.limited !== true || !e.ready || e.streams > 0) continue;
-          if (e.runtime!.isClosed || e.runtime!.connectionWaiters() > 0) {
-            this.forget(key, e);
-            e.session?.close();
-          } else {
-            watched++;
-          }
+          if (e.runtime === undefined || !e.ready || e.streams > 0) continue;
+          if (e.runtime.isClosed || (e.policy!.limited && e.runtime.connectionWaiters() > 0)) this.closeIdleEntry(key, e);
+          else watched++;
         }
       }
       if (watched === 0 && this.waitersTimer !== undefined) {
@@ -276,6 +275,14 @@ export class Http2UpstreamPool {
   private closeDrained(e: SessionEntry): void {
     this.drained.delete(e);
     e.retired = true;
+    e.releaseSlot?.();
+    e.session?.close();
+  }
+
+  /** An idle session closes now (GOAWAY), its slot given back at once. */
+  private closeIdleEntry(key: string, e: SessionEntry): void {
+    this.forget(key, e);
+    e.releaseSlot?.();
     e.session?.close();
   }
 
@@ -394,10 +401,7 @@ export class Http2UpstreamPool {
     });
     // node's session time-out: no frame either way for this long. Without streams, that is idle.
     session.setTimeout(e.policy?.idleMs ?? IDLE_SESSION_MS, () => {
-      if (e.streams === 0) {
-        this.forget(key, e);
-        session.close();
-      }
+      if (e.streams === 0) this.closeIdleEntry(key, e);
     });
   }
 }

@@ -153,6 +153,15 @@ describe('HTTP/2 upstream sessions of a traffic cluster', () => {
     pool.closeAll();
   });
 
+  it('maxRequestsPerConnection 1 with maxConnections 1: a spent session gives its slot back as it closes, so the next request is not refused', async () => {
+    const pool = newPool();
+    const r = cluster({ tcp: { maxConnections: 1 }, http: { maxRequestsPerConnection: 1 } }, 'outbound|80||one.h2.test');
+    const seen: number[] = [];
+    for (let i = 0; i < 5; i++) seen.push(await get(pool, target(r)));
+    assert.equal(new Set(seen).size, 5);
+    pool.closeAll();
+  });
+
   it('maxConcurrentStreams 1: streams at once go to as many sessions, each carrying one at a time', async () => {
     const pool = newPool();
     const r = cluster({ http: { maxConcurrentStreams: 1 } });
