@@ -213,6 +213,7 @@ ${lines.split('\n').map((l) => `      ${l}`).join('\n')}
     // Binomial(300, 1/3): mean 100, sd 8.2; 55 is 5.5 sd below.
     for (const b of ['b1', 'b2', 'b3']) assert.ok((per[b] ?? 0) >= 55, `${b} got ${per[b] ?? 0} of 300: ${JSON.stringify(per)}`);
     // The sidecar pools connections per endpoint: a handful of connections carried the 300 requests.
+    await requestsSeen(300, true);
     const conns = new Set(seen.filter((e) => e.path === '/').map((e) => e.conn));
     assert.ok(conns.size <= 12, `${conns.size} upstream connections for 300 requests`);
   });
