@@ -125,6 +125,7 @@ class LegAgent extends Agent {
       });
     }
     socket[LEG] = new LegConnection(policy, performance.now());
+    this.watchFree();
   }
 
   // Called by node when a response is done and the socket could carry another request.
@@ -138,16 +139,16 @@ class LegAgent extends Agent {
     const limit = leg.idleLimit(now);
     const s = socket as Socket;
     if (limit !== Infinity && (s.timeout === undefined || s.timeout === 0 || limit < s.timeout)) s.setTimeout(limit);
-    this.watchFree();
     return true;
   }
 
   private watchTimer: NodeJS.Timeout | undefined;
 
   /**
-   * While the agent keeps connections of traffic clusters, looks a few times a second whether one's
-   * cluster was replaced (its slot belongs to the new version) or a request anywhere waits for one of
-   * its slots (the limit serves every worker in turn): such a kept connection is closed.
+   * While the agent has connections of traffic clusters (started once per connection, not per
+   * request), looks a few times a second whether a kept one's cluster was replaced (its slot belongs
+   * to the new version) or a request anywhere waits for one of its slots (the limit serves every
+   * worker in turn): such a kept connection is closed.
    */
   private watchFree(): void {
     this.watchTimer ??= setInterval(() => {
@@ -159,6 +160,9 @@ class LegAgent extends Agent {
           if (leg.policy.retired?.() === true || leg.policy.othersWaiting?.() === true) socket.destroy();
           else watched++;
         }
+      }
+      for (const list of Object.values(this.sockets)) { // carrying a request: looked at once kept
+        for (const socket of list ?? []) if ((socket as LegSocket)[LEG] !== undefined) watched++;
       }
       if (watched === 0 && this.watchTimer !== undefined) {
         clearInterval(this.watchTimer);

@@ -182,6 +182,7 @@ export class Http2UpstreamPool {
       entry = new SessionEntry(runtime, runtime === undefined ? undefined : sessionPolicy(runtime.spec.policy.connectionPool));
       list.push(entry);
       this.entries.set(key, list); // drain() may have let go of an emptied list
+      if (runtime !== undefined) this.watchIdle();
       this.open(key, entry, t);
     }
     entry.streams++;
@@ -212,9 +213,7 @@ export class Http2UpstreamPool {
       release: () => {
         if (released) return;
         released = true;
-        if (--e.streams > 0) return;
-        if (e.draining) this.closeDrained(e);
-        else if (e.runtime !== undefined) this.watchIdle();
+        if (--e.streams === 0 && e.draining) this.closeDrained(e);
       },
     };
   }
@@ -222,20 +221,23 @@ export class Http2UpstreamPool {
   private waitersTimer: NodeJS.Timeout | undefined;
 
   /**
-   * While a traffic cluster has an idle session here, looks a few times a second whether the
-   * cluster was replaced (its slots belong to the new version), or, for a limited one
-   * (tcp.maxConnections), whether a request anywhere (another worker, an HTTP/1.1 client) waits for
-   * one of its slots: such a session is closed, so the limit serves every worker in turn (the
-   * HTTP/1.1 pool's rule).
+   * While a traffic cluster has a session here (started once per session, not per request), looks a
+   * few times a second whether an idle one's cluster was replaced (its slots belong to the new
+   * version), or, for a limited one (tcp.maxConnections), whether a request anywhere (another worker,
+   * an HTTP/1.1 client) waits for one of its slots: such a session is closed, so the limit serves
+   * every worker in turn (the HTTP/1.1 pool's rule).
    */
   private watchIdle(): void {
     this.waitersTimer ??= setInterval(() => {
       let watched = 0;
       for (const [key, list] of this.entries) {
         for (const e of [...list]) {
-          if (e.runtime === undefined || !e.ready || e.streams > 0) continue;
-          if (e.runtime.isClosed || (e.policy!.limited && e.runtime.connectionWaiters() > 0)) this.closeIdleEntry(key, e);
-          else watched++;
+          if (e.runtime === undefined) continue;
+          if (e.ready && e.streams === 0 && (e.runtime.isClosed || (e.policy!.limited && e.runtime.connectionWaiters() > 0))) {
+            this.closeIdleEntry(key, e);
+          } else {
+            watched++;
+          }
         }
       }
       if (watched === 0 && this.waitersTimer !== undefined) {
