@@ -333,6 +333,8 @@ export class CaptureListener {
     let connectError: string | undefined;
     /** Envoy's flag when no connection could be made: UF, or the cluster's UH / UO. */
     let failFlag: number = routed && 'failed' in routed ? FLAG[routed.failed] : FLAG.UF;
+    /** The cluster's maxConnections slot of the upstream opened ahead, given back at once when it is dropped. */
+    let releaseSlot: (() => void) | undefined;
     const openUpstream = (): Socket | undefined => {
       if (typeof upTls === 'string') {
         connectFailed = true;
@@ -349,7 +351,7 @@ export class CaptureListener {
       try {
         const s = upTls ? connectTls(upDst, upTls, stats)
           : connectUpstream(this.o.upstream, upDst, sourceFor(this.o.upstream, upDst, downstream.remoteAddress));
-        if (cluster) connectionToCluster(s, cluster, upTls !== undefined);
+        if (cluster) releaseSlot = connectionToCluster(s, cluster, upTls !== undefined);
         s.on('error', (err: TlsHandshakeError) => {
           if (!decided && (err.code === 'ECONNREFUSED' || err.code === 'ETIMEDOUT')) {
             connectFailed = true;
@@ -370,6 +372,10 @@ export class CaptureListener {
     const dropUpstream = (): void => {
       if (upstream) {
         upstream.off('readable', onUpstreamFirst);
+        // Its slot goes back now, not when the socket is gone: the HTTP/2 streams about to be sent on
+        // (which do not wait for a slot) and the HTTP/1.1 requests find it free.
+        releaseSlot?.();
+        releaseSlot = undefined;
         upstream.destroy();
         upstream = undefined;
       }
@@ -551,14 +557,21 @@ type ConnectionRoute =
   | { readonly failed: 'UH' | 'UO'; readonly reason: string; readonly cluster: string | undefined };
 
 /**
- * A TCP connection to a cluster's endpoint: its slot in maxConnections given back when it closes,
- * connectTimeout, tcpKeepalive, and how the connect went told to the cluster (outlier detection).
+ * A TCP connection to a cluster's endpoint: its slot in maxConnections given back when it closes (or
+ * sooner, by the function returned: at most once), connectTimeout, tcpKeepalive, and how the connect
+ * went told to the cluster (outlier detection).
  */
-function connectionToCluster(s: Socket, r: Extract<ConnectionRoute, { target: ClusterTarget }>, tls: boolean): void {
+function connectionToCluster(s: Socket, r: Extract<ConnectionRoute, { target: ClusterTarget }>, tls: boolean): () => void {
   const cluster = r.target.cluster;
   const tcp = cluster.spec.policy.connectionPool.tcp;
   let connected = false;
-  s.once('close', () => cluster.releaseConnection(r.endpoint));
+  let held = true;
+  const release = (): void => {
+    if (!held) return;
+    held = false;
+    cluster.releaseConnection(r.endpoint);
+  };
+  s.once('close', release);
   const timer = setTimeout(() => {
     s.destroy(Object.assign(new Error(`upstream connect timeout (${tcp.connectTimeoutMs} ms)`), { code: 'ETIMEDOUT' }));
   }, tcp.connectTimeoutMs);
@@ -576,6 +589,7 @@ function connectionToCluster(s: Socket, r: Extract<ConnectionRoute, { target: Cl
     clearTimeout(timer);
     if (!connected) cluster.connectEnded(r.endpoint, err.code === 'ETIMEDOUT' ? OUTCOME.connectTimeout : OUTCOME.connectFailure);
   });
+  return release;
 }
 
 

@@ -337,13 +337,13 @@ export function resolveDestination(set: ClusterSet, d: HttpRouteDestination, req
 /**
  * Whether a cluster speaks only HTTP/1.1 to its endpoints, whatever the client speaks: Istio gives the
  * cluster of a port declared HTTP (or HTTP_PROXY) no HTTP/2 options unless the DestinationRule sets
- * `useClientProtocol` (the client's protocol) or `h2UpgradePolicy: UPGRADE` (HTTP/2). HTTP2, GRPC,
+ * `useClientProtocol` (the client's protocol; `h2UpgradePolicy: UPGRADE` is refused at load). HTTP2, GRPC,
  * GRPC-WEB: HTTP/2 (an HTTP/1.1 client's requests stay HTTP/1.1 here: warned at load); unset: the client's.
  */
 function http1Upstream(protocol: string | undefined, policy: ClusterPolicy): boolean {
   if (protocol !== 'HTTP' && protocol !== 'HTTP_PROXY') return false;
   const http = policy.connectionPool.http;
-  return !http.useClientProtocol && http.h2UpgradePolicy !== 'UPGRADE';
+  return !http.useClientProtocol;
 }
 
 // ---- routes: timeout and retries ----

@@ -78,14 +78,13 @@ describe('a port\'s declared protocol', () => {
     assert.match(t.kind === 'no-cluster' ? t.reason : '', /port 53 of multi\.example\.com is UDP, which is not proxied/);
   });
 
-  it('HTTP and HTTP_PROXY: HTTP/1.1 to the endpoints, unless the rule asks for the client\'s protocol or an upgrade', () => {
+  it('HTTP and HTTP_PROXY: HTTP/1.1 to the endpoints, unless the rule asks for the client\'s protocol', () => {
     assert.deepEqual(http1(buildClusters(snapshotOf(entry), ctx)),
       { 80: true, 3128: true, 81: false, 7070: false, 8080: false, 9000: false });
     const withRule = (http: string): Record<string, boolean> => http1(buildClusters(snapshotOf(entry, dr('multi', `{host: multi.example.com,
       trafficPolicy: {connectionPool: {http: {${http}}}}, subsets: [{name: v1, labels: {a: b}, trafficPolicy: {connectionPool: {http: {useClientProtocol: false}}}}]}`)), ctx));
     assert.deepEqual(withRule('useClientProtocol: true'),
       { 80: false, '80/v1': true, 3128: false, '3128/v1': true, 81: false, '81/v1': false, 7070: false, '7070/v1': false, 8080: false, '8080/v1': false, 9000: false, '9000/v1': false });
-    assert.equal(withRule('h2UpgradePolicy: UPGRADE')['80'], false);
   });
 });
 

@@ -172,6 +172,14 @@ export function parseConnectionPool(raw: unknown, field: string): ConnectionPool
     if (h2UpgradePolicy === 'UPGRADE' && useClientProtocol === true) {
       throw new FieldError(child(at, 'useClientProtocol'), 'cannot be true with h2UpgradePolicy UPGRADE (Istio\'s rule)');
     }
+    // The upstream's protocol: HTTP/1.1 for a port declared HTTP unless useClientProtocol (Istio's
+    // rule, src/traffic/clusters.ts), the client's otherwise; never upgraded, so DEFAULT (the mesh's
+    // DO_NOT_UPGRADE) and DO_NOT_UPGRADE are what happens. An HTTP/1.1 client of a port declared
+    // HTTP2 or GRPC stays HTTP/1.1: the ServiceEntry warns at load.
+    if (h2UpgradePolicy === 'UPGRADE') {
+      throw new FieldError(child(at, 'h2UpgradePolicy'),
+        'UPGRADE is not supported yet: sending HTTP/1.1 requests to the upstream as HTTP/2 (DEFAULT and DO_NOT_UPGRADE are accepted)');
+    }
     const values = {
       http1MaxPendingRequests: nonNegative(h, 'http1MaxPendingRequests', at),
       http2MaxRequests: nonNegative(h, 'http2MaxRequests', at),

@@ -13,8 +13,6 @@ import { scope } from '../../log/logger.js';
 import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
 import { REPLAYABLE_BODY_LIMIT, OUTCOME } from '../../traffic/retry.js';
-import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
-import { UNLIMITED } from '../../traffic/spec.js';
 import { RequestView } from '../request-view.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
@@ -28,7 +26,7 @@ import { runTunnel } from './tunnel.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
-import { poolKey, type ConnectionPolicy, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
+import { clusterConnectionPolicy, poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 
 const log = scope('default');
 
@@ -533,7 +531,7 @@ export class Connection {
     }
     let opened: UpstreamConnection;
     try {
-      opened = pool.open(key, to, source, to.tls, connectionPolicy(cluster, to.endpoint));
+      opened = pool.open(key, to, source, to.tls, clusterConnectionPolicy(cluster, to.endpoint));
     } catch (err) { // a socket libc would not make (its slot is given back by the pool)
       this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
       return;
@@ -570,7 +568,7 @@ export class Connection {
         let conn = up;
         if (conn === undefined) {
           try {
-            conn = this.owner.pool.open(key, to, source, to.tls, connectionPolicy(cluster, to.endpoint));
+            conn = this.owner.pool.open(key, to, source, to.tls, clusterConnectionPolicy(cluster, to.endpoint));
           } catch (err) {
             this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
             this.settle();
@@ -1173,22 +1171,6 @@ function keepForReplay(ex: Exchange, b: Buffer, copy: boolean): void {
     return;
   }
   (ex.replay ??= []).push(copy ? Buffer.from(b) : b);
-}
-
-/** The pool's view of a cluster's connection settings for a new connection to `ep` (and its slot back when it closes). */
-function connectionPolicy(cluster: ClusterRuntime, ep: TrafficEndpoint): ConnectionPolicy {
-  const cp = cluster.spec.policy.connectionPool;
-  return {
-    connectTimeoutMs: cp.tcp.connectTimeoutMs,
-    idleTimeoutMs: cp.http.idleTimeoutMs,
-    maxRequests: cp.http.maxRequestsPerConnection,
-    maxDurationMs: cp.tcp.maxConnectionDurationMs,
-    // Only a cluster with a connection limit has anyone to wait for a slot.
-    ...(cp.tcp.maxConnections < UNLIMITED ? { othersWaiting: () => cluster.connectionWaiters() > 0 } : {}),
-    released: () => cluster.releaseConnection(ep),
-    retired: () => cluster.isClosed,
-    keepalive: cp.tcp.tcpKeepalive,
-  };
 }
 
 /** `[name, value, ...]` of the response head's lines named in `wanted` (lower-case), from the head as read. */

@@ -13,6 +13,8 @@ import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.j
 // Every upstream read lands in the thread's shared read buffer, as the downstream reads do. Handlers
 // run synchronously and copy what they keep before the next read.
 import { sharedReadBuffer } from '../read-buffers.js';
+import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
+import { UNLIMITED } from '../../traffic/spec.js';
 
 /** What the pool keeps at most idle per destination (and source address). */
 export const MAX_IDLE_PER_KEY = 1024;
@@ -46,6 +48,25 @@ export interface ConnectionPolicy {
   readonly retired?: (() => boolean) | undefined;
   /** tcp.tcpKeepalive: SO_KEEPALIVE with these settings once connected. */
   readonly keepalive?: TcpKeepalive | undefined;
+}
+
+/**
+ * A cluster's connection settings for a new connection to `ep` (and its slot back when it closes):
+ * this pool's, and the HTTP/1.1 leg's of HTTP/2 clients (../http2/http1-upstream.ts).
+ */
+export function clusterConnectionPolicy(cluster: ClusterRuntime, ep: TrafficEndpoint): ConnectionPolicy {
+  const cp = cluster.spec.policy.connectionPool;
+  return {
+    connectTimeoutMs: cp.tcp.connectTimeoutMs,
+    idleTimeoutMs: cp.http.idleTimeoutMs,
+    maxRequests: cp.http.maxRequestsPerConnection,
+    maxDurationMs: cp.tcp.maxConnectionDurationMs,
+    // Only a cluster with a connection limit has anyone to wait for a slot.
+    ...(cp.tcp.maxConnections < UNLIMITED ? { othersWaiting: () => cluster.connectionWaiters() > 0 } : {}),
+    released: () => cluster.releaseConnection(ep),
+    retired: () => cluster.isClosed,
+    keepalive: cp.tcp.tcpKeepalive,
+  };
 }
 
 /** The request a connection is carrying the response of. */

@@ -29,6 +29,7 @@ import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
 import {
   downstreamResponseHeaders, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Headers, type Http2Request,
 } from './request-headers.js';
+import type { LegConnectError } from './http1-upstream.js';
 import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
 
 const log = scope('default');
@@ -422,9 +423,10 @@ export class Http2Exchange implements AttemptSender {
     const stats = this.owner.stats;
     stats.upstreamRqActive++;
     up.once('close', () => { stats.upstreamRqActive--; });
-    up.on('error', (err: NodeJS.ErrnoException) => {
+    up.on('error', (err: LegConnectError) => {
       if (this.done || gen !== this.gen) return;
-      if (!this.responded) this.upstreamFailed(err);
+      // Before its connection was made: a connect failure (a TLS handshake's: its transport failure), as on the HTTP/2 path.
+      if (!this.responded) this.upstreamFailed(err, err.tlsHandshake ? err.message : undefined, undefined, err.connecting === true);
       else if (!this.respDone) this.responseCut(H2.INTERNAL_ERROR);
     });
     up.once('socket', (s: Socket) => {
@@ -530,16 +532,17 @@ export class Http2Exchange implements AttemptSender {
     }
   }
 
-  private upstreamFailed(err: NodeJS.ErrnoException, transport?: string, rstCode?: number): void {
+  /** `connecting`: the HTTP/1.1 leg's connection failed before it was made (the HTTP/2 path says so by a failed route). */
+  private upstreamFailed(err: NodeJS.ErrnoException, transport?: string, rstCode?: number, connecting = false): void {
     if (this.gone || this.responded) return;
     if (this.attempts) {
-      this.attemptFailed(err, transport, rstCode);
+      this.attemptFailed(err, transport, rstCode, connecting);
       return;
     }
     if (this.timer) clearTimeout(this.timer);
     this.owner.stats.upstreamRqErrors++;
     this.transportFailure = transport;
-    const connectFailed = this.route?.kind === 'failed' && (isConnectFailure(err.code) || transport !== undefined);
+    const connectFailed = (this.route?.kind === 'failed' || connecting) && (isConnectFailure(err.code) || transport !== undefined);
     const refused = rstCode === H2.REFUSED_STREAM;
     this.reply({
       kind: 'reply', status: 503, body: upstreamFailureBody(err, transport),
@@ -549,13 +552,14 @@ export class Http2Exchange implements AttemptSender {
   }
 
   /** An attempt on a cluster's endpoint failed before its response head: the attempts decide what follows. */
-  private attemptFailed(err: NodeJS.ErrnoException & { connectTimeout?: true }, transport: string | undefined, rstCode: number | undefined): void {
+  private attemptFailed(err: NodeJS.ErrnoException & { connectTimeout?: true }, transport: string | undefined, rstCode: number | undefined,
+    connecting: boolean): void {
     if (err.code === 'EOVERFLOW') {
       this.attempts!.overflowed('connections (maxConnections)');
       return;
     }
     this.transportFailure = transport;
-    const connectFailed = this.route?.kind === 'failed' && (isConnectFailure(err.code) || transport !== undefined);
+    const connectFailed = (this.route?.kind === 'failed' || connecting) && (isConnectFailure(err.code) || transport !== undefined);
     const refused = rstCode === H2.REFUSED_STREAM;
     const timedOut = err.connectTimeout === true;
     this.attempts!.failed({

@@ -7,26 +7,78 @@
 // on every request. TLS to a service outside the mesh offers `h2` and `http/1.1` in ALPN; the
 // server's choice decides. Mutual TLS to another sidecar offers `istio-h2`, as Istio's sidecars do
 // for HTTP/2 (the peer sniffs the preface inside all the same). A peer's GOAWAY takes its session out of use; its open streams finish.
+// A traffic cluster's sessions are its own (another cluster's requests to the same endpoint open
+// their own), and follow its DestinationRule connectionPool, read once per session (sessionPolicy):
+// maxConcurrentStreams caps the streams of one session (beyond it, another session to the endpoint),
+// maxRequestsPerConnection and maxConnectionDuration drain a session (no new stream; it closes, with
+// a GOAWAY, when its last stream ends), idleTimeout closes it idle, tcpKeepalive sets its socket's
+// keep-alive, connectTimeout and maxConnections bound its connection. A session of a replaced
+// cluster (a new configuration) is drained the same way; an idle session of a limited cluster closes
+// when a request anywhere waits for the cluster's slots. A session this pool closes without streams
+// gives its maxConnections slot back as it closes, not when its socket is gone: a request right
+// behind it is not refused for a connection that is on its way out.
 import type { ClientHttp2Session } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { scope } from '../../log/logger.js';
-import type { Endpoint } from '../socket-options.js';
+import { setTcpKeepalive, type Endpoint, type TcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
 import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
+import { UNLIMITED, type ConnectionPoolSpec } from '../../traffic/spec.js';
 
 const log = scope('default');
 
 /** How long a destination found to speak only HTTP/1.1 is sent HTTP/1.1 without asking again. */
 export const HTTP1_MEMORY_MS = 60_000;
-/** An upstream session without streams this long is closed. */
-const IDLE_SESSION_MS = 60_000;
+/** An upstream session without streams this long is closed (a cluster's http.idleTimeout replaces it). */
+export const IDLE_SESSION_MS = 60_000;
 /** Streams a session is given when the peer's SETTINGS name no limit (RFC 9113 advises at least 100). */
 const INITIAL_STREAMS = 100;
+/** How often idle sessions of traffic clusters look for a replaced cluster or requests waiting for its slots (as the HTTP/1.1 pool does). */
+const WAITERS_CHECK_MS = 200;
+/** The longest delay a node timer takes (about 24.8 days): a longer duration waits this long. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** What a cluster's connectionPool says of one HTTP/2 session: read once, when the session opens. */
+export interface SessionPolicy {
+  /** http.idleTimeout: without streams this long, the session closes (IDLE_SESSION_MS when unset). */
+  readonly idleMs: number;
+  /** http.maxConcurrentStreams: streams one session carries at most (with the peer's own limit); Infinity: the peer's. */
+  readonly maxStreams: number;
+  /** http.maxRequestsPerConnection: streams a session is given in all, then it drains; Infinity: no limit. */
+  readonly maxRequests: number;
+  /** tcp.maxConnectionDuration: from its connection, the session drains after this long; undefined: no limit. */
+  readonly maxDurationMs: number | undefined;
+  /** tcp.tcpKeepalive: SO_KEEPALIVE on the session's socket once connected. */
+  readonly keepalive: TcpKeepalive | undefined;
+  /** tcp.connectTimeout: not connected by then (TLS included), the session fails (ETIMEDOUT). */
+  readonly connectTimeoutMs: number;
+  /** tcp.maxConnections is set: an idle session is closed when a request anywhere waits for one of the cluster's slots. */
+  readonly limited: boolean;
+}
+
+/** The session policy of a cluster's connection pool (pure). */
+export function sessionPolicy(cp: ConnectionPoolSpec): SessionPolicy {
+  const h = cp.http;
+  return {
+    idleMs: Math.min(h.idleTimeoutMs ?? IDLE_SESSION_MS, MAX_TIMER_MS),
+    maxStreams: h.maxConcurrentStreams !== undefined && h.maxConcurrentStreams > 0 ? h.maxConcurrentStreams : Infinity,
+    maxRequests: h.maxRequestsPerConnection > 0 ? h.maxRequestsPerConnection : Infinity,
+    maxDurationMs: cp.tcp.maxConnectionDurationMs === undefined ? undefined : Math.min(cp.tcp.maxConnectionDurationMs, MAX_TIMER_MS),
+    keepalive: cp.tcp.tcpKeepalive,
+    connectTimeoutMs: Math.min(cp.tcp.connectTimeoutMs, MAX_TIMER_MS),
+    limited: cp.tcp.maxConnections < UNLIMITED,
+  };
+}
+
+/** How many streams a session takes now: the peer's SETTINGS_MAX_CONCURRENT_STREAMS (none yet: INITIAL_STREAMS) within the policy's. */
+export function sessionCapacity(peerMaxConcurrentStreams: number | undefined, policyMaxStreams: number): number {
+  return Math.min(peerMaxConcurrentStreams ?? INITIAL_STREAMS, policyMaxStreams);
+}
 
 export interface UpstreamTarget {
   readonly address: string;
@@ -55,24 +107,41 @@ type Waiter = (route: UpstreamRoute) => void;
 
 class SessionEntry {
   session: ClientHttp2Session | undefined;
+  /** Streams given to it and not yet released (those waiting for its SETTINGS included). */
   streams = 0;
   ready = false;
-  /** GOAWAY received or closing: no new streams. */
+  /** GOAWAY received, failed or closing: no new streams, and waiters are not served by it. */
   retired = false;
+  /** Drained (its policy's limits, or its cluster replaced): no new streams; closes once its streams are done. */
+  draining = false;
+  /**
+   * Streams it takes at once: before the peer's SETTINGS, the policy's maxConcurrentStreams (none:
+   * every stream waits for this session); after, the peer's limit within it.
+   */
+  capacity: number;
+  /** Streams it may still be given (maxRequestsPerConnection; Infinity: no limit). */
+  left: number;
   local: string | undefined;
+  /** Gives back its connection slot in the cluster's maxConnections (at most once); undefined: none held. */
+  releaseSlot: (() => void) | undefined;
   readonly waiters: Waiter[] = [];
 
-  get capacity(): number {
-    return this.session?.remoteSettings.maxConcurrentStreams ?? INITIAL_STREAMS;
+  /** `runtime`: the traffic cluster it was opened for (its policy read once, here). */
+  constructor(readonly runtime: ClusterRuntime | undefined, readonly policy: SessionPolicy | undefined) {
+    this.capacity = policy?.maxStreams ?? Infinity;
+    this.left = policy?.maxRequests ?? Infinity;
   }
 }
 
-const keyOf = (t: UpstreamTarget): string => `${t.address}|${t.port}|${t.source ?? ''}|${t.tls?.key ?? ''}`;
+// A traffic cluster's sessions are its own: `|name` at the end.
+const keyOf = (t: UpstreamTarget): string => `${t.address}|${t.port}|${t.source ?? ''}|${t.tls?.key ?? ''}|${t.cluster?.runtime.name ?? ''}`;
 const destinationKey = (t: UpstreamTarget): string => `${t.address}|${t.port}|${t.tls?.key ?? ''}`;
 
 export class Http2UpstreamPool {
   private readonly entries = new Map<string, SessionEntry[]>();
   private readonly http1Until = new Map<string, number>();
+  /** Drained sessions still carrying streams (out of `entries`): closeAll reaches them too. */
+  private readonly drained = new Set<SessionEntry>();
 
   constructor(private readonly mode: UpstreamMode, private readonly stats: DirectionStats,
     private readonly settings: { readonly maxHeaderListSize: number }) {}
@@ -95,28 +164,51 @@ export class Http2UpstreamPool {
     const key = keyOf(t);
     let list = this.entries.get(key);
     if (!list) this.entries.set(key, (list = []));
-    // One connection is opened at a time: streams wait for it (however many) until the peer's SETTINGS
-    // say how many it takes; beyond that, another one.
-    let entry = list.find((e) => !e.retired && (!e.ready || e.streams < e.capacity));
+    // One connection is opened at a time: streams wait for it (however many, unless the cluster's
+    // maxConcurrentStreams says) until the peer's SETTINGS say how many it takes; beyond that, another one.
+    const runtime = t.cluster?.runtime;
+    let entry: SessionEntry | undefined;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      if (e.runtime !== runtime) {
+        // Another version of the cluster: once it is replaced, its sessions' streams finish and they take no more.
+        if (e.runtime?.isClosed === true) {
+          this.drain(key, e);
+          i--;
+        }
+        continue;
+      }
+      if (e.streams < e.capacity) {
+        entry = e;
+        break;
+      }
+    }
     if (!entry) {
-      entry = new SessionEntry();
+      entry = new SessionEntry(runtime, runtime === undefined ? undefined : sessionPolicy(runtime.spec.policy.connectionPool));
       list.push(entry);
+      this.entries.set(key, list); // drain() may have let go of an emptied list
+      if (runtime !== undefined) this.watchIdle();
       this.open(key, entry, t);
     }
     entry.streams++;
+    // maxRequestsPerConnection: its last stream given, the session drains (Infinity never reaches 0).
+    if (--entry.left === 0) this.drain(key, entry);
     if (entry.ready) done(this.route(entry));
     else entry.waiters.push(done);
   }
 
   /** Sessions without streams close now; the others after their last stream (GOAWAY first). */
   closeIdle(): void {
-    for (const list of this.entries.values()) {
-      for (const e of list) if (e.streams === 0) e.session?.close();
+    for (const [key, list] of this.entries) {
+      for (const e of [...list]) if (e.streams === 0) this.closeIdleEntry(key, e);
     }
   }
 
   closeAll(): void {
     for (const list of this.entries.values()) for (const e of list) e.session?.destroy();
+    for (const e of this.drained) e.session?.destroy();
+    if (this.waitersTimer !== undefined) clearInterval(this.waitersTimer);
+    this.waitersTimer = undefined;
   }
 
   private route(e: SessionEntry): UpstreamRoute {
@@ -126,13 +218,42 @@ export class Http2UpstreamPool {
       release: () => {
         if (released) return;
         released = true;
-        e.streams--;
+        if (--e.streams === 0 && e.draining) this.closeDrained(e);
       },
     };
   }
 
-  private forget(key: string, e: SessionEntry): void {
-    e.retired = true;
+  private waitersTimer: NodeJS.Timeout | undefined;
+
+  /**
+   * While a traffic cluster has a session here (started once per session, not per request), looks a
+   * few times a second whether an idle one's cluster was replaced (its slots belong to the new
+   * version), or, for a limited one (tcp.maxConnections), whether a request anywhere (another worker,
+   * an HTTP/1.1 client) waits for one of its slots: such a session is closed, so the limit serves
+   * every worker in turn (the HTTP/1.1 pool's rule).
+   */
+  private watchIdle(): void {
+    this.waitersTimer ??= setInterval(() => {
+      let watched = 0;
+      for (const [key, list] of this.entries) {
+        for (const e of [...list]) {
+          if (e.runtime === undefined) continue;
+          if (e.ready && e.streams === 0 && (e.runtime.isClosed || (e.policy!.limited && e.runtime.connectionWaiters() > 0))) {
+            this.closeIdleEntry(key, e);
+          } else {
+            watched++;
+          }
+        }
+      }
+      if (watched === 0 && this.waitersTimer !== undefined) {
+        clearInterval(this.waitersTimer);
+        this.waitersTimer = undefined;
+      }
+    }, WAITERS_CHECK_MS).unref();
+  }
+
+  /** Out of the list for `key`: no request finds it any more. */
+  private unlist(key: string, e: SessionEntry): void {
     const list = this.entries.get(key);
     if (!list) return;
     const i = list.indexOf(e);
@@ -140,15 +261,51 @@ export class Http2UpstreamPool {
     if (list.length === 0) this.entries.delete(key);
   }
 
+  private forget(key: string, e: SessionEntry): void {
+    e.retired = true;
+    this.unlist(key, e);
+  }
+
+  /**
+   * The session takes no new stream (its maxRequestsPerConnection given, its maxConnectionDuration
+   * reached, its cluster replaced); the streams it has (those waiting for its SETTINGS included)
+   * finish, then it closes with a GOAWAY, as Envoy drains a connection.
+   */
+  private drain(key: string, e: SessionEntry): void {
+    if (e.draining || e.retired) return;
+    e.draining = true;
+    this.unlist(key, e);
+    if (e.ready && e.streams === 0) this.closeDrained(e);
+    else this.drained.add(e);
+  }
+
+  private closeDrained(e: SessionEntry): void {
+    this.drained.delete(e);
+    e.retired = true;
+    e.releaseSlot?.();
+    e.session?.close();
+  }
+
+  /** An idle session closes now (GOAWAY), its slot given back at once. */
+  private closeIdleEntry(key: string, e: SessionEntry): void {
+    this.forget(key, e);
+    e.releaseSlot?.();
+    e.session?.close();
+  }
+
   /** Everyone waiting gets `route`; the entry is dropped. */
   private fail(key: string, e: SessionEntry, route: UpstreamRoute): void {
     this.forget(key, e);
+    this.drained.delete(e);
     for (const w of e.waiters.splice(0)) w(route);
   }
 
   private markHttp1(key: string, e: SessionEntry, t: UpstreamTarget, why: string): void {
     log.debug(`upstream ${t.address}:${t.port} does not speak HTTP/2 (${why}): HTTP/1.1 for ${HTTP1_MEMORY_MS / 1000}s`);
     this.http1Until.set(destinationKey(t), performance.now() + HTTP1_MEMORY_MS);
+    // The probe's connection is of no further use: its slot in maxConnections goes back now, before
+    // the waiting streams open their HTTP/1.1 connections (its close comes later).
+    e.releaseSlot?.();
     this.fail(key, e, { kind: 'http1' });
   }
 
@@ -159,26 +316,43 @@ export class Http2UpstreamPool {
       queueMicrotask(() => this.fail(key, e, { kind: 'failed', error: overflowError() }));
       return;
     }
+    if (c) {
+      let held = true;
+      e.releaseSlot = () => {
+        if (!held) return;
+        held = false;
+        c.runtime.releaseConnection(c.endpoint);
+      };
+    }
     let socket: Socket | TLSSocket;
     try {
       socket = t.tls
         ? connectTls(dst, { ...t.tls, alpn: t.tls.mesh ? MESH_ALPN_H2 : ['h2', 'http/1.1'] }, this.stats)
         : connectUpstream(this.mode, dst, t.source);
     } catch (err) { // a socket libc would not make
-      c?.runtime.releaseConnection(c.endpoint);
+      e.releaseSlot?.();
       this.stats.upstreamCxConnectFail++;
       queueMicrotask(() => this.fail(key, e, { kind: 'failed', error: err as NodeJS.ErrnoException }));
       return;
     }
     trackUpstream(socket, this.stats);
-    if (c) {
-      socket.once('close', () => c.runtime.releaseConnection(c.endpoint));
-      const ms = c.runtime.spec.policy.connectionPool.tcp.connectTimeoutMs;
+    const p = e.policy;
+    if (e.releaseSlot) socket.once('close', e.releaseSlot);
+    if (p) {
+      const ms = p.connectTimeoutMs;
       const timer = setTimeout(() => {
         socket.destroy(Object.assign(new Error(`upstream connect timeout (${ms} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
       }, ms);
       socket.once(t.tls ? 'secureConnect' : 'connect', () => clearTimeout(timer));
       socket.once('close', () => clearTimeout(timer));
+      const keepalive = p.keepalive;
+      if (keepalive !== undefined) {
+        socket.once('connect', () => {
+          try {
+            setTcpKeepalive(socket, keepalive);
+          } catch { /* the kernel's keep-alive settings stay */ }
+        });
+      }
     }
     let connected = false;
     socket.once('error', (err: TlsHandshakeError) => {
@@ -207,8 +381,11 @@ export class Http2UpstreamPool {
       settings: { enablePush: false, maxHeaderListSize: this.settings.maxHeaderListSize },
     });
     e.session = session;
-    session.once('remoteSettings', () => {
-      if (e.retired) return;
+    const maxStreams = e.policy?.maxStreams ?? Infinity;
+    // Every SETTINGS frame of the peer may change its limit; the first one makes the session ready.
+    session.on('remoteSettings', (settings) => {
+      e.capacity = sessionCapacity(settings.maxConcurrentStreams, maxStreams);
+      if (e.ready || e.retired) return;
       e.ready = true;
       for (const w of e.waiters.splice(0)) w(this.route(e));
     });
@@ -217,15 +394,21 @@ export class Http2UpstreamPool {
       else if (!e.ready) this.fail(key, e, { kind: 'failed', error: err });
     });
     session.on('goaway', () => { this.forget(key, e); });
+    let lifetime: NodeJS.Timeout | undefined;
+    if (e.policy?.maxDurationMs !== undefined) {
+      // tcp.maxConnectionDuration, from the connection: then the session drains.
+      lifetime = setTimeout(() => this.drain(key, e), e.policy.maxDurationMs);
+      lifetime.unref();
+    }
     session.once('close', () => {
+      if (lifetime !== undefined) clearTimeout(lifetime);
+      this.drained.delete(e);
       if (!e.ready) this.fail(key, e, { kind: 'failed', error: Object.assign(new Error('upstream closed the connection'), { code: 'ECONNRESET' }) });
       else this.forget(key, e);
     });
-    session.setTimeout(IDLE_SESSION_MS, () => {
-      if (e.streams === 0) {
-        this.forget(key, e);
-        session.close();
-      }
+    // node's session time-out: no frame either way for this long. Without streams, that is idle.
+    session.setTimeout(e.policy?.idleMs ?? IDLE_SESSION_MS, () => {
+      if (e.streams === 0) this.closeIdleEntry(key, e);
     });
   }
 }

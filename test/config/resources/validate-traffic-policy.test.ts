@@ -135,9 +135,22 @@ describe('connectionPool', () => {
       { name: 'http idleTimeout 0', yaml: withPolicy('connectionPool: {http: {idleTimeout: 0s}}'), field: `${at}.http.idleTimeout`, message: /shorter than 1ms/ },
       { name: 'unknown h2UpgradePolicy', yaml: withPolicy('connectionPool: {http: {h2UpgradePolicy: ALWAYS}}'), field: `${at}.http.h2UpgradePolicy`, message: /"ALWAYS" is not one of DEFAULT, DO_NOT_UPGRADE, UPGRADE/ },
       { name: 'UPGRADE with useClientProtocol', yaml: withPolicy('connectionPool: {http: {h2UpgradePolicy: UPGRADE, useClientProtocol: true}}'), field: `${at}.http.useClientProtocol`, message: /cannot be true with h2UpgradePolicy UPGRADE/ },
+      { name: 'UPGRADE: not supported yet', yaml: withPolicy('connectionPool: {http: {h2UpgradePolicy: UPGRADE}}'), field: `${at}.http.h2UpgradePolicy`, message: /^UPGRADE is not supported yet: sending HTTP\/1\.1 requests to the upstream as HTTP\/2/ },
+      { name: 'UPGRADE in a subset too', yaml: inSubset('connectionPool: {http: {h2UpgradePolicy: UPGRADE, useClientProtocol: false}}'), field: 'spec.subsets[0].trafficPolicy.connectionPool.http.h2UpgradePolicy', message: /not supported yet/ },
       { name: 'typo', yaml: withPolicy('connectionPool: {tcp: {maxConnection: 1}}'), field: `${at}.tcp.maxConnection`, message: /unknown field "maxConnection"/ },
       { name: 'at port level too', yaml: atPort('connectionPool: {tcp: {connectTimeout: 0.1ms}}'), field: 'spec.trafficPolicy.portLevelSettings[0].connectionPool.tcp.connectTimeout', message: /shorter than 1ms/ },
     ]);
+  });
+});
+
+describe('connectionPool: the upstream protocol', () => {
+  it('h2UpgradePolicy DEFAULT and DO_NOT_UPGRADE, and useClientProtocol either way, mean here what they mean under Istio: accepted without a word', () => {
+    for (const http of ['{h2UpgradePolicy: DEFAULT}', '{h2UpgradePolicy: DO_NOT_UPGRADE}', '{useClientProtocol: true}', '{useClientProtocol: false}',
+      '{h2UpgradePolicy: DO_NOT_UPGRADE, useClientProtocol: true}']) {
+      const { policy, warnings } = policyOf(withPolicy(`connectionPool: {http: ${http}}`));
+      assert.deepEqual(warnings, [], http);
+      assert.ok(policy);
+    }
   });
 });
 

@@ -1,16 +1,18 @@
 // Traffic management end to end, as in a pod: the pod's capture rules, the sidecar as uid 1337
 // (two workers, the default), a ServiceEntry whose address is a virtual IP nobody listens on and
 // whose endpoints are three (then four) backends on the peer's addresses (test/fixtures/
-// traffic-backends.mjs: HTTP/1.1, gRPC, TCP, each answering with its name, each told at run time to
-// fail, stall, refuse or close idle connections early). Clients run in the pod: node:http over one
-// keep-alive connection, grpc-js over one channel, raw TCP, curl. Each test writes the resources it
-// needs and waits until the sidecar has them in force (hot reload).
+// traffic-backends.mjs: HTTP/1.1, HTTP/2, gRPC, TCP, each answering with its name, each told at run
+// time to fail, stall, refuse or close idle connections early; each numbering the connections it
+// sees). Clients run in the pod: node:http over one keep-alive connection, node:http2 over one
+// connection, grpc-js over one channel, raw TCP, curl. Each test writes the resources it needs and
+// waits until the sidecar has them in force (hot reload).
 //
 // The statistical checks count how requests spread; each bound is set 4.5 standard deviations (or
 // more) from the expected count of a binomial, so a correct sidecar fails one of them less than once
 // in 10,000 runs even with every check of this file taken together (each ≈ 3.4e-6 one-sided).
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -28,6 +30,7 @@ type Backend = keyof typeof ADDRESSES;
 
 interface HttpResult { readonly status: number; readonly backend?: string; readonly body?: string; readonly headers: Record<string, string>; readonly error?: string }
 interface GrpcResult { readonly code: number; readonly backend?: string; readonly details?: string }
+interface H2Result extends HttpResult { readonly ms: number }
 
 /** The ServiceEntry, with the given backends as its endpoints (b1 v1, the others v2). */
 function serviceEntry(backends: readonly Backend[]): string {
@@ -39,6 +42,7 @@ spec:
   addresses: [${VIP}]
   ports:
   - {number: 80, name: http, protocol: HTTP}
+  - {number: 8082, name: http2, protocol: HTTP2}
   - {number: 7070, name: grpc, protocol: GRPC}
   - {number: 9000, name: tcp, protocol: TCP}
   resolution: STATIC
@@ -73,7 +77,7 @@ ${http}`;
 describe('traffic management: services, balancing, routes, retries, time-outs, ejection, limits', { skip: netnsSkip }, () => {
   let sp: SidecarPod;
   let backends: ChildProcess;
-  let seen: { backend: string; conn?: number; path?: string; mode?: string; ack?: number | null }[] = [];
+  let seen: { backend: string; conn?: number; path?: string; mode?: string; ack?: number | null; proto?: string; h2?: 'open' | 'close' }[] = [];
   let version = 0;
 
   const file = (name: string): string => join(sp.dir, name);
@@ -106,12 +110,59 @@ describe('traffic management: services, balancing, routes, retries, time-outs, e
     }
   };
 
-  const client = (kind: 'http' | 'grpc' | 'tcp', o: Record<string, unknown>): unknown => {
+  const client = (kind: 'http' | 'h2' | 'grpc' | 'tcp', o: Record<string, unknown>): unknown => {
     const r = sp.pod.exec(process.execPath, [join(FIXTURES, 'traffic-client.mjs'), kind, JSON.stringify(o)], { allowFailure: true });
     assert.equal(r.exitCode, 0, r.stderr);
     return JSON.parse(r.stdout);
   };
   const http = (o: Record<string, unknown> = {}): HttpResult[] => client('http', { url: `http://${VIP}/`, count: 1, ...o }) as HttpResult[];
+  /** HTTP/2 requests over one connection (prior knowledge): to port 8082 (HTTP/2 backends) unless `url` says otherwise. */
+  const h2 = (o: Record<string, unknown> = {}): H2Result[] => client('h2', { url: `http://${VIP}:8082/`, count: 1, ...o }) as H2Result[];
+  /** The same, run in the background (the test acts while it runs). */
+  const h2Later = (o: Record<string, unknown>): Promise<H2Result[]> => new Promise((resolve, reject) => {
+    const child = sp.pod.start(process.execPath, [join(FIXTURES, 'traffic-client.mjs'), 'h2', JSON.stringify({ count: 1, ...o })]);
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as H2Result[]) : reject(new Error(`the h2 client exited with ${code}`))));
+  });
+  /** The backend connections that carried the HTTP/2 requests seen since `seen` was emptied. */
+  const h2Conns = (): Set<number | undefined> => new Set(seen.filter((e) => e.proto === 'h2').map((e) => e.conn));
+  /** The HTTP/1.1 connections (port 8080) that carried the requests seen since. */
+  const h1Conns = (): Set<number | undefined> => new Set(seen.filter((e) => e.path !== undefined && e.proto === undefined).map((e) => e.conn));
+  /** The DestinationRule of the host with this connectionPool (YAML, its lines under `connectionPool:`). */
+  const pool = (lines: string): string => `---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: svc, namespace: default}
+spec:
+  host: ${HOST}
+  trafficPolicy:
+    connectionPool:
+${lines.split('\n').map((l) => `      ${l}`).join('\n')}
+`;
+  const NO_RETRIES = virtualService(`  - route:
+    - destination: {host: ${HOST}}
+    retries: {attempts: 0}
+`);
+  /**
+   * The kernel's keep-alive timers (seconds left) of the sidecar's connections to `dst` (address:port),
+   * as `ss -o` shows them: `2min3sec`, `7.492ms` (7.492 s: iproute2 6's spelling), `492ms`.
+   */
+  const keepaliveTimers = (dst: string): number[] => {
+    const out = execFileSync('ip', ['netns', 'exec', sp.pod.name, 'ss', '-tnoH', 'state', 'established', 'dst', dst], { encoding: 'utf8' });
+    return [...out.matchAll(/timer:\(keepalive,([^,)]+)/g)].map((m) => {
+      const t = /^(?:(\d+)min)?(?:(\d+)(?:\.(\d+))?(ms|sec|s)?)?$/.exec(m[1]!);
+      if (!t) return NaN;
+      const minutes = Number(t[1] ?? 0) * 60;
+      if (t[3] !== undefined) return minutes + Number(`${t[2]}.${t[3]}`);
+      return minutes + (t[4] === 'ms' ? Number(t[2] ?? 0) / 1000 : Number(t[2] ?? 0));
+    });
+  };
+  /** Lets the backends' lines about `n` HTTP/2 requests (or HTTP/1.1 ones: `h1`) arrive (the clients run synchronously). */
+  const requestsSeen = async (n: number, h1 = false): Promise<void> => {
+    await waitFor(`${n} requests seen by the backends`, () => seen.filter((e) => e.path !== undefined && (e.proto === 'h2') !== h1).length >= n || undefined);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // and any more that would come
+  };
   const countBy = <T>(list: readonly T[], key: (x: T) => string | undefined): Record<string, number> => {
     const out: Record<string, number> = {};
     for (const x of list) {
@@ -162,6 +213,7 @@ describe('traffic management: services, balancing, routes, retries, time-outs, e
     // Binomial(300, 1/3): mean 100, sd 8.2; 55 is 5.5 sd below.
     for (const b of ['b1', 'b2', 'b3']) assert.ok((per[b] ?? 0) >= 55, `${b} got ${per[b] ?? 0} of 300: ${JSON.stringify(per)}`);
     // The sidecar pools connections per endpoint: a handful of connections carried the 300 requests.
+    await requestsSeen(300, true);
     const conns = new Set(seen.filter((e) => e.path === '/').map((e) => e.conn));
     assert.ok(conns.size <= 12, `${conns.size} upstream connections for 300 requests`);
   });
@@ -349,6 +401,126 @@ spec:
     const per = countBy(conns, (c) => c.backend ?? c.error);
     // Binomial(60, 1/3): mean 20, sd 3.7; 4 is 4.4 sd below.
     for (const b of ['b1', 'b2', 'b3']) assert.ok((per[b] ?? 0) >= 4, `${b} got ${per[b] ?? 0} of 60 connections: ${JSON.stringify(per)}`);
+  });
+
+  it('HTTP/2 upstreams: one session carries a client\'s streams; maxRequestsPerConnection opens a new one every N, and closes the spent ones', async () => {
+    await resources(serviceEntry(['b1']));
+    seen = [];
+    const plain = h2({ count: 6 });
+    assert.deepEqual(countBy(plain, (a) => `${a.status} ${a.backend}`), { '200 b1': 6 }, JSON.stringify(plain));
+    await requestsSeen(6);
+    assert.equal(h2Conns().size, 1, 'without a limit, one upstream HTTP/2 connection');
+    await resources(serviceEntry(['b1']) + pool('http: {maxRequestsPerConnection: 3}'));
+    seen = [];
+    const limited = h2({ count: 9 });
+    assert.deepEqual(countBy(limited, (a) => String(a.status)), { 200: 9 });
+    await requestsSeen(9);
+    const conns = h2Conns();
+    assert.equal(conns.size, 3, `9 requests, 3 per connection: ${[...conns].join(',')}`);
+    // Each spent session is closed once its last stream is done (the third too: it was given its third stream).
+    await waitFor('the three spent connections closed', () => seen.filter((e) => e.h2 === 'close' && conns.has(e.conn)).length === 3 || undefined);
+  });
+
+  it('HTTP/2 upstreams: maxConcurrentStreams 1 spreads streams at once over as many connections; with maxConnections 2, the rest is 503 UO', async () => {
+    await resources(serviceEntry(['b1']) + pool('http: {maxConcurrentStreams: 1}') + NO_RETRIES);
+    await mode('b1', 'slow:600');
+    try {
+      seen = [];
+      const spread = h2({ count: 4, concurrency: 4 });
+      assert.deepEqual(countBy(spread, (a) => String(a.status)), { 200: 4 }, JSON.stringify(spread));
+      await requestsSeen(4);
+      assert.equal(h2Conns().size, 4, 'one connection per stream in flight');
+      await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 2}\nhttp: {maxConcurrentStreams: 1}') + NO_RETRIES);
+      seen = [];
+      const capped = h2({ count: 4, concurrency: 4 });
+      assert.deepEqual(countBy(capped, (a) => String(a.status)), { 200: 2, 503: 2 }, JSON.stringify(capped));
+      for (const a of capped.filter((x) => x.status === 503)) assert.equal(a.headers['x-envoy-overloaded'], 'true');
+      await requestsSeen(2);
+      assert.equal(h2Conns().size, 2);
+    } finally {
+      await mode('b1', 'ok');
+    }
+  });
+
+  it('HTTP/2 upstreams: idleTimeout closes an idle connection; maxConnectionDuration retires an old one (its stream in flight finishes)', async () => {
+    await resources(serviceEntry(['b1']) + pool('http: {idleTimeout: 400ms}'));
+    seen = [];
+    const idle = h2({ count: 3, gapMs: 1000 });
+    assert.deepEqual(countBy(idle, (a) => String(a.status)), { 200: 3 });
+    await requestsSeen(3);
+    const idleConns = h2Conns();
+    assert.equal(idleConns.size, 3, 'a new connection after each idle second');
+    await waitFor('the idle connections closed', () => seen.filter((e) => e.h2 === 'close' && idleConns.has(e.conn)).length === 3 || undefined);
+
+    await resources(serviceEntry(['b1']) + pool('tcp: {maxConnectionDuration: 1s}'));
+    await mode('b1', 'slow:1500');
+    try {
+      seen = [];
+      // Two streams at once, 1.5 s each, on one connection that is 1 s old when they are half done:
+      // both finish, then the connection closes.
+      const slow = h2({ count: 2, concurrency: 2 });
+      assert.deepEqual(countBy(slow, (a) => String(a.status)), { 200: 2 }, JSON.stringify(slow));
+      await requestsSeen(2);
+      const first = h2Conns();
+      assert.equal(first.size, 1);
+      await waitFor('the old connection closed after its streams', () => seen.find((e) => e.h2 === 'close' && first.has(e.conn)));
+    } finally {
+      await mode('b1', 'ok');
+    }
+    seen = [];
+    const spread = h2({ count: 6, gapMs: 400 }); // 2.4 s: three or so connections of 1 s
+    assert.deepEqual(countBy(spread, (a) => String(a.status)), { 200: 6 });
+    await requestsSeen(6);
+    const aged = h2Conns().size;
+    assert.ok(aged >= 2 && aged <= 4, `${aged} connections for 6 requests over 2.4 s with maxConnectionDuration 1s`);
+  });
+
+  it('tcpKeepalive: the kernel\'s keep-alive on the sidecar\'s HTTP/2 connections and on the HTTP/1.1 leg of HTTP/2 clients', async () => {
+    await resources(serviceEntry(['b1']) + pool('tcp: {tcpKeepalive: {time: 9s, interval: 3s, probes: 2}}'));
+    // An HTTP/2 backend (8082), and an HTTP/1.1 one reached by an HTTP/2 client (80 → 8080: the leg).
+    assert.deepEqual(countBy(h2({ count: 2 }), (a) => String(a.status)), { 200: 2 });
+    assert.deepEqual(countBy(h2({ url: `http://${VIP}/`, count: 2 }), (a) => String(a.status)), { 200: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    for (const dst of [`${ADDRESSES.b1}:8082`, `${ADDRESSES.b1}:8080`]) {
+      const timers = keepaliveTimers(dst);
+      assert.ok(timers.length >= 1, `no keep-alive timer on the sidecar's connections to ${dst}`);
+      // Idle for 2 s of the 9 s: about 7 s left (node's own 1 s keep-alive would show 1 s or less).
+      for (const t of timers) assert.ok(t > 4 && t <= 9, `keep-alive timer ${t}s to ${dst}`);
+    }
+  });
+
+  it('the HTTP/1.1 leg of HTTP/2 clients: maxConnections counts its connections (the rest 503 UO); connectTimeout bounds its connect', async () => {
+    await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 1}') + NO_RETRIES);
+    await mode('b1', 'slow:600');
+    try {
+      seen = [];
+      // An HTTP/2 client to an HTTP/1.1 backend: after the probe, each stream needs a connection of its own.
+      const answers = h2({ url: `http://${VIP}/`, count: 4, concurrency: 4 });
+      assert.deepEqual(countBy(answers, (a) => String(a.status)), { 200: 1, 503: 3 }, JSON.stringify(answers));
+      for (const a of answers.filter((x) => x.status === 503)) assert.equal(a.headers['x-envoy-overloaded'], 'true');
+      await requestsSeen(1, true);
+      assert.equal(h1Conns().size, 1);
+    } finally {
+      await mode('b1', 'ok');
+    }
+
+    // New connections only (one request each), and the backend stops answering connection attempts
+    // (its SYNs dropped) between the first request and the second.
+    await resources(serviceEntry(['b1']) + pool('tcp: {connectTimeout: 300ms}\nhttp: {maxRequestsPerConnection: 1}') + NO_RETRIES);
+    const drop = ['INPUT', '-p', 'tcp', '-d', ADDRESSES.b1, '--dport', '8080', '--syn', '-j', 'DROP'];
+    const running = h2Later({ url: `http://${VIP}/`, count: 2, gapMs: 1500, timeoutMs: 8000 });
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    sp.pod.peer.exec('iptables', ['-I', ...drop]);
+    try {
+      const [first, second] = await running;
+      assert.equal(first!.status, 200, JSON.stringify(first));
+      assert.equal(second!.status, 503, JSON.stringify(second));
+      assert.match(second!.body ?? '', /reset reason: connection timeout/);
+      assert.ok(second!.ms < 2000, `answered after ${second!.ms} ms (connectTimeout 300ms)`);
+      await waitFor('a UF line in the access log', () => accessLog().find((l) => / 503 UF /.test(l) && l.includes(`${ADDRESSES.b1}:8080`)));
+    } finally {
+      sp.pod.peer.exec('iptables', ['-D', ...drop]);
+    }
   });
 
   it('endpoints change with the file: a removed one gets no new request, an added one gets traffic at once', async () => {
