@@ -52,7 +52,9 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
     return {
       name: direction === 'outbound' ? 'PassthroughCluster' : 'InboundPassthroughCluster',
       address: direction === 'outbound' ? 'original destination' : agent.env.INBOUND_INTERCEPTION_MODE === 'TPROXY' ? 'client address (TPROXY)' : '127.0.0.6',
-      port: 0, cxActive: s.upstreamCxActive, cxTotal: s.upstreamCxTotal, rqTotal: s.rqTotal, connectFail: s.upstreamCxConnectFail,
+      // What went to traffic clusters is theirs (their own lines): the passthrough cluster has the rest.
+      port: 0, cxActive: s.upstreamCxActive - s.routedCxActive, cxTotal: s.upstreamCxTotal - s.routedCxTotal,
+      rqTotal: s.rqTotal - s.routedRqTotal, connectFail: s.upstreamCxConnectFail - s.routedCxConnectFail,
     };
   });
   return {

@@ -80,7 +80,9 @@ export class Attempts {
   private over = false;
 
   constructor(private readonly t: ClusterTarget, private readonly sender: AttemptSender, private readonly stats: DirectionStats,
-    private readonly record: boolean) {}
+    private readonly record: boolean) {
+    stats.routedRqTotal++; // a request of a traffic cluster's, not the passthrough cluster's
+  }
 
   get cluster(): string {
     return this.t.cluster.name;
@@ -162,7 +164,10 @@ export class Attempts {
       return;
     }
     this.stats.upstreamRqErrors++;
-    if (f.flag === 'UF') this.stats.upstreamCxConnectFail++;
+    if (f.flag === 'UF') {
+      this.stats.upstreamCxConnectFail++;
+      this.stats.routedCxConnectFail++;
+    }
     this.finish({
       kind: 'reply', status: 503, body: `${UPSTREAM_FAILURE}${f.reason}\n`, flag: f.flag, details: f.details,
     });

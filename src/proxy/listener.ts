@@ -410,6 +410,7 @@ export class CaptureListener {
       upstream ??= openUpstream();
       if (connectFailed || !upstream || upstream.destroyed) {
         stats.upstreamCxConnectFail++;
+        if (pool !== undefined) stats.routedCxConnectFail++;
         upstream?.destroy();
         tcpLog?.write(failFlag, connectError);
         resetSocket(downstream);
@@ -421,7 +422,7 @@ export class CaptureListener {
         downstream.once('close', () => clearTimeout(limit));
       }
       upstream.off('readable', onUpstreamFirst);
-      trackUpstream(upstream, stats);
+      trackUpstream(upstream, stats, pool !== undefined);
       relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded);
     };
     const asHttp = (): void => {

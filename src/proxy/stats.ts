@@ -179,6 +179,14 @@ export class DirectionStats {
   upstreamRqTimeouts = 0;
   /** Attempts sent again by a route's retry policy (traffic management). */
   upstreamRqRetries = 0;
+  /**
+   * The part of the counts above that went to traffic clusters (a ServiceEntry's endpoints) rather
+   * than to the original destination: what is left is Envoy's PassthroughCluster (admin /clusters).
+   */
+  routedRqTotal = 0;
+  routedCxTotal = 0;
+  routedCxActive = 0;
+  routedCxConnectFail = 0;
 
   /**
    * One completed request: its status, how long it took, the peer's principal (mutual TLS), for

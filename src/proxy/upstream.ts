@@ -55,11 +55,17 @@ export function connectUpstream(mode: UpstreamMode, dst: Endpoint, source: strin
   return new Socket(options).setNoDelay(true);
 }
 
-/** Counts an upstream connection in the stats for as long as it is open. */
-export function trackUpstream(socket: Socket, stats: DirectionStats): Socket {
+/** Counts an upstream connection in the stats for as long as it is open; `routed`: one of a traffic cluster's. */
+export function trackUpstream(socket: Socket, stats: DirectionStats, routed = false): Socket {
   stats.upstreamCxTotal++;
   stats.upstreamCxActive++;
-  socket.once('close', () => { stats.upstreamCxActive--; });
+  if (routed) {
+    stats.routedCxTotal++;
+    stats.routedCxActive++;
+    socket.once('close', () => { stats.upstreamCxActive--; stats.routedCxActive--; });
+  } else {
+    socket.once('close', () => { stats.upstreamCxActive--; });
+  }
   return socket;
 }
 

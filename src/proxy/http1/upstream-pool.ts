@@ -151,7 +151,7 @@ export class UpstreamConnection {
     const onread = { buffer: sharedReadBuffer, callback: (n: number): boolean => this.onRead(n) };
     // May throw (transparent/IPv6 sockets are made through libc): the caller answers 503.
     try {
-      this.socket = trackUpstream(tls ? connectTls(dst, tls, pool.stats, { onread }) : connectUpstream(pool.mode, dst, source, { onread }), pool.stats);
+      this.socket = trackUpstream(tls ? connectTls(dst, tls, pool.stats, { onread }) : connectUpstream(pool.mode, dst, source, { onread }), pool.stats, policy !== undefined);
     } catch (err) {
       policy?.released?.();
       throw err;

@@ -94,7 +94,7 @@ class LegAgent extends Agent {
       policy?.released?.();
       throw err;
     }
-    trackUpstream(socket, this.stats);
+    trackUpstream(socket, this.stats, c !== undefined);
     // Errors before the connection is made are marked (first listener): the exchange counts them as connect failures.
     const made = t ? 'secureConnect' : 'connect';
     let connected = false;

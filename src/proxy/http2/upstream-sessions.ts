@@ -332,10 +332,11 @@ export class Http2UpstreamPool {
     } catch (err) { // a socket libc would not make
       e.releaseSlot?.();
       this.stats.upstreamCxConnectFail++;
+      if (e.runtime !== undefined) this.stats.routedCxConnectFail++;
       queueMicrotask(() => this.fail(key, e, { kind: 'failed', error: err as NodeJS.ErrnoException }));
       return;
     }
-    trackUpstream(socket, this.stats);
+    trackUpstream(socket, this.stats, e.runtime !== undefined);
     const p = e.policy;
     if (e.releaseSlot) socket.once('close', e.releaseSlot);
     if (p) {
@@ -358,6 +359,7 @@ export class Http2UpstreamPool {
     socket.once('error', (err: TlsHandshakeError) => {
       if (connected) return; // the session reports it
       this.stats.upstreamCxConnectFail++;
+      if (e.runtime !== undefined) this.stats.routedCxConnectFail++;
       this.fail(key, e, { kind: 'failed', error: err, transportFailure: err.tlsHandshake ? err.message : undefined });
     });
     socket.once(t.tls ? 'secureConnect' : 'connect', () => {

@@ -107,6 +107,9 @@ describe('admin /clusters with a ServiceEntry and a DestinationRule', { skip: ne
     };
     assert.equal(count(E1, 'rq_total') + count(E2, 'rq_total'), REQUESTS);
     assert.equal(count(E1, 'rq_success') + count(E2, 'rq_success'), REQUESTS);
+    // Every request went to the cluster: the passthrough cluster (the original destination) had none of them.
+    const passthrough = (stat: string): number => Number(new RegExp(`^PassthroughCluster::original destination:0::${stat}::(\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+    assert.deepEqual([passthrough('rq_total'), passthrough('cx_total'), passthrough('cx_active')], [0, 0, 0], text);
     for (const line of lines.filter((l) => l.startsWith(`${CLUSTER}::`))) {
       assert.match(line, /^outbound\|9080\|\|reviews\.default\.svc\.cluster\.local::[^:]/, line);
     }
