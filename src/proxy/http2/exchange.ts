@@ -630,12 +630,20 @@ export class Http2Exchange implements AttemptSender {
   }
 
   /**
-   * Ends the upstream request unless it is over: an HTTP/2 stream is reset with CANCEL; an HTTP/1.1
-   * leg whose response was not read to its end is closed (never back in the pool half-read).
+   * Ends the upstream request unless it is over: an HTTP/2 stream is reset with CANCEL, or destroyed
+   * when its upstream closed it already (node lets such a stream go only once the rest of its
+   * answer, held for a client that stopped reading, is read); an HTTP/1.1 leg whose response was not
+   * read to its end, or whose request body never ended, is closed (never back in the pool).
    */
   private cancelUpstream(): void {
-    if (this.up && !this.up.closed) resetStream(this.up, H2.CANCEL);
-    if (this.h1Up && !this.h1Complete && !this.h1Up.destroyed) this.h1Up.destroy();
+    const up = this.up;
+    if (up && !up.destroyed) {
+      if (up.closed) up.destroy();
+      else resetStream(up, H2.CANCEL);
+    }
+    // node's client lets a connection go (and says 'close') only once both messages ended.
+    const h1 = this.h1Up;
+    if (h1 && !h1.destroyed && (!this.h1Complete || !h1.writableFinished)) h1.destroy();
   }
 
   private log(status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {

@@ -12,6 +12,7 @@ import type { Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { hostPort, type AccessLogSink, type ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
+import { peerReset } from '../../net/reset.js';
 import { NO_DESTINATION, ORIGINAL_DESTINATION, type RequestDecider } from '../decider.js';
 import type { Http1Settings } from '../http1/connection.js';
 import { DEFAULT_HTTP1_SETTINGS, KEEP_ALIVE_TIMEOUT_MS, type HttpConnectionHandler, type HttpHandlerOptions } from '../http1/handler.js';
@@ -99,7 +100,18 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     // client's FIN (the listener allows half-open connections) means it is gone, as Envoy reads it,
     // so the session and its streams end now (each stream's upstream request cancelled), not when
     // their upstreams answer or at the idle time-out.
-    setImmediate(() => socket.resume());
+    setImmediate(() => {
+      // node's TLS layer writes its session tickets just after the handshake: when that write fails at
+      // once (the client reset the connection meanwhile), it waits for it for ever, and so does every
+      // write of the session's after it; the session reads nothing while a write of its is pending,
+      // so the reset would never be seen. A connection reset by now is gone: it ends here.
+      if (peerReset(socket)) {
+        session.destroy();
+        socket.destroy();
+        return;
+      }
+      socket.resume();
+    });
     socket.once('end', () => {
       session.destroy();
       // The socket too: a TLS socket reset under a session can end without the session ever

@@ -27,13 +27,21 @@ interface NativeStream {
  * end the writable side first when it is still open: the peer reads DATA with END_STREAM (a whole
  * request body, a whole response) and then a reset of a stream that is already closed, which it
  * ignores. A proxy cutting a stream short must say so, so the reset goes to nghttp2 directly (what
- * node's own close does, minus the end), then node closes its side as usual.
+ * node's own close does, minus the end), then node closes its side and the stream is destroyed.
  */
 export function resetStream(stream: import('node:http2').Http2Stream, code: number): void {
   if (stream.closed || stream.destroyed) return;
   handleSymbol ??= Object.getOwnPropertySymbols(stream).find((s) => s.description === 'kHandle');
   const native = handleSymbol === undefined ? undefined : (stream as unknown as Record<symbol, NativeStream | undefined>)[handleSymbol];
   // A stream still pending (no id yet) has sent nothing: node's close is right for it.
-  if (native !== undefined && typeof native.rstStream === 'function') native.rstStream(code);
+  if (native === undefined || typeof native.rstStream !== 'function') {
+    stream.close(code);
+    return;
+  }
+  native.rstStream(code);
   stream.close(code);
+  // While the session is writing, nghttp2 gets the reset only once that write is done, after
+  // sending what is queued: the END_STREAM of the end close() just began among it. Destroying the
+  // stream now hands the held reset to nghttp2 at once, ahead of any DATA.
+  stream.destroy();
 }

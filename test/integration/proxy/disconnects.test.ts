@@ -86,7 +86,7 @@ spec:
 `;
 
 type Proto = 'h1' | 'h2' | 'tcp' | 'ws';
-type Phase = 'ok' | 'body' | 'answered' | 'wait' | 'head' | 'stall' | 'upgrade' | 'early' | 'refused' | 'cut' | 'reset';
+type Phase = 'ok' | 'body' | 'answered' | 'wait' | 'head' | 'stall' | 'held' | 'upgrade' | 'early' | 'refused' | 'cut' | 'reset';
 type How = 'fin' | 'rst' | 'goaway' | 'rst_stream';
 
 interface Case {
@@ -135,6 +135,11 @@ function matrix(name: string, t: Target): Case[] {
       continue;
     }
     for (const phase of PHASES[r.proto]) for (const how of HOWS[r.proto]) out.push({ ...base, id: `${tag}.${phase}.${how}`, phase, how });
+    // The whole answer came while the client read nothing, then it leaves (an HTTP/1.1 leg's answer
+    // is read whole and its connection pooled: HTTP/2 upstreams only).
+    if (r.proto === 'h2' && r.upstream === 'h2') for (const how of HOWS.h2) out.push({ ...base, id: `${tag}.held.${how}`, phase: 'held', how });
+    // Reset before the proxy has read the end of its TLS handshake: its first write after it fails at once.
+    if (r.proto === 'h2' && t.tls) out.push({ ...base, id: `${tag}.early.rst`, phase: 'early', how: 'rst' });
     for (const phase of ['cut', 'reset'] as const) out.push({ ...base, id: `${tag}.${phase}`, phase });
   }
   return out;
@@ -192,9 +197,11 @@ function judge(c: Case, client: readonly Event[], app: readonly Event[]): string
   if (!closed) return `the app still holds it (the client left at ${gone.t})`;
   const late = closed.t - gone.t;
   if (late > WITHIN_MS) return `the app saw the end ${late} ms after the client left`;
-  if (c.upstream === 'h2' && c.proto === 'h2' && closed.rstCode !== NGHTTP2_CANCEL) return `the upstream stream ended with code ${closed.rstCode}, not CANCEL`;
-  // Answered before its body came: what matters is that the proxy counts it once (the counters, after the batch).
-  if (closed.complete && c.phase !== 'answered') return 'the app\'s answer completed';
+  // Answered before its body came, or whole while the client read nothing of it: what matters is
+  // that the proxy counts it once and lets go of it (the counters, after the batch).
+  const answered = c.phase === 'answered' || c.phase === 'held';
+  if (c.upstream === 'h2' && c.proto === 'h2' && !answered && closed.rstCode !== NGHTTP2_CANCEL) return `the upstream stream ended with code ${closed.rstCode}, not CANCEL`;
+  if (closed.complete && !answered) return 'the app\'s answer completed';
   return undefined;
 }
 
