@@ -5,6 +5,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { DataPlane } from './data-plane.js';
 import { configureLogging, scope } from '../log/logger.js';
 import { ConnectionBudget } from '../proxy/connection-budget.js';
+import { releasePooled } from '../proxy/read-buffers.js';
+import { trimAfterBursts } from './memory-trim.js';
 import type { FromWorker, ToWorker, WorkerData } from './workers.js';
 
 const log = scope('default');
@@ -55,6 +57,9 @@ port.on('message', (m: ToWorker) => {
 try {
   await plane.loadConfiguration();
   await plane.listen();
+  // Each isolate collects its own garbage: the primary's quiet-time collection cannot reach this
+  // worker's heap or its pooled buffers (malloc_trim, called from any thread, trims them all).
+  trimAfterBursts(releasePooled);
   port.postMessage({ type: 'ready' } satisfies FromWorker);
 } catch (err) {
   port.postMessage({ type: 'failed', message: (err as Error).message } satisfies FromWorker);

@@ -419,12 +419,16 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
     const after = await sample();
     const rqNames = async (x: SidecarPod<MeshPodNamespace>): Promise<string> => Object.entries(activeOf(await stats(x.pod)))
       .filter(([k, v]) => k.endsWith('rq_active') && v !== 0).map(([k, v]) => `${k}=${v}`).join(' ');
+    // 20 s more, for the report alone: whether memory still held at 10 s is on its way back (V8 and
+    // malloc give pages back when quiet) or stays (a leak).
+    await new Promise((resolve) => setTimeout(resolve, 20_000));
+    const later = await sample();
     const report = Object.keys(proxies).map((name) => {
       const [x, y, z] = [before[name]!, peak[name]!, after[name]!];
-      return `${name}: fds ${x.fds} / ${y.fds} / ${z.fds}, RSS ${x.rssMb} / ${y.rssMb} / ${z.rssMb} MB, active counters ${x.active} / ${y.active} / ${z.active} (requests ${x.rqActive} / ${y.rqActive} / ${z.rqActive})`;
+      return `${name}: fds ${x.fds} / ${y.fds} / ${z.fds}, RSS ${x.rssMb} / ${y.rssMb} / ${z.rssMb} MB (${later[name]!.rssMb} MB 30 s after), active counters ${x.active} / ${y.active} / ${z.active} (requests ${x.rqActive} / ${y.rqActive} / ${z.rqActive})`;
     });
     const still = (await Promise.all(Object.entries(proxies).map(async ([name, x]) => `${name}: ${await rqNames(x) || '-'}`))).join('; ');
-    console.log(`soak: ${rounds} rounds, ${events} client events in ${SOAK_SECONDS} s; before / peak / 10 s after:\n  ${report.join('\n  ')}\n  requests still active: ${still}`);
+    console.log(`soak: ${rounds} rounds, ${events} client events in ${SOAK_SECONDS} s; before / peak / 10 s after (RSS 30 s after too):\n  ${report.join('\n  ')}\n  requests still active: ${still}`);
     for (const name of Object.keys(proxies)) {
       const [x, z] = [before[name]!, after[name]!];
       // Requests in flight come back exactly; connections and descriptors to the pools' size (each
