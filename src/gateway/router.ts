@@ -373,8 +373,11 @@ export class GatewayRouter {
         setHeaders.push(['x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client], ['x-forwarded-proto', scheme]);
         removeHeaders.push(...ASSERTED, ...envoyInternal(req.rawHeaders));
         const rh = decision.requestHeaders;
+        // Istio's `add` appends a line (Envoy's APPEND): the client's of that name stay; `set` replaces them.
+        let addHeaders: [string, string][] | undefined;
         if (rh) {
-          for (const [n, v] of Object.entries({ ...rh.add, ...rh.set })) setHeaders.push([n.toLowerCase(), v]);
+          for (const [n, v] of Object.entries(rh.set)) setHeaders.push([n.toLowerCase(), v]);
+          for (const [n, v] of Object.entries(rh.add)) (addHeaders ??= []).push([n.toLowerCase(), v]);
           removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
         }
         if (decision.rewrite?.authority) setHeaders.push(['host', decision.rewrite.authority]);
@@ -390,6 +393,7 @@ export class GatewayRouter {
           const path = decision.rewrite?.path ?? tokenlessPath;
           return {
             kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster,
+            ...(addHeaders ? { addHeaders } : {}),
             ...(path !== undefined && path !== draft.path ? { path } : {}),
             ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
           };
@@ -402,6 +406,7 @@ export class GatewayRouter {
         }
         const target: ForwardTarget = {
           kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}),
+          ...(addHeaders ? { addHeaders } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),
           ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
         };

@@ -90,6 +90,7 @@ function header(h: ForwardedHeaders | undefined, name: string): string | undefin
     const n = raw[i]!;
     if (n.length === name.length && n.toLowerCase() === name) out = out === undefined ? raw[i + 1]! : `${out},${raw[i + 1]!}`;
   }
+  if (h.add) for (const [n, v] of h.add) if (n === name) out = out === undefined ? v : `${out},${v}`;
   return out;
 }
 

@@ -81,6 +81,8 @@ export interface ForwardedHeaders {
   readonly set?: readonly (readonly [string, string])[] | undefined;
   /** Lower-case names removed. */
   readonly remove?: readonly string[] | undefined;
+  /** Lines appended after the others (a route's `add`). */
+  readonly add?: readonly (readonly [string, string])[] | undefined;
 }
 
 export interface AccessRecord {
@@ -176,6 +178,7 @@ export interface LoggedTarget {
   readonly port: number;
   readonly path?: string | undefined;
   readonly setHeaders?: readonly (readonly [string, string])[] | undefined;
+  readonly addHeaders?: readonly (readonly [string, string])[] | undefined;
   readonly removeHeaders?: readonly string[] | undefined;
   /** Traffic management: the cluster the request went to (its name is the log's upstream cluster). */
   readonly cluster?: { readonly cluster: { readonly name: string } } | undefined;
@@ -241,7 +244,7 @@ export function httpExchangeRecord(f: HttpExchangeFacts): AccessRecord {
     upstreamServiceMs: f.respAt > 0 ? f.respAt - f.sentAt : undefined,
     responseMs: f.respAt > 0 ? f.respAt - f.started : undefined,
     attempts: t ? f.attempts ?? (f.retried ? 2 : 1) : undefined,
-    requestHeaders: f.rawHeaders ? { raw: f.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders } : undefined,
+    requestHeaders: f.rawHeaders ? { raw: f.rawHeaders, set: t?.setHeaders, remove: t?.removeHeaders, add: t?.addHeaders } : undefined,
     responseHeaders: f.respHeaders,
     upstreamHost: f.upHost ?? f.endpoint ?? (t ? hostPort(t.address, t.port) : undefined),
     // A sidecar's cluster is known before any verdict (Istio logs it on a local 403 too); a gateway's comes with its route.

@@ -22,6 +22,11 @@ export interface ForwardTarget {
   readonly removeHeaders?: readonly string[];
   /** Request headers to set (replacing any of the same name); values are text, sent as UTF-8. */
   readonly setHeaders?: readonly (readonly [string, string])[];
+  /**
+   * Request header lines to append (Istio's `headers.request.add`, Envoy's APPEND): after the lines
+   * forwarded, the client's lines of the same name kept; never Host or a name the proxy owns.
+   */
+  readonly addHeaders?: readonly (readonly [string, string])[];
   /** No response head within this time: 504. */
   readonly timeoutMs?: number;
   /** Speak TLS to the upstream (mTLS to another sidecar, or a DestinationRule's TLS); absent: plaintext. */

@@ -27,7 +27,7 @@ import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 export type MeshRouteResult =
   | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
     /** Edits the route makes to what is forwarded. */
-    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'removeHeaders'> | undefined }
+    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'> | undefined }
   | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string };
 
 /** What the configuration in force says of outbound traffic (made once per configuration version). */
@@ -156,6 +156,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (timeoutMs !== undefined) v.timeoutMs = timeoutMs;
       if (edits?.path !== undefined) v.path = edits.path;
       if (edits?.setHeaders !== undefined) v.setHeaders = edits.setHeaders;
+      if (edits?.addHeaders !== undefined) v.addHeaders = edits.addHeaders;
       if (removeHeaders !== undefined) v.removeHeaders = removeHeaders;
       if (cookie !== undefined) v.addResponseHeaders = [['set-cookie', cookie.header]];
       return v;
@@ -286,15 +287,18 @@ function routeEdits(d: ForwardDecision): Extract<MeshRouteResult, { kind: 'clust
   const rh = d.requestHeaders;
   if (rh === undefined && d.rewrite === undefined) return undefined;
   const setHeaders: [string, string][] = [];
+  const addHeaders: [string, string][] = [];
   const removeHeaders: string[] = [];
   if (rh) {
-    for (const [n, v] of Object.entries({ ...rh.add, ...rh.set })) setHeaders.push([n.toLowerCase(), v]);
+    for (const [n, v] of Object.entries(rh.set)) setHeaders.push([n.toLowerCase(), v]);
+    for (const [n, v] of Object.entries(rh.add)) addHeaders.push([n.toLowerCase(), v]);
     removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
   }
   if (d.rewrite?.authority !== undefined) setHeaders.push(['host', d.rewrite.authority]);
   return {
     ...(d.rewrite?.path !== undefined ? { path: d.rewrite.path } : {}),
     ...(setHeaders.length > 0 ? { setHeaders } : {}),
+    ...(addHeaders.length > 0 ? { addHeaders } : {}),
     ...(removeHeaders.length > 0 ? { removeHeaders } : {}),
   };
 }

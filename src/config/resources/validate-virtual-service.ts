@@ -223,6 +223,8 @@ function parseHeaderEdits(raw: unknown, field: string): HttpRoute['requestHeader
     Object.fromEntries(Object.entries(m).map(([k, v]) => [checkHeaderName(k, item(at, k)).toLowerCase(), v]));
   const set = r['set'] === undefined ? {} : names(stringMap(r['set'], child(rField, 'set')), child(rField, 'set'));
   const add = r['add'] === undefined ? {} : names(stringMap(r['add'], child(rField, 'add')), child(rField, 'add'));
+  // `add` appends a line: a second Host would make two requests of one (set it instead).
+  if (Object.hasOwn(add, 'host')) throw new FieldError(item(child(rField, 'add'), 'host'), 'cannot be added: a request has one Host (use set, or rewrite.authority)');
   const remove = r['remove'] === undefined ? []
     : strList(r['remove'], child(rField, 'remove')).map((h, i) => checkHeaderName(h, item(child(rField, 'remove'), i)).toLowerCase());
   return { set, add, remove };

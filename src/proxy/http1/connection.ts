@@ -487,7 +487,8 @@ export class Connection {
 
   private forward(ex: Exchange, t: ForwardTarget): void {
     const msg = ex.msg!;
-    const edited = (t.removeHeaders !== undefined && t.removeHeaders.length > 0) || (t.setHeaders !== undefined && t.setHeaders.length > 0);
+    const edited = (t.removeHeaders !== undefined && t.removeHeaders.length > 0) || (t.setHeaders !== undefined && t.setHeaders.length > 0)
+      || (t.addHeaders !== undefined && t.addHeaders.length > 0);
     if (edited || t.path !== undefined) {
       const bad = invalidEdit(t);
       if (bad) {

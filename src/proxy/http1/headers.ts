@@ -7,6 +7,8 @@ export interface HeaderEdits {
   /** Lower-case names. */
   readonly removeHeaders?: readonly string[];
   readonly setHeaders?: readonly (readonly [string, string])[];
+  /** Lines appended after the forwarded ones (the client's of the same name stay). */
+  readonly addHeaders?: readonly (readonly [string, string])[];
 }
 
 /** Hop-by-hop names (RFC 9110 7.6.1), tested by length first: most names cost one switch (the hot path). */
@@ -69,10 +71,13 @@ export function validHeaderValue(value: string): boolean {
 /** Why an edit cannot go on the wire (a name that is not a token, a value or path with CR/LF...), or undefined. */
 export function invalidEdit(edits: HeaderEdits & { readonly path?: string }): string | undefined {
   if (edits.path !== undefined && (edits.path === '' || edits.path[0] !== '/' || INVALID_PATH.test(edits.path))) return `path ${JSON.stringify(edits.path)}`;
-  for (const [n, v] of edits.setHeaders ?? []) {
-    if (!TOKEN.test(n)) return `header name ${JSON.stringify(n)}`;
-    if (INVALID_VALUE.test(v)) return `value of header ${n}`;
+  for (const list of [edits.setHeaders, edits.addHeaders]) {
+    for (const [n, v] of list ?? []) {
+      if (!TOKEN.test(n)) return `header name ${JSON.stringify(n)}`;
+      if (INVALID_VALUE.test(v)) return `value of header ${n}`;
+    }
   }
+  for (const [n] of edits.addHeaders ?? []) if (n.toLowerCase() === 'host') return 'added header host (a request has one Host)';
   return undefined;
 }
 

@@ -170,6 +170,8 @@ export function upstreamHead(m: RequestMessage, edits: UpstreamEdits | undefined
     text += `${name}: ${raw[i + 1]!}\r\n`;
   }
   if (set) for (const [n, v] of set) if (!isProxyOwned(n.toLowerCase())) text += `${n}: ${wireText(v)}\r\n`;
+  const add = edits?.addHeaders;
+  if (add) for (const [n, v] of add) if (!isProxyOwned(n.toLowerCase())) text += `${n}: ${wireText(v)}\r\n`;
   if (m.framing === 'chunked') text += 'transfer-encoding: chunked\r\n';
   else if (m.framing === 'length') text += `content-length: ${m.contentLength}\r\n`;
   if (m.tunnel?.kind === 'upgrade') text += `connection: upgrade\r\nupgrade: ${m.tunnel.protocols}\r\n`;

@@ -299,7 +299,7 @@ export class Http2Exchange implements AttemptSender {
 
   private forward(t: ForwardTarget): void {
     const req = this.req!;
-    if (t.path !== undefined || (t.setHeaders?.length ?? 0) > 0) {
+    if (t.path !== undefined || (t.setHeaders?.length ?? 0) > 0 || (t.addHeaders?.length ?? 0) > 0) {
       const bad = invalidEdit(t);
       if (bad) {
         this.reply(decisionFailed(new Error(`the forward target has an invalid ${bad}`)));

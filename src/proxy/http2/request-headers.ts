@@ -137,7 +137,8 @@ export function isHttp2RequestError(r: Http2Request | Http2RequestError): r is H
 export function editedLines(req: Http2Request, edits: UpstreamEdits | undefined): string[] {
   const remove = edits?.removeHeaders;
   const set = edits?.setHeaders;
-  if ((remove === undefined || remove.length === 0) && (set === undefined || set.length === 0)) return req.headers;
+  const add = edits?.addHeaders;
+  if ((remove === undefined || remove.length === 0) && (set === undefined || set.length === 0) && (add === undefined || add.length === 0)) return req.headers;
   const out: string[] = [];
   const raw = req.headers;
   for (let i = 0; i < raw.length; i += 2) {
@@ -151,6 +152,10 @@ export function editedLines(req: Http2Request, edits: UpstreamEdits | undefined)
     if (isProxyOwned(l)) continue;
     if (l === 'host') out.unshift('host', wireText(v));
     else out.push(l, wireText(v));
+  }
+  for (const [n, v] of add ?? []) {
+    const l = n.toLowerCase();
+    if (!isProxyOwned(l) && l !== 'host') out.push(l, wireText(v));
   }
   return out;
 }

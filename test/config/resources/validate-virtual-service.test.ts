@@ -136,6 +136,8 @@ it('weights are relative, as in Istio: they need not add up to 100, and one may 
 
 it('rejects invalid VirtualServices with the field path and a clear message', () => {
   assertRejections([
+    { name: 'Host added (a second Host line)', yaml: route(`route: [{destination: {host: a}}]\nheaders: {request: {add: {Host: b}}}`),
+      field: 'spec.http[0].headers.request.add[host]', message: /cannot be added: a request has one Host/ },
     { name: 'bad regex', yaml: route(`match: [{uri: {regex: "a("}}]\nroute: [{destination: {host: a}}]`),
       field: 'spec.http[0].match[0].uri.regex', message: /^"a\(" is not a valid regular expression: /i },
     { name: 'lookahead (RE2 has none)', yaml: route(`match: [{uri: {regex: "(?=a)a"}}]\nroute: [{destination: {host: a}}]`),

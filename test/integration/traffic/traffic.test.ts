@@ -77,7 +77,7 @@ ${http}`;
 describe('traffic management: services, balancing, routes, retries, time-outs, ejection, limits', { skip: netnsSkip }, () => {
   let sp: SidecarPod;
   let backends: ChildProcess;
-  let seen: { backend: string; conn?: number; path?: string; mode?: string; ack?: number | null; proto?: string; h2?: 'open' | 'close' }[] = [];
+  let seen: { backend: string; conn?: number; path?: string; mode?: string; ack?: number | null; proto?: string; h2?: 'open' | 'close'; tags?: string[] }[] = [];
   let version = 0;
 
   const file = (name: string): string => join(sp.dir, name);
@@ -239,6 +239,22 @@ ${lines.split('\n').map((l) => `      ${l}`).join('\n')}
     // Binomial(1000, 0.1): mean 100, sd 9.5; [57, 143] is ±4.5 sd.
     assert.ok(v2 >= 57 && v2 <= 143, `subset v2 got ${v2} of 1000: ${JSON.stringify(per)}`);
     assert.equal((per['b1'] ?? 0) + v2, 1000);
+  });
+
+  it('a route\'s request headers: add appends a line (the client\'s stays), set replaces, remove removes', async () => {
+    await resources(serviceEntry(['b1']) + '---\n' + virtualService(`  - route:
+    - destination: {host: ${HOST}}
+    headers:
+      request:
+        add: {x-tag: route}
+        set: {x-set: route}
+        remove: [x-drop]
+`));
+    seen = [];
+    const [answer] = http({ url: `http://${VIP}/tagged`, headers: { 'x-tag': 'client', 'x-set': 'client', 'x-drop': 'client' } });
+    assert.equal(answer!.status, 200, JSON.stringify(answer));
+    await waitFor('the request seen', () => seen.find((e) => e.path === '/tagged'));
+    assert.deepEqual(seen.find((e) => e.path === '/tagged')!.tags, ['client', 'route']);
   });
 
   it('a route to a subset no DestinationRule defines: 503 with flag NC, and a warning naming both resources', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PathNormalization } from '../../../src/config/mesh-config.js';
+import { invalidEdit } from '../../../src/proxy/http1/headers.js';
 import { isMessageError, requestMessage, upstreamHead, type RequestMessage } from '../../../src/proxy/http1/message.js';
 import type { RequestHead } from '../../../src/proxy/http1/request-parser.js';
 
@@ -106,6 +107,14 @@ describe('requestMessage', () => {
       setHeaders: [['x-claim', 'José Ωmega'], ['host', 'rewritten'], ['content-length', '99'], ['connection', 'close']],
     }, true);
     assert.equal(text, `GET /b HTTP/1.1\r\nX-Keep: k\r\nx-claim: ${Buffer.from('José Ωmega', 'utf8').toString('latin1')}\r\nhost: rewritten\r\n\r\n`);
+  });
+
+  it('addHeaders: appended after the forwarded lines, the client\'s of the same name kept; never a proxy-owned name', () => {
+    const m = message(head('GET', '/a', ['Host', 'h', 'X-Tag', 'client', 'X-Set', 'client']));
+    assert.equal(upstreamHead(m, { setHeaders: [['x-set', 'route']], addHeaders: [['x-tag', 'route'], ['x-new', 'n'], ['content-length', '9']] }, true),
+      'GET /a HTTP/1.1\r\nHost: h\r\nX-Tag: client\r\nx-set: route\r\nx-tag: route\r\nx-new: n\r\n\r\n');
+    assert.match(invalidEdit({ addHeaders: [['Host', 'other']] }) ?? '', /added header host/);
+    assert.match(invalidEdit({ addHeaders: [['x-a', 'a\r\nx-b: b']] }) ?? '', /value of header x-a/);
   });
 
   it('an underscore spelling of a framing header is refused; one of an edited header goes with it', () => {

@@ -222,6 +222,11 @@ describe('editedLines: the decider\'s edits', () => {
       ['host', 'app:8080', 'x-a', '1', 'X_A', 'u', 'authorization', 'Bearer t', 'x-c', '3', 'x-b', 'new', 'x-new', 'n']);
   });
 
+  it('addHeaders: appended (lower-case), the client\'s lines of that name kept; never host', () => {
+    assert.deepEqual(edit({ addHeaders: [['X-A', 'route'], ['host', 'nope']] }),
+      ['host', 'app:8080', 'x-a', '1', 'X_A', 'u', 'x-b', '2', 'x_b', 'v', 'authorization', 'Bearer t', 'x-c', '3', 'x-a', 'route']);
+  });
+
   it('setHeaders host: replaces the authority (first), which becomes :authority upstream', () => {
     const lines = edit({ setHeaders: [['Host', 'other.svc:9090']] });
     assert.deepEqual(lines.slice(0, 2), ['host', 'other.svc:9090']);
