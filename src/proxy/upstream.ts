@@ -5,7 +5,7 @@ import { Agent, type AgentOptions } from 'node:http';
 import { Socket, connect, type OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { INBOUND_PASSTHROUGH_ADDR_V4, INBOUND_PASSTHROUGH_ADDR_V6 } from '../iptables/constants.js';
-import { boundConnectFd, isV6Address, type Endpoint } from './socket-options.js';
+import { boundConnectFd, isV6Address, setTcpKeepalive, type Endpoint, type TcpKeepalive } from './socket-options.js';
 import type { DirectionStats } from './stats.js';
 
 
@@ -78,5 +78,30 @@ export class UpstreamAgent extends Agent {
   override createConnection(options: { host?: string; port?: number | string; localAddress?: string }): Duplex {
     const dst = { address: options.host ?? '', port: Number(options.port) };
     return trackUpstream(connectUpstream(this.mode, dst, options.localAddress), this.stats);
+  }
+}
+
+/**
+ * A cluster's connection settings on a new upstream socket: not made (TLS included: `made` is
+ * 'secureConnect') within `connectTimeoutMs`, it fails as a connect time-out (Envoy's
+ * connect_timeout, ETIMEDOUT); `keepalive`: the kernel's TCP keep-alive once connected (its own
+ * settings stay when these cannot be set), then `afterKeepalive`.
+ */
+export function applyConnectPolicy(socket: Socket, made: 'connect' | 'secureConnect', connectTimeoutMs: number | undefined,
+  keepalive: TcpKeepalive | undefined, afterKeepalive?: () => void): void {
+  if (connectTimeoutMs !== undefined) {
+    const timer = setTimeout(() => {
+      socket.destroy(Object.assign(new Error(`upstream connect timeout (${connectTimeoutMs} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
+    }, connectTimeoutMs);
+    socket.once(made, () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  }
+  if (keepalive !== undefined) {
+    socket.once('connect', () => {
+      try {
+        setTcpKeepalive(socket, keepalive);
+      } catch { /* the kernel's keep-alive settings stay */ }
+      afterKeepalive?.();
+    });
   }
 }

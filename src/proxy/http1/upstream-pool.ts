@@ -6,10 +6,10 @@
 // protocol switch a connection carries raw bytes for a tunnel (`carryRaw`) and is never pooled.
 import type { Socket } from 'node:net';
 import { MAX_HEAD_BYTES, ResponseParser, type ResponseHead, type SwitchRequest } from './response-parser.js';
-import { setTcpKeepalive, type Endpoint, type TcpKeepalive } from '../socket-options.js';
+import type { Endpoint, TcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { connectTls, type UpstreamTls } from '../tls/origination.js';
-import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
+import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 // Every upstream read lands in the thread's shared read buffer, as the downstream reads do. Handlers
 // run synchronously and copy what they keep before the next read.
 import { sharedReadBuffer } from '../read-buffers.js';
@@ -157,15 +157,7 @@ export class UpstreamConnection {
       throw err;
     }
     if (policy?.released) this.socket.once('close', policy.released);
-    if (policy?.connectTimeoutMs !== undefined) this.connectDeadline(policy.connectTimeoutMs, tls !== undefined);
-    const keepalive = policy?.keepalive;
-    if (keepalive !== undefined) {
-      this.socket.once('connect', () => {
-        try {
-          setTcpKeepalive(this.socket, keepalive);
-        } catch { /* the kernel's keep-alive settings stay */ }
-      });
-    }
+    if (policy !== undefined) applyConnectPolicy(this.socket, tls ? 'secureConnect' : 'connect', policy.connectTimeoutMs, policy.keepalive);
     this.socket.on('error', (err: NodeJS.ErrnoException) => {
       if (this.raw) this.raw.onClose(err);
       else this.fail(err);
@@ -198,16 +190,6 @@ export class UpstreamConnection {
 
   /** Idle time after which the upstream said it closes the connection (less the margin). */
   private reuseUntilIdle = Infinity;
-
-  /** The connection is not made within `ms`: it fails as a connect time-out (Envoy's connect_timeout). */
-  private connectDeadline(ms: number, tls: boolean): void {
-    const socket = this.socket;
-    const timer = setTimeout(() => {
-      socket.destroy(Object.assign(new Error(`upstream connect timeout (${ms} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
-    }, ms);
-    socket.once(tls ? 'secureConnect' : 'connect', () => clearTimeout(timer));
-    socket.once('close', () => clearTimeout(timer));
-  }
 
   /** Goes idle in the pool; false when it may not carry another request (its limits, its age, others waiting). */
   goIdle(now: number): boolean {

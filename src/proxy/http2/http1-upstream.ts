@@ -17,10 +17,9 @@ import { Agent, request, type ClientRequest, type OutgoingHttpHeaders } from 'no
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { clusterConnectionPolicy, type ConnectionPolicy } from '../http1/upstream-pool.js';
-import { setTcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { connectTls, type UpstreamTls } from '../tls/origination.js';
-import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
+import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import { overflowError, type UpstreamTarget } from './upstream-sessions.js';
 
 interface LegOptions {
@@ -107,23 +106,8 @@ class LegAgent extends Agent {
   /** A cluster's connection: its slot back when it closes, connectTimeout, tcpKeepalive, and its record for keepSocketAlive. */
   private govern(socket: LegSocket, policy: ConnectionPolicy, made: 'connect' | 'secureConnect'): void {
     if (policy.released) socket.once('close', policy.released);
-    const ms = policy.connectTimeoutMs;
-    if (ms !== undefined) {
-      const timer = setTimeout(() => {
-        socket.destroy(Object.assign(new Error(`upstream connect timeout (${ms} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
-      }, ms);
-      socket.once(made, () => clearTimeout(timer));
-      socket.once('close', () => clearTimeout(timer));
-    }
-    const keepalive = policy.keepalive;
-    if (keepalive !== undefined) {
-      socket.once('connect', () => {
-        try {
-          setTcpKeepalive(socket, keepalive);
-        } catch { /* the kernel's keep-alive settings stay */ }
-        socket.setKeepAlive = keepClusterKeepalive;
-      });
-    }
+    // node's agent sets its own keep-alive on every response: a socket with the cluster's keeps that.
+    applyConnectPolicy(socket, made, policy.connectTimeoutMs, policy.keepalive, () => { socket.setKeepAlive = keepClusterKeepalive; });
     socket[LEG] = new LegConnection(policy, performance.now());
     this.watchFree();
   }

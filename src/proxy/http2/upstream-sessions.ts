@@ -22,11 +22,11 @@ import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { scope } from '../../log/logger.js';
-import { setTcpKeepalive, type Endpoint, type TcpKeepalive } from '../socket-options.js';
+import type { Endpoint, TcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
-import { connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
+import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { UNLIMITED, type ConnectionPoolSpec } from '../../traffic/spec.js';
 
@@ -339,22 +339,7 @@ export class Http2UpstreamPool {
     trackUpstream(socket, this.stats, e.runtime !== undefined);
     const p = e.policy;
     if (e.releaseSlot) socket.once('close', e.releaseSlot);
-    if (p) {
-      const ms = p.connectTimeoutMs;
-      const timer = setTimeout(() => {
-        socket.destroy(Object.assign(new Error(`upstream connect timeout (${ms} ms)`), { code: 'ETIMEDOUT', connectTimeout: true }));
-      }, ms);
-      socket.once(t.tls ? 'secureConnect' : 'connect', () => clearTimeout(timer));
-      socket.once('close', () => clearTimeout(timer));
-      const keepalive = p.keepalive;
-      if (keepalive !== undefined) {
-        socket.once('connect', () => {
-          try {
-            setTcpKeepalive(socket, keepalive);
-          } catch { /* the kernel's keep-alive settings stay */ }
-        });
-      }
-    }
+    if (p) applyConnectPolicy(socket, t.tls ? 'secureConnect' : 'connect', p.connectTimeoutMs, p.keepalive);
     let connected = false;
     socket.once('error', (err: TlsHandshakeError) => {
       if (connected) return; // the session reports it
