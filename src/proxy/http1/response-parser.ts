@@ -23,7 +23,7 @@ export interface ResponseHead {
   /** A Date header is there. */
   readonly hasDate: boolean;
   /** A 101's Upgrade value (the hop-by-hop lines are not in `parts`). */
-  readonly upgrade?: string;
+  readonly upgrade?: string | undefined;
   /**
    * The head as forwarded, from the status code on (`200 OK\r\nName: value\r\n...`): slices of the
    * bytes read, valid during the callback only. Without the final empty line.
@@ -192,7 +192,9 @@ export class ResponseParser {
       while (TOKEN[b[colon]!] === 1) colon++;
       if (colon === at || b[colon] !== 0x3a) return new ResponseError('header name');
       let le = colon + 1;
-      while (FIELD[b[le]!] === 1) le++; // a value ends at its CR (the head's last one at the latest)
+      // A value ends at its CR (the head's last one at the latest): FIELD's bytes, by comparison
+      // rather than a table read (the common bytes pass the first test).
+      for (let c = b[le]!; (c >= 0x20 && c !== 0x7f) || c === 9; c = b[++le]!);
       if (b[le] !== CR || b[le + 1] !== LF) return new ResponseError('header value');
       let vs = colon + 1;
       let ve = le;
@@ -269,9 +271,8 @@ export class ResponseParser {
     else framing = 'close';
     const keepAlive = framing !== 'close' && framing !== 'tunnel' && (minor === 1 ? !closeToken : keepAliveToken);
     this.final = status >= 200 || switched;
-    this.on.onHead({
-      status, framing, keepAlive, hasDate, parts, ...(status === 101 ? { upgrade } : {}), ...(keepAliveTimeoutMs !== undefined ? { keepAliveTimeoutMs } : {}),
-    });
+    // One shape for every head (no spreads): this runs for every response.
+    this.on.onHead({ status, framing, keepAlive, hasDate, parts, upgrade: status === 101 ? upgrade : undefined, keepAliveTimeoutMs });
     switch (framing) {
       case 'none': this.complete(); break;
       case 'length':
