@@ -196,8 +196,8 @@ function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   const retryOn = o['retryOn'] === undefined ? undefined : parseRetryOn(o['retryOn'], at('retryOn'));
   const retryRemoteLocalities = optBool(o['retryRemoteLocalities'], at('retryRemoteLocalities'));
   if (retryRemoteLocalities !== undefined) {
-    warn(at('retryRemoteLocalities'), 'has no effect here: endpoints are not ordered by locality (locality-aware balancing is not implemented yet), '
-      + 'so every retry may go to any endpoint of the destination, whatever this says');
+    warn(at('retryRemoteLocalities'), 'has no effect here: endpoints are not ordered by locality (locality-aware balancing is not implemented yet, '
+      + 'and this agent has no locality of its own to order them by, as Istio\'s proxy has), so every retry may go to any endpoint of the destination');
   }
   const retryIgnorePreviousHosts = optBool(o['retryIgnorePreviousHosts'], at('retryIgnorePreviousHosts'));
   const backoffMs = optDuration(o['backoff'], at('backoff'));

@@ -9,10 +9,12 @@ import { labelMap } from './selector.js';
 
 export const WORKLOAD_FIELDS = ['address', 'ports', 'labels', 'network', 'locality', 'weight', 'serviceAccount'] as const;
 
-const NETWORK_HAS_NO_EFFECT = 'has no effect here: this agent dials every endpoint directly, as Istio does when the endpoint is on the proxy\'s own network; '
-  + 'reaching endpoints of another network through its gateway (multi-network meshes) is not supported';
-const LOCALITY_HAS_NO_EFFECT = 'is shown in the cluster dumps but does not steer balancing: locality-aware load balancing is not implemented yet '
-  + '(under Istio it prefers the proxy\'s own locality when the DestinationRule sets outlierDetection)';
+// Both are what Istio ignores for a proxy with no network and no locality of its own, which is this
+// agent: its interface has neither (Istio's proxy takes them from istiod's node metadata).
+const NETWORK_HAS_NO_EFFECT = 'has no effect here: this agent has no network of its own, and Istio too dials an endpoint directly when either side\'s '
+  + 'network is unset; reaching endpoints of another network through its gateway (multi-network meshes) is not supported';
+const LOCALITY_HAS_NO_EFFECT = 'is shown in the cluster dumps but does not steer balancing: locality-aware load balancing is not implemented yet; '
+  + 'Istio ranks endpoints by their locality against the proxy\'s own (with outlierDetection), which this agent does not have';
 
 /** Istio's rule for port names (ServiceEntry ports, endpoint and WorkloadEntry port maps): a DNS label. */
 export function checkPortName(name: string, field: string): string {
