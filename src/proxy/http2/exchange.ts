@@ -34,6 +34,8 @@ import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstrea
 
 const log = scope('default');
 const END_STREAM = H2.FLAG_END_STREAM;
+/** How long a pending stream waits for a released connection before it looks again for a session with room. */
+const PENDING_POLL_MS = 100;
 
 /**
  * Moves a body from `from` to `to` with back-pressure (`from` paused while `to` is full), counting
@@ -182,6 +184,8 @@ export class Http2Exchange implements AttemptSender {
   private body: BodyPipe | undefined;
   /** The attempt the upstream handlers belong to: a dropped attempt's late events are ignored. */
   private gen = 0;
+  /** The attempt in flight (traffic management): a stream that finds maxConnections reached waits, then tries it again. */
+  private attemptTo: AttemptRoute | undefined;
   private lines: readonly string[] = [];
   private path = '';
 
@@ -354,6 +358,7 @@ export class Http2Exchange implements AttemptSender {
 
   send(to: AttemptRoute): void {
     if (this.gone) return;
+    this.attemptTo = to;
     this.sendTo(to.address, to.port, to.tls, to);
   }
 
@@ -555,7 +560,7 @@ export class Http2Exchange implements AttemptSender {
   private attemptFailed(err: NodeJS.ErrnoException & { connectTimeout?: true }, transport: string | undefined, rstCode: number | undefined,
     connecting: boolean): void {
     if (err.code === 'EOVERFLOW') {
-      this.attempts!.overflowed('connections (maxConnections)');
+      this.waitForConnection(this.attemptTo!);
       return;
     }
     this.transportFailure = transport;
@@ -569,6 +574,29 @@ export class Http2Exchange implements AttemptSender {
       reason: timedOut ? 'connection timeout' : transport !== undefined ? `connection failure, transport failure reason: ${transport}`
         : connectFailed ? 'connection failure' : refused ? 'remote refused stream reset' : 'connection termination',
       details: upstreamFailureDetails(connectFailed ? 'connection_failure' : refused ? 'protocol_error' : 'connection_termination', err.code, false),
+    });
+  }
+
+  /**
+   * The cluster's maxConnections is reached (a new session or HTTP/1.1 leg was needed): the stream
+   * waits as a pending request, as Envoy queues it (http1MaxPendingRequests, which is Envoy's
+   * max_pending_requests for HTTP/2 too; over it, 503 UO), until a connection of the cluster is
+   * released anywhere — or, every PENDING_POLL_MS, because a session of this worker may have room for
+   * another stream without any connection closing — then tries again.
+   */
+  private waitForConnection(to: AttemptRoute): void {
+    const attempts = this.attempts!;
+    const cluster = this.target!.cluster!.cluster;
+    if (!cluster.tryAcquirePending()) {
+      attempts.overflowed('pending requests (http1MaxPendingRequests)');
+      return;
+    }
+    attempts.waiting('the cluster\'s connections (maxConnections) are all in use');
+    const gen = this.gen;
+    void cluster.waitForConnection(PENDING_POLL_MS).then(() => {
+      cluster.releasePending();
+      if (gen !== this.gen || this.gone || !attempts.waitingOn(to.endpoint)) return;
+      this.sendTo(to.address, to.port, to.tls, to);
     });
   }
 

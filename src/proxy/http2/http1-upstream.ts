@@ -7,8 +7,8 @@
 // A traffic cluster's connections are its own (pooled per cluster name) and follow its
 // DestinationRule connectionPool as the HTTP/1.1 pool's do (../http1/upstream-pool.ts, the same
 // ConnectionPolicy, read once per connection): a new one takes a slot of the cluster's
-// maxConnections, shared by every worker (none left: the request fails at once, 503 UO, as the
-// cluster's HTTP/2 sessions do; it does not wait as a pending request), and gives it back when it
+// maxConnections, shared by every worker (none left: the stream waits as a pending request, as with
+// the cluster's HTTP/2 sessions: exchange.ts waitForConnection), and gives it back when it
 // closes; connectTimeout, tcpKeepalive; maxRequestsPerConnection, maxConnectionDuration, a replaced
 // cluster or a request anywhere waiting for a slot: not kept for another request (and a kept one is
 // closed, looked at a few times a second); idleTimeout (and what is left of maxConnectionDuration):

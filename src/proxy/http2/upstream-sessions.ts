@@ -122,6 +122,8 @@ class SessionEntry {
   /** Streams it may still be given (maxRequestsPerConnection; Infinity: no limit). */
   left: number;
   local: string | undefined;
+  /** At the last idle check, requests elsewhere waited for a connection slot while this session had room. */
+  blocking = false;
   /** Gives back its connection slot in the cluster's maxConnections (at most once); undefined: none held. */
   releaseSlot: (() => void) | undefined;
   readonly waiters: Waiter[] = [];
@@ -238,11 +240,18 @@ export class Http2UpstreamPool {
       for (const [key, list] of this.entries) {
         for (const e of [...list]) {
           if (e.runtime === undefined) continue;
-          if (e.ready && e.streams === 0 && (e.runtime.isClosed || (e.policy!.limited && e.runtime.connectionWaiters() > 0))) {
+          const waiters = e.policy!.limited && e.ready && e.runtime.connectionWaiters() > 0;
+          if (e.ready && e.streams === 0 && (e.runtime.isClosed || waiters)) {
             this.closeIdleEntry(key, e);
-          } else {
-            watched++;
+            continue;
           }
+          // A busy session never idles: requests waiting for a slot while it has room for their
+          // streams wait for another endpoint or worker. Seen at two checks in a row (a waiter for
+          // this session would have joined it by then), it drains, so its slot changes hands.
+          const blocking = waiters && !e.draining && e.streams < e.capacity;
+          if (blocking && e.blocking) this.drain(key, e);
+          e.blocking = blocking;
+          watched++;
         }
       }
       if (watched === 0 && this.waitersTimer !== undefined) {

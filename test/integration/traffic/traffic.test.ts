@@ -127,8 +127,6 @@ describe('traffic management: services, balancing, routes, retries, time-outs, e
   });
   /** The backend connections that carried the HTTP/2 requests seen since `seen` was emptied. */
   const h2Conns = (): Set<number | undefined> => new Set(seen.filter((e) => e.proto === 'h2').map((e) => e.conn));
-  /** The HTTP/1.1 connections (port 8080) that carried the requests seen since. */
-  const h1Conns = (): Set<number | undefined> => new Set(seen.filter((e) => e.path !== undefined && e.proto === undefined).map((e) => e.conn));
   /** The DestinationRule of the host with this connectionPool (YAML, its lines under `connectionPool:`). */
   const pool = (lines: string): string => `---
 apiVersion: networking.mesh.io/v1
@@ -437,7 +435,7 @@ spec:
     await waitFor('the three spent connections closed', () => seen.filter((e) => e.h2 === 'close' && conns.has(e.conn)).length === 3 || undefined);
   });
 
-  it('HTTP/2 upstreams: maxConcurrentStreams 1 spreads streams at once over as many connections; with maxConnections 2, the rest is 503 UO', async () => {
+  it('HTTP/2 upstreams: maxConcurrentStreams 1 spreads streams at once over as many connections; with maxConnections 2, the rest waits as pending (over http1MaxPendingRequests: 503 UO)', async () => {
     await resources(serviceEntry(['b1']) + pool('http: {maxConcurrentStreams: 1}') + NO_RETRIES);
     await mode('b1', 'slow:600');
     try {
@@ -446,15 +444,38 @@ spec:
       assert.deepEqual(countBy(spread, (a) => String(a.status)), { 200: 4 }, JSON.stringify(spread));
       await requestsSeen(4);
       assert.equal(h2Conns().size, 4, 'one connection per stream in flight');
-      await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 2}\nhttp: {maxConcurrentStreams: 1}') + NO_RETRIES);
+      // maxConnections 2: two streams go at once, the others wait as pending requests (Envoy's queue),
+      // at most http1MaxPendingRequests of them; the rest is 503 UO.
+      await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 2}\nhttp: {maxConcurrentStreams: 1, http1MaxPendingRequests: 1}') + NO_RETRIES);
       seen = [];
       const capped = h2({ count: 4, concurrency: 4 });
-      assert.deepEqual(countBy(capped, (a) => String(a.status)), { 200: 2, 503: 2 }, JSON.stringify(capped));
+      assert.deepEqual(countBy(capped, (a) => String(a.status)), { 200: 3, 503: 1 }, JSON.stringify(capped));
       for (const a of capped.filter((x) => x.status === 503)) assert.equal(a.headers['x-envoy-overloaded'], 'true');
-      await requestsSeen(2);
-      assert.equal(h2Conns().size, 2);
+      const waited = capped.filter((x) => x.status === 200).sort((a, b) => a.ms - b.ms).at(-1)!;
+      assert.ok(waited.ms >= 1100, `the pending stream was answered after ${waited.ms} ms: it did not wait for a slot`);
+      await requestsSeen(3);
+      const conns = h2Conns().size;
+      assert.ok(conns >= 2 && conns <= 3, `${conns} connections with maxConnections 2 (a pending stream takes a freed session or a new one)`);
+      await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 2}\nhttp: {maxConcurrentStreams: 1}') + NO_RETRIES);
+      const queued = h2({ count: 4, concurrency: 4 });
+      assert.deepEqual(countBy(queued, (a) => String(a.status)), { 200: 4 }, JSON.stringify(queued));
     } finally {
       await mode('b1', 'ok');
+    }
+  });
+
+  it('HTTP/2 upstreams: maxConnections 1 over three endpoints: a busy session gives its slot up, so no pending stream waits for ever', async () => {
+    await resources(serviceEntry(['b1', 'b2', 'b3']) + pool('tcp: {maxConnections: 1}') + NO_RETRIES);
+    await mode('all', 'slow:300');
+    try {
+      seen = [];
+      // 12 streams at once, balanced over three endpoints, one connection at a time for the cluster:
+      // the session in use drains when others wait, and the slot moves on until every stream is served.
+      const answers = h2({ count: 12, concurrency: 12, timeoutMs: 15000 });
+      assert.deepEqual(countBy(answers, (a) => String(a.status)), { 200: 12 }, JSON.stringify(answers));
+      assert.ok(new Set(answers.map((a) => a.backend)).size >= 2, `served by ${JSON.stringify(countBy(answers, (a) => a.backend))}`);
+    } finally {
+      await mode('all', 'ok');
     }
   });
 
@@ -505,17 +526,19 @@ spec:
     }
   });
 
-  it('the HTTP/1.1 leg of HTTP/2 clients: maxConnections counts its connections (the rest 503 UO); connectTimeout bounds its connect', async () => {
-    await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 1}') + NO_RETRIES);
+  it('the HTTP/1.1 leg of HTTP/2 clients: maxConnections counts its connections (the rest pending, then 503 UO); connectTimeout bounds its connect', async () => {
+    await resources(serviceEntry(['b1']) + pool('tcp: {maxConnections: 1}\nhttp: {http1MaxPendingRequests: 2}') + NO_RETRIES);
     await mode('b1', 'slow:600');
     try {
       seen = [];
-      // An HTTP/2 client to an HTTP/1.1 backend: after the probe, each stream needs a connection of its own.
+      // An HTTP/2 client to an HTTP/1.1 backend: after the probe, each stream needs a connection of its
+      // own, one at a time; two streams wait as pending, the fourth is 503 UO.
       const answers = h2({ url: `http://${VIP}/`, count: 4, concurrency: 4 });
-      assert.deepEqual(countBy(answers, (a) => String(a.status)), { 200: 1, 503: 3 }, JSON.stringify(answers));
+      assert.deepEqual(countBy(answers, (a) => String(a.status)), { 200: 3, 503: 1 }, JSON.stringify(answers));
       for (const a of answers.filter((x) => x.status === 503)) assert.equal(a.headers['x-envoy-overloaded'], 'true');
-      await requestsSeen(1, true);
-      assert.equal(h1Conns().size, 1);
+      const last = answers.filter((x) => x.status === 200).sort((a, b) => a.ms - b.ms).at(-1)!;
+      assert.ok(last.ms >= 1700, `three 600 ms requests over one connection at a time, the last after ${last.ms} ms`);
+      await requestsSeen(3, true);
     } finally {
       await mode('b1', 'ok');
     }
