@@ -3,14 +3,14 @@
 // for later: measured, 8 parallel uploads of 50 MB left ~34 MiB of private memory resident for
 // good, while V8's heap and Buffers had grown by 5. So once the process is quiet again, it asks
 // malloc to hand its free pages back (malloc_trim(0): every thread's arena, not only this one's).
-// Before that, the caller lets go of what it keeps for the next burst (pooled write buffers), and a
-// full collection frees the Buffers that are garbage already: an idle process runs no collection of
-// its own, and their memory would stay until the next burst.
+// Before that, the caller lets go of what it keeps for the next burst (pooled write buffers).
+// No forced full collection (V8's `gc`) any more: measured (scripts/bench-idle.sh), it made the
+// first second of the next burst cost 1.4-1.6x the steady CPU per request (1.18x without it; the
+// compiled code has to warm up again), while RSS 30 s after the footprint bench's load was the same
+// without it (V8's own collections free those Buffers).
 // Under load it does nothing: trimming then would only mean faulting the same pages in again.
-// Every thread runs one (the primary and each worker of --concurrency): a collection reaches only
-// its own isolate, and the process's CPU time says when all of them are quiet.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+// Every thread runs one (the primary and each worker of --concurrency): each holds its own pools,
+// and the process's CPU time says when all of them are quiet.
 import { koffi } from '../native/koffi.js';
 import { scope } from '../log/logger.js';
 
@@ -32,23 +32,10 @@ function loadTrim(): Trim | undefined {
   }
 }
 
-/** V8's full collection: the flag exposes `gc` to the contexts made after it is set. */
-function loadFullGc(): (() => void) | undefined {
-  try {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : undefined;
-  } catch (err) {
-    log.debug(`full collection not available: ${(err as Error).message}`);
-    return undefined;
-  }
-}
-
 /** Starts the check (an unref'd timer); answers how to stop it. `release` drops what is kept for the next burst. */
 export function trimAfterBursts(release: () => void = () => undefined): () => void {
   const trim = loadTrim();
   if (!trim) return () => undefined;
-  let fullGc: (() => void) | undefined | null = null; // made at the first trim: a context costs ~2 ms
   let last = process.cpuUsage();
   /** CPU was spent since the last trim: there may be something to give back. */
   let busySince = false;
@@ -63,8 +50,6 @@ export function trimAfterBursts(release: () => void = () => undefined): () => vo
     if (!busySince) return;
     busySince = false;
     release();
-    if (fullGc === null) fullGc = loadFullGc();
-    fullGc?.();
     trim(0);
   }, CHECK_EVERY_MS).unref();
   return () => clearInterval(timer);
