@@ -7,7 +7,11 @@
 // at every start, a dozen chunks ~115 ms (README, "Start-up"). The tests import dist/src directly.
 // koffi stays outside (it loads its native library from its own package directory), and so does
 // whatever is required at run time by name (yaml, src/config/yaml.ts).
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+
+// Chunks are named by content hash: without this, every rebuild would leave the last one's behind.
+rmSync('dist/bundle', { recursive: true, force: true });
 
 await build({
   entryPoints: {
