@@ -105,6 +105,10 @@ export class ServiceIndex {
   /** Port → the services without addresses that declare TCP or HTTP on it (matched by their endpoints). */
   readonly #addressless = new Map<number, ServiceSpec[]>();
   #endpointsOf: ServiceIndexOptions['endpointsOf'];
+  /** forRequest's last question and answer (an index is immutable once built: it never goes stale). */
+  readonly #lastRequest: { authority: string | undefined; address: string; port: number; service: ServiceSpec | undefined } = {
+    authority: undefined, address: '', port: -1, service: undefined,
+  };
 
   private constructor() {}
 
@@ -238,11 +242,18 @@ export class ServiceIndex {
 
   /** An HTTP request: by its Host, else by its original destination (the rule; see docs/TRAFFIC-CONFIG.md). */
   forRequest(authority: string | undefined, address: string, port: number): ServiceSpec | undefined {
-    if (authority !== undefined && authority !== '') {
-      const named = this.byHost(authority, port);
-      if (named !== undefined) return named;
-    }
-    return this.byDestination(address, port);
+    // The last answer is kept: a client's requests mostly repeat the Host and destination of the one
+    // before (three comparisons instead of parsing and lower-casing the Host, and two map lookups).
+    const last = this.#lastRequest;
+    if (authority === last.authority && port === last.port && address === last.address) return last.service;
+    let service: ServiceSpec | undefined;
+    if (authority !== undefined && authority !== '') service = this.byHost(authority, port);
+    service ??= this.byDestination(address, port);
+    last.authority = authority;
+    last.address = address;
+    last.port = port;
+    last.service = service;
+    return service;
   }
 }
 

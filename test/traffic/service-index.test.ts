@@ -67,6 +67,24 @@ describe('ServiceIndex', () => {
     assert.equal(index.forRequest('unknown.example.com', '10.9.9.9', 9080), undefined, 'the original destination, as today');
   });
 
+  it('an HTTP request: the kept last answer never answers another question (each part changed, then back)', () => {
+    const asked: [string | undefined, string, number, string][] = [
+      ['reviews', '10.9.9.9', 9080, 'reviews.shop.svc.cluster.local'],
+      ['reviews', '10.9.9.9', 9080, 'reviews.shop.svc.cluster.local'],
+      ['reviews', '10.9.9.9', 80, '-'],
+      ['unknown.example.com', '10.9.9.9', 9080, '-'],
+      ['unknown.example.com', '10.0.0.10', 9080, 'reviews.shop.svc.cluster.local'],
+      ['unknown.example.com', '10.9.9.9', 9080, '-'],
+      [undefined, '10.20.30.40', 5432, 'narrow.example.com'],
+      ['', '10.20.30.40', 5432, 'narrow.example.com'],
+      [undefined, '10.99.99.99', 5432, '-'],
+      ['reviews', '10.9.9.9', 9080, 'reviews.shop.svc.cluster.local'],
+    ];
+    for (const [a, address, port, want] of asked) {
+      assert.equal(index.forRequest(a, address, port)?.host ?? '-', want, `${a} to ${address}:${port}`);
+    }
+  });
+
   it('a connection\'s protocol, from its destination\'s ServiceEntry port: TCP family, HTTP family, or sniffed', () => {
     const idx = ServiceIndex.build(buildClusters(snapshotOf(
       se('mixed', `{hosts: [mixed.example.com], addresses: [10.0.0.1, "fd00::1", 10.30.0.0/16], resolution: STATIC, endpoints: [{address: 10.9.0.1}], ports: [
