@@ -57,6 +57,12 @@ export type ServiceL4Routes =
 
 export interface L4RouteTable {
   readonly byService: ReadonlyMap<ServiceSpec, ServiceL4Routes>;
+  /**
+   * Port → the services without `addresses` whose TLS port has `tls` routes: a connection to one of
+   * their endpoints cannot be told apart by address, so the server name picks the service too (as
+   * Istio's listener on 0.0.0.0 for such a port does), in this order.
+   */
+  readonly addressless: ReadonlyMap<number, readonly ServiceSpec[]>;
   /** Routes that can never apply, destinations no cluster serves. */
   readonly warnings: readonly string[];
 }
@@ -129,6 +135,7 @@ export function buildL4RouteTable(virtualServices: readonly VirtualService[], se
   };
 
   const byService = new Map<ServiceSpec, ServiceL4Routes>();
+  const addressless = new Map<number, ServiceSpec[]>();
   for (const service of set.services) {
     const family = portFamily(service.port.protocol);
     if (family === 'http' || family === 'udp') continue;
@@ -151,7 +158,10 @@ export function buildL4RouteTable(virtualServices: readonly VirtualService[], se
           }
         });
       }
-      if (entries.length > 0) byService.set(service, { kind: 'tls', entries });
+      if (entries.length > 0) {
+        byService.set(service, { kind: 'tls', entries });
+        if (service.entry.addresses.length === 0) addressless.set(port, [...addressless.get(port) ?? [], service]);
+      }
       continue;
     }
     const subnets: SubnetRoute[] = [];
@@ -192,7 +202,7 @@ export function buildL4RouteTable(virtualServices: readonly VirtualService[], se
       }
     }
   }
-  return { byService, warnings };
+  return { byService, addressless, warnings };
 }
 
 /** The most specific prefix length among `cidrs` that holds `ip`; -1 when none does. */
@@ -254,6 +264,21 @@ export function selectTlsRoute(routes: Extract<ServiceL4Routes, { kind: 'tls' }>
     }
   }
   return chosen;
+}
+
+/**
+ * A TLS connection to a port where services without addresses have `tls` routes, and whose
+ * destination no service's address claims: the first such service with a route for its server name.
+ * Undefined: none (the connection keeps its original destination, as before).
+ */
+export function selectAddresslessTlsRoute(table: L4RouteTable, port: number, destination: Uint8Array | undefined,
+  serverName: string | undefined): L4Route | undefined {
+  for (const service of table.addressless.get(port) ?? []) {
+    const routes = table.byService.get(service);
+    const route = routes?.kind === 'tls' ? selectTlsRoute(routes, destination, serverName) : undefined;
+    if (route !== undefined) return route;
+  }
+  return undefined;
 }
 
 /** The destination a connection takes on `route`, by weight (once per connection); undefined: every weight is 0. */

@@ -21,7 +21,9 @@ import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type Se
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
 import type { ServiceIndex } from './service-index.js';
-import { pickL4Destination, selectTcpRoute, selectTlsRoute, type L4RouteTable, type ServiceL4Routes } from './l4-routes.js';
+import {
+  pickL4Destination, selectAddresslessTlsRoute, selectTcpRoute, selectTlsRoute, type L4Route, type L4RouteTable, type ServiceL4Routes,
+} from './l4-routes.js';
 import { parseIp } from '../security/authz/cidr.js';
 import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 
@@ -137,10 +139,27 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       route = selectTlsRoute(routes, ip, facts.sni);
       if (route === undefined) return noTlsRoute(service, facts.sni);
     }
+    return routeRuntime(t, route);
+  };
+
+  /** The cluster of the destination a connection on `route` takes (by weight, once). */
+  const routeRuntime = (t: MeshTraffic, route: L4Route): ClusterRuntime | LocalReply => {
     const picked = pickL4Destination(route, Math.random);
     if (picked === undefined) return noCluster('-', `the route ${route.name} has no destination with weight above 0`);
     if (picked.kind === 'no-cluster') return noCluster(picked.name, picked.reason);
     return t.clusters.get(picked.cluster.name) ?? noCluster(picked.cluster.name, `the route ${route.name} names a cluster that does not exist`);
+  };
+
+  /**
+   * A connection no service's address claims, on a port where TLS services without addresses have
+   * `tls` routes: when the port's protocol there is TCP (the destination is one of their endpoints),
+   * the ClientHello's server name picks the route; none: the original destination, as before.
+   */
+  const addresslessTls = (t: MeshTraffic, l4: L4RouteTable, facts: ConnectionFacts): ClusterRuntime | LocalReply | typeof AWAIT_SERVER_NAME | undefined => {
+    if (t.index.protocolAt(facts.destination.address, facts.destination.port) !== 'tcp') return undefined;
+    if (facts.helloRead !== true) return AWAIT_SERVER_NAME;
+    const route = selectAddresslessTlsRoute(l4, facts.destination.port, parseIp(facts.destination.address), facts.sni);
+    return route === undefined ? undefined : routeRuntime(t, route);
   };
 
   return {
@@ -224,15 +243,21 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       const t = o.traffic();
       if (t === undefined || t.set.services.length === 0) return undefined;
       const service = t.index.byDestination(facts.destination.address, facts.destination.port);
-      if (service === undefined) return undefined;
       let runtime: ClusterRuntime | undefined;
-      const routes = t.l4?.byService.get(service);
-      if (routes !== undefined) {
-        const routed = l4Cluster(t, service, routes, facts);
-        if (routed !== undefined && 'kind' in routed) return routed; // a reply, or the server name first
+      if (service === undefined) {
+        if (t.l4 === undefined || !t.l4.addressless.has(facts.destination.port)) return undefined;
+        const routed = addresslessTls(t, t.l4, facts);
+        if (routed === undefined || 'kind' in routed) return routed;
         runtime = routed;
+      } else {
+        const routes = t.l4?.byService.get(service);
+        if (routes !== undefined) {
+          const routed = l4Cluster(t, service, routes, facts);
+          if (routed !== undefined && 'kind' in routed) return routed; // a reply, or the server name first
+          runtime = routed;
+        }
+        runtime ??= defaultCluster(t, service);
       }
-      runtime ??= defaultCluster(t, service);
       if (runtime === undefined || passesThrough(runtime)) return undefined;
       const made = target(t, runtime, false);
       if (runtime.hashKey?.kind !== 'sourceIp' || facts.source === undefined) return made;

@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import type { Workload } from '../../src/config/resources/types.js';
 import { parseIp } from '../../src/security/authz/cidr.js';
 import { buildClusters, type ServiceSpec } from '../../src/traffic/clusters.js';
-import { buildL4RouteTable, pickL4Destination, selectTcpRoute, selectTlsRoute, type L4RouteTable, type ServiceL4Routes } from '../../src/traffic/l4-routes.js';
+import { buildL4RouteTable, pickL4Destination, selectAddresslessTlsRoute, selectTcpRoute, selectTlsRoute, type L4RouteTable, type ServiceL4Routes } from '../../src/traffic/l4-routes.js';
 import { dr, se, snapshotOf, vs, SHOP } from './resources.js';
 
 const ENTRIES = [
@@ -120,4 +120,20 @@ it('destinations: resolved with the table (a missing subset is NC, warned); the 
   }
   // Binomial(4000, 0.75): sd ≈ 27; ±150 is 5.5 sd (false failure < 1e-7, and the seed is fixed anyway).
   assert.ok(Math.abs((counts.get('outbound|5432|a|db.example.com') ?? 0) - 3000) < 150, JSON.stringify([...counts]));
+});
+
+it('tls on entries without addresses: listed by port, the server name picks among them (a name none routes: undefined)', () => {
+  const snapshot = snapshotOf(...ENTRIES,
+    se('ext', '{hosts: [ext.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: STATIC, endpoints: [{address: 10.3.0.1}]}'),
+    se('ext2', '{hosts: [two.example.com], ports: [{number: 443, name: tls, protocol: TLS}], resolution: STATIC, endpoints: [{address: 10.3.0.2}]}'),
+    vs('ext', '{hosts: [ext.example.com], tls: [{match: [{sniHosts: [ext.example.com]}], route: [{destination: {host: ext.example.com}}]}]}'),
+    vs('ext2', '{hosts: [two.example.com], tls: [{match: [{sniHosts: [two.example.com]}], route: [{destination: {host: two.example.com}}]}]}'),
+    vs('api', '{hosts: [api.example.com], tls: [{match: [{sniHosts: [api.example.com]}], route: [{destination: {host: api.example.com}}]}]}'));
+  const set = buildClusters(snapshot, { workload: SHOP });
+  const t = buildL4RouteTable(snapshot.virtualServices, set, { workload: SHOP })!;
+  assert.deepEqual(t.addressless.get(443)?.map((s) => s.host), ['ext.example.com', 'two.example.com'], 'api has addresses: not listed');
+  assert.equal(selectAddresslessTlsRoute(t, 443, ip('10.3.0.1'), 'two.example.com')?.name, 'shop/ext2 tls[0]');
+  assert.equal(selectAddresslessTlsRoute(t, 443, ip('10.3.0.1'), 'ext.example.com')?.name, 'shop/ext tls[0]');
+  assert.equal(selectAddresslessTlsRoute(t, 443, ip('10.3.0.1'), 'api.example.com'), undefined);
+  assert.equal(selectAddresslessTlsRoute(t, 8443, ip('10.3.0.1'), 'ext.example.com'), undefined);
 });

@@ -68,6 +68,33 @@ spec:
     route: [{destination: {host: api.example.com, subset: v1}}]
 `;
 
+/** A TLS entry without addresses (an external name, as egress entries are written): its endpoints are the TLS servers too. */
+const EXTERNAL = `apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: ext, namespace: default}
+spec:
+  hosts: [ext.example.com]
+  ports: [{number: 443, name: tls, protocol: TLS}]
+  resolution: STATIC
+  endpoints: [{address: ${API_V1}, labels: {v: v1}}, {address: ${API_V2}, labels: {v: v2}}]
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: ext, namespace: default}
+spec:
+  host: ext.example.com
+  subsets: [{name: v1, labels: {v: v1}}, {name: v2, labels: {v: v2}}]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: ext, namespace: default}
+spec:
+  hosts: [ext.example.com]
+  tls:
+  - match: [{sniHosts: [ext.example.com]}]
+    route: [{destination: {host: ext.example.com, subset: v2}}]
+`;
+
 /** The db routes: 5432 split by `weightA` / 100 - weightA; 5433 (sniffed) to b, past a route for other workloads. */
 const dbRoutes = (weightA: number): string => `apiVersion: networking.mesh.io/v1
 kind: VirtualService
@@ -125,8 +152,8 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
   const countTags = (host: string, port: number, n: number): Record<string, number> =>
     JSON.parse(sp.pod.exec(process.execPath, ['-e', COUNT_TAGS, host, String(port), String(n)]).stdout) as Record<string, number>;
   /** What the endpoint said over TLS (openssl's exit code is 1 either way once the server closes: not compared). */
-  const sClient = (serverName: string | undefined): string => {
-    const r = sp.pod.exec('timeout', ['5', 'openssl', 's_client', '-connect', `${API}:443`, '-quiet',
+  const sClient = (serverName: string | undefined, address = API): string => {
+    const r = sp.pod.exec('timeout', ['5', 'openssl', 's_client', '-connect', `${address}:443`, '-quiet',
       ...(serverName === undefined ? ['-noservername'] : ['-servername', serverName])], { input: '', allowFailure: true });
     return r.stdout.trim();
   };
@@ -137,6 +164,7 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
         'etc/mesh/pod/labels': 'app="client"\n',
         'etc/mesh/config/mesh': 'accessLogFile: /dev/stdout\n',
         'etc/mesh/resources/entries.yaml': ENTRIES,
+        'etc/mesh/resources/external.yaml': EXTERNAL,
         'etc/mesh/resources/db-routes.yaml': dbRoutes(80),
       },
       env: ['POD_NAMESPACE=default', 'FILE_DEBOUNCE_DURATION=50ms'],
@@ -194,6 +222,11 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
     assert.equal(sClient('v2.api.example.com'), 'v2 v2.api.example.com', sp.stderr());
     assert.equal(sClient('api.example.com'), 'v1 api.example.com');
     assert.equal(sClient('x.api.example.com'), 'v1 x.api.example.com');
+  });
+
+  it('tls to an entry without addresses: the server name picks the route at its endpoints\' addresses; another name keeps the original destination', () => {
+    assert.equal(sClient('ext.example.com', API_V1), 'v2 ext.example.com');
+    assert.equal(sClient('other.example.org', API_V1), 'v1 other.example.org');
   });
 
   it('tls: a server name no route matches, and no server name at all, get the connection closed, NR in the access log', async () => {
