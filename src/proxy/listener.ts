@@ -542,6 +542,7 @@ export class CaptureListener {
         routeByHello(hello.kind === 'hello' ? hello.serverName : undefined);
       };
       const routeByHello = (sni: string | undefined): void => {
+        this.silent.delete(downstream);
         if (timer) clearTimeout(timer);
         detachReader(downstream, onHello);
         downstream.off('end', onHelloEnd);
@@ -554,6 +555,9 @@ export class CaptureListener {
         asTcp(sni === undefined ? 'tcp' : 'tls');
       };
       const onHelloEnd = (): void => routeByHello(undefined);
+      // Nothing is open for it yet: a drain that closes idle connections may close it.
+      this.silent.add(downstream);
+      downstream.once('close', () => this.silent.delete(downstream));
       attachReader(downstream, onHello);
       downstream.on('end', onHelloEnd);
       timer = setTimeout(() => {

@@ -40,6 +40,10 @@ function parseL4Match(o: Readonly<Record<string, unknown>>, field: string, ctx: 
     : list(o['gateways'], at('gateways')).map((g, i) => ctx.gatewayRef(g, item(at('gateways'), i)));
   // The gateway has no TCP / TLS passthrough listener: a match that would bind there is refused.
   if ((gateways ?? ctx.gateways).some((g) => g !== MESH)) throw new FieldError(gateways !== undefined ? at('gateways') : 'spec.gateways', GATEWAY_TCP_TLS);
+  if (gateways !== undefined && !ctx.gateways.includes(MESH)) {
+    // Sidecars take only VirtualServices bound to mesh: Istio accepts this match and never applies it.
+    ctx.warn(at('gateways'), 'has no effect: the VirtualService is not bound to mesh (spec.gateways), so no sidecar uses this match; add mesh to spec.gateways');
+  }
   return {
     ...(port !== undefined ? { port } : {}),
     ...(destinationSubnets !== undefined && destinationSubnets.length > 0 ? { destinationSubnets } : {}),

@@ -86,4 +86,7 @@ it('refuses tcp and tls routes bound to a gateway (no TCP / TLS passthrough serv
   // A match bound to mesh alone, in a VirtualService that is also on a gateway, is the sidecars'.
   const v = read(vs(`gateways: [mesh, gw]\ntcp: [{match: [{gateways: [mesh], port: 1}], ${to}}]`));
   assert.deepEqual(v.tcp?.[0]?.match, [{ gateways: ['mesh'], port: 1 }]);
+  // A match bound to mesh in a VirtualService that is not: no sidecar uses it (Istio accepts it): warned.
+  const { warnings } = acceptWarned(vs(`gateways: [shop/gw]\ntcp: [{match: [{gateways: [mesh]}], ${to}}]`));
+  assert.deepEqual(warnings, ['spec.tcp[0].match[0].gateways: has no effect: the VirtualService is not bound to mesh (spec.gateways), so no sidecar uses this match; add mesh to spec.gateways']);
 });
