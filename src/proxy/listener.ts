@@ -420,7 +420,8 @@ export class CaptureListener {
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
       if (connectFailed || !upstream || upstream.destroyed) {
-        stats.upstreamCxConnectFail++;
+        // No route (NR, NC) is not an upstream attempt.
+        if ((failFlag & (FLAG.NR | FLAG.NC)) === 0) stats.upstreamCxConnectFail++;
         if (pool !== undefined) stats.routedCxConnectFail++;
         upstream?.destroy();
         tcpLog?.write(failFlag, connectError);

@@ -183,12 +183,16 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
   });
   after(() => sp?.close());
 
-  it('tcp: weights are chosen per connection (80/20 over 200 connections)', () => {
+  it('tcp: weights are chosen per connection (80/20 over 200 connections)', async () => {
     const counts = countTags(DB, 5432, 200);
     // Binomial(200, 0.8): sd ≈ 5.7; 160 ± 28 is 4.9 sd each way: a false failure ≈ 1e-6 (< 1e-4). The
     // service's own balancing (no route) would give about 100 each.
     assert.equal((counts['a'] ?? 0) + (counts['b'] ?? 0), 200, `${JSON.stringify(counts)}\n${sp.stderr()}`);
     assert.ok(Math.abs((counts['a'] ?? 0) - 160) <= 28, JSON.stringify(counts));
+    // The access log (written in batches) names the subset cluster each connection went to.
+    await waitFor('both clusters in the access log', () => (/outbound\|5432\|a\|db\.example\.com/.test(sp.stdout())
+      && /outbound\|5432\|b\|db\.example\.com/.test(sp.stdout()) ? true : undefined), 3000)
+      .catch(() => assert.fail(`the access log does not name both clusters:\n${sp.stdout().slice(0, 2000)}`));
   });
 
   it('tcp on a sniffed port: the route for this workload\'s labels and port (a route for other labels is passed over)', () => {
