@@ -18,7 +18,6 @@ const GATEWAY_TCP_TLS = 'is not supported yet on a gateway: this agent\'s gatewa
   + 'so tcp and tls routes apply to sidecars only: bind this route to mesh alone';
 
 export interface L4RouteContext {
-  readonly namespace: string;
   /** The VirtualService's hosts (lower-cased): each SNI host must lie within one. */
   readonly hosts: readonly string[];
   /** The VirtualService's gateways, resolved (`mesh`, `ns/name`). */

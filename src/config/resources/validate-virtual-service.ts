@@ -340,7 +340,7 @@ export function validateVirtualService(spec: unknown, meta: ResourceMeta, warn: 
     throw new FieldError('spec.hosts', 'the host * is not allowed in a VirtualService bound to the mesh gateway (Istio\'s rule)');
   }
   const http = optList(s['http'], 'spec.http').map((r, i) => parseRoute(r, item('spec.http', i), meta.namespace, gateways, warn));
-  const l4: L4RouteContext = { namespace: meta.namespace, hosts, gateways, gatewayRef: (g, at) => resolveGatewayRef(g, at, meta.namespace), warn };
+  const l4: L4RouteContext = { hosts, gateways, gatewayRef: (g, at) => resolveGatewayRef(g, at, meta.namespace), warn };
   const tcp = parseTcpRoutes(s['tcp'], l4, parseRouteDestinations);
   const tls = parseTlsRoutes(s['tls'], l4, parseRouteDestinations);
   if (http.length === 0 && tcp.length === 0 && tls.length === 0) {
