@@ -45,6 +45,7 @@ import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js
 import { gatewayClusters, meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
 import { hostNames, ServiceIndex } from '../traffic/service-index.js';
 import { meshVirtualServices } from '../traffic/mesh-routes.js';
+import { buildL4RouteTable } from '../traffic/l4-routes.js';
 import { buildMeshRouteTable } from '../routing/index.js';
 import { TrafficStore } from '../traffic/shared-state.js';
 
@@ -346,7 +347,8 @@ export class DataPlane {
     const routes = buildMeshRouteTable(meshVirtualServices(snapshot.virtualServices, { workload, clusterDomain: domain }), {
       hostNames: (host) => [...hostNames(host, workload.namespace, domain), ...addresses.get(host) ?? []],
     });
-    if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings]) log.warn(`traffic: ${w}`);
+    const l4 = buildL4RouteTable(snapshot.virtualServices, set, { workload, clusterDomain: domain });
+    if (this.o.primary) for (const w of [...set.warnings, ...routes.warnings, ...l4?.warnings ?? []]) log.warn(`traffic: ${w}`);
     this.clusters.update(set, snapshot.workloadEntries);
     const clusters = this.clusters;
     // EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY (default true): false puts 503 back into Istio's default retry policy.
@@ -359,6 +361,7 @@ export class DataPlane {
         endpointsOf: (service) => clusters.get(clusterName(service.port.number, undefined, service.host))?.endpoints,
       }),
       route: meshRouter(routes, set, domain, { retry503 }),
+      l4,
     };
   }
 

@@ -81,7 +81,18 @@ export interface ConnectionFacts {
   readonly kind: 'tcp' | 'tls' | 'h2' | 'connect';
   /** The server name of the client's TLS ClientHello (mutual TLS terminated here, or TLS carried as bytes); absent otherwise. */
   readonly sni?: string | undefined;
+  /**
+   * True when the client's first bytes were read for a ClientHello before routing (AWAIT_SERVER_NAME):
+   * `sni` is then all there is to know (absent: no TLS, or no server name).
+   */
+  readonly helloRead?: boolean | undefined;
 }
+
+/**
+ * connectionCluster's answer when the destination's routes go by the server name (VirtualService
+ * `tls` routes): nothing is opened, the ClientHello is read, and the question asked again with it.
+ */
+export const AWAIT_SERVER_NAME: { readonly kind: 'await-server-name' } = Object.freeze({ kind: 'await-server-name' });
 
 export interface ConnectionVerdict {
   readonly allowed: boolean;
@@ -127,8 +138,10 @@ export interface RequestDecider {
   /**
    * Traffic management: the cluster a connection carried as opaque bytes goes to (an endpoint is
    * chosen per connection; its tlsFor gives TCP's TLS). Undefined or absent: the original destination.
+   * A LocalReply: none (its flag, NR or NC, and body say why; the connection is closed).
+   * AWAIT_SERVER_NAME: ask again once the ClientHello is read (`helloRead`).
    */
-  connectionCluster?(facts: ConnectionFacts): ClusterTarget | undefined;
+  connectionCluster?(facts: ConnectionFacts): ClusterTarget | LocalReply | typeof AWAIT_SERVER_NAME | undefined;
   /**
    * How a connection to `destination` is carried, by the protocol its ServiceEntry port declares
    * (asked once per connection, before a byte is read): `tcp` — relayed from the first byte, never

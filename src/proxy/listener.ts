@@ -18,7 +18,7 @@ import {
 } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
-import type { ClusterTarget, ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
+import { AWAIT_SERVER_NAME, type ClusterTarget, type ConnectionFacts, type ConnectionVerdict, type RequestDecider } from './decider.js';
 import { isPickFailure, type Endpoint as TrafficEndpoint } from '../traffic/cluster.js';
 import { OUTCOME } from '../traffic/retry.js';
 import { setTcpKeepalive } from './socket-options.js';
@@ -266,19 +266,26 @@ export class CaptureListener {
 
   /**
    * Traffic management: the endpoint of the cluster that serves this connection's destination, with
-   * the TLS to reach it; `failed`: why none (UH, UO); undefined: no cluster serves it.
+   * the TLS to reach it; `failed`: why none (UH, UO; NR, NC from the routes); `awaitServerName`: the
+   * routes need the ClientHello's server name (ask again with `hello`); undefined: no cluster serves it.
    */
-  private routeConnection(downstream: Socket, dst: Endpoint): ConnectionRoute | undefined {
+  private routeConnection(downstream: Socket, dst: Endpoint, hello?: { readonly sni: string | undefined }): ConnectionRoute | undefined {
     const d = this.o.decider;
     if (!d?.connectionCluster) return undefined;
-    let target: ClusterTarget | undefined;
+    let target: ReturnType<NonNullable<RequestDecider['connectionCluster']>>;
     try {
-      target = d.connectionCluster({ source: downstream.remoteAddress, destination: dst, kind: 'tcp' });
+      target = d.connectionCluster(hello === undefined
+        ? { source: downstream.remoteAddress, destination: dst, kind: 'tcp' }
+        : { source: downstream.remoteAddress, destination: dst, kind: 'tls', sni: hello.sni, helloRead: true });
     } catch (err) {
       log.error(`connection routing failed: ${(err as Error).message}`);
       return { failed: 'UH', reason: 'connection routing failed', cluster: undefined };
     }
     if (target === undefined) return undefined;
+    if ('kind' in target) {
+      if (target.kind === AWAIT_SERVER_NAME.kind) return AWAITING_SERVER_NAME;
+      return { failed: target.flag === 'NC' ? 'NC' : 'NR', reason: target.body.trim(), cluster: undefined };
+    }
     const picked = target.cluster.pickConnection(target.hash === undefined ? undefined : { hash: target.hash });
     if (isPickFailure(picked)) return { failed: picked.flag, reason: picked.body, cluster: target.cluster.name };
     const tls = target.tlsFor(picked.spec);
@@ -321,17 +328,20 @@ export class CaptureListener {
     // client speaks). Undefined: sniffed.
     const declared = mode === 'DISABLE' ? this.declaredProtocol(dst) : undefined;
     // A cluster's endpoint (traffic management), or the original destination.
-    const routed = declared === 'http' ? undefined : this.routeConnection(downstream, dst);
-    const upDst = routed && !('failed' in routed) ? routed.dst : dst;
+    let routed = declared === 'http' ? undefined : this.routeConnection(downstream, dst);
+    // TLS routes: nothing is opened nor planned until the ClientHello names a server (awaitHello below).
+    const awaitsHello = routed === AWAITING_SERVER_NAME;
+    let upDst = routed && 'target' in routed ? routed.dst : dst;
     // Declared HTTP: planned only if the connection turns out not to be HTTP (asTcp).
-    let upTls = declared === 'http' ? undefined : routed ? ('failed' in routed ? routed.reason : routed.tls) : this.upstreamTls(downstream, dst);
+    let upTls = declared === 'http' || awaitsHello ? undefined
+      : routed ? ('failed' in routed ? routed.reason : 'target' in routed ? routed.tls : undefined) : this.upstreamTls(downstream, dst);
     let verdict = this.tcpVerdict(downstream, dst, peer);
     const started = this.o.accessLog ? performance.now() : 0;
     let upstream: Socket | undefined;
     let connectFailed = false;
     /** Why, for the log (ECONNREFUSED, or the socket libc would not make). */
     let connectError: string | undefined;
-    /** Envoy's flag when no connection could be made: UF, or the cluster's UH / UO. */
+    /** Envoy's flag when no connection could be made: UF, or the cluster's UH / UO, the routes' NR / NC. */
     let failFlag: number = routed && 'failed' in routed ? FLAG[routed.failed] : FLAG.UF;
     /** The cluster's maxConnections slot of the upstream opened ahead, given back at once when it is dropped. */
     let releaseSlot: (() => void) | undefined;
@@ -341,7 +351,7 @@ export class CaptureListener {
         connectError = upTls;
         return undefined;
       }
-      const cluster = routed && !('failed' in routed) ? routed : undefined;
+      const cluster = routed && 'target' in routed ? routed : undefined;
       if (cluster && !cluster.target.cluster.tryAcquireConnection(cluster.endpoint)) {
         connectFailed = true;
         connectError = 'overflow';
@@ -394,7 +404,8 @@ export class CaptureListener {
       }
       const tcpLog = this.o.accessLog
         ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined, peer,
-          this.o.meshTls?.contexts()?.certificate.spiffeId, routed ? { host: upDst, cluster: 'failed' in routed ? routed.cluster : routed.target.cluster.name } : undefined)
+          this.o.meshTls?.contexts()?.certificate.spiffeId, routed && routed !== AWAITING_SERVER_NAME
+            ? { host: upDst, cluster: 'failed' in routed ? routed.cluster : 'target' in routed ? routed.target.cluster.name : undefined } : undefined)
         : undefined;
       if (verdict && !verdict.allowed) {
         dropUpstream();
@@ -405,11 +416,12 @@ export class CaptureListener {
         return;
       }
       stats.tcpCxTotal++;
-      const pool = routed && !('failed' in routed) ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
+      const pool = routed && 'target' in routed ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
       if (connectFailed || !upstream || upstream.destroyed) {
-        stats.upstreamCxConnectFail++;
+        // No route (NR, NC) is not an upstream attempt.
+        if ((failFlag & (FLAG.NR | FLAG.NC)) === 0) stats.upstreamCxConnectFail++;
         if (pool !== undefined) stats.routedCxConnectFail++;
         upstream?.destroy();
         tcpLog?.write(failFlag, connectError);
@@ -522,6 +534,40 @@ export class CaptureListener {
       upstream?.off('readable', onUpstreamFirst);
       downstream.pause();
     };
+    if (awaitsHello) {
+      // TLS routes: the ClientHello chooses the route, then the connection is relayed whole from its first byte.
+      const onHello = (chunk: Buffer): void => {
+        head = head.length === 0 ? owned(chunk) : Buffer.concat([head, chunk]);
+        const hello = readClientHello(head);
+        if (hello.kind === 'incomplete') return;
+        routeByHello(hello.kind === 'hello' ? hello.serverName : undefined);
+      };
+      const routeByHello = (sni: string | undefined): void => {
+        this.silent.delete(downstream);
+        if (timer) clearTimeout(timer);
+        detachReader(downstream, onHello);
+        downstream.off('end', onHelloEnd);
+        downstream.pause();
+        routed = this.routeConnection(downstream, dst, { sni });
+        if (routed === AWAITING_SERVER_NAME) routed = { failed: 'NR', reason: 'no route for the server name', cluster: undefined };
+        upDst = routed && 'target' in routed ? routed.dst : dst;
+        upTls = routed ? ('failed' in routed ? routed.reason : 'target' in routed ? routed.tls : undefined) : this.upstreamTls(downstream, dst);
+        failFlag = routed && 'failed' in routed ? FLAG[routed.failed] : FLAG.UF;
+        asTcp(sni === undefined ? 'tcp' : 'tls');
+      };
+      const onHelloEnd = (): void => routeByHello(undefined);
+      // Nothing is open for it yet: a drain that closes idle connections may close it.
+      this.silent.add(downstream);
+      downstream.once('close', () => this.silent.delete(downstream));
+      attachReader(downstream, onHello);
+      downstream.on('end', onHelloEnd);
+      timer = setTimeout(() => {
+        detachReader(downstream, onHello);
+        downstream.destroy();
+      }, this.headTimeoutMs).unref();
+      downstream.resume();
+      return;
+    }
     if (declared === 'tcp') {
       // Relayed from the first byte, whoever speaks first: nothing is read before the upstream is asked for.
       asTcp('tcp');
@@ -555,7 +601,11 @@ function relayEnded(): void { /* nothing to log */ }
 /** Where a connection carried as TCP goes when a cluster serves its destination (routeConnection). */
 type ConnectionRoute =
   | { readonly target: ClusterTarget; readonly endpoint: TrafficEndpoint; readonly dst: Endpoint; readonly tls: UpstreamTls | string | undefined }
-  | { readonly failed: 'UH' | 'UO'; readonly reason: string; readonly cluster: string | undefined };
+  | { readonly failed: 'UH' | 'UO' | 'NR' | 'NC'; readonly reason: string; readonly cluster: string | undefined }
+  | { readonly awaitServerName: true };
+
+/** routeConnection's answer while TLS routes wait for the ClientHello. */
+const AWAITING_SERVER_NAME: ConnectionRoute = Object.freeze({ awaitServerName: true });
 
 /**
  * A TCP connection to a cluster's endpoint: its slot in maxConnections given back when it closes (or

@@ -11,7 +11,7 @@ import type { HttpRouteDestination } from '../config/resources/types.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
-import { NO_DESTINATION } from '../proxy/decider.js';
+import { AWAIT_SERVER_NAME, NO_DESTINATION } from '../proxy/decider.js';
 import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
@@ -21,6 +21,10 @@ import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type Se
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
 import type { ServiceIndex } from './service-index.js';
+import {
+  pickL4Destination, selectAddresslessTlsRoute, selectTcpRoute, selectTlsRoute, type L4Route, type L4RouteTable, type ServiceL4Routes,
+} from './l4-routes.js';
+import { parseIp } from '../security/authz/cidr.js';
 import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 
 /** A route's answer for one request: which cluster, with which retry policy and time-out, or a local reply. */
@@ -39,6 +43,8 @@ export interface MeshTraffic {
   route?(service: ServiceSpec, req: IncomingMessage, dst: Endpoint): MeshRouteResult | undefined;
   /** EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false: Istio's default retry policy retries a 503 too. */
   readonly retry503?: boolean;
+  /** VirtualService tcp / tls routes; undefined when none applies to this workload (nothing is looked up then). */
+  readonly l4?: L4RouteTable | undefined;
 }
 
 export interface OutboundTrafficOptions {
@@ -68,6 +74,14 @@ interface RoutedView {
 
 function noCluster(name: string, why: string): LocalReply {
   return { kind: 'reply', status: 503, body: `no cluster ${name}: ${why}\n`, flag: 'NC', details: 'cluster_not_found' };
+}
+
+/** A TLS connection no `tls` route matches (Envoy: no filter chain for it): closed, NR. */
+function noTlsRoute(service: ServiceSpec, sni: string | undefined): LocalReply {
+  return {
+    kind: 'reply', status: 404, flag: 'NR', details: 'filter_chain_not_found',
+    body: `no tls route of ${service.host}:${service.port.number} matches ${sni === undefined ? 'a connection without a server name' : `server name ${sni}`}\n`,
+  };
 }
 
 export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecider {
@@ -107,6 +121,46 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
   };
 
   const passesThrough = (runtime: ClusterRuntime): boolean => runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST';
+
+  /**
+   * A connection under `tcp` / `tls` routes: the cluster its route's destination (chosen by weight,
+   * once) names; undefined: no route holds it, the service's own cluster; or a LocalReply (no tls
+   * route: NR; no cluster: NC) or AWAIT_SERVER_NAME (the ClientHello is needed first).
+   */
+  const l4Cluster = (t: MeshTraffic, service: ServiceSpec, routes: ServiceL4Routes, facts: ConnectionFacts):
+    ClusterRuntime | LocalReply | typeof AWAIT_SERVER_NAME | undefined => {
+    const ip = parseIp(facts.destination.address);
+    let route;
+    if (routes.kind === 'tcp') {
+      route = selectTcpRoute(routes, ip);
+      if (route === undefined) return undefined;
+    } else {
+      if (facts.helloRead !== true) return AWAIT_SERVER_NAME;
+      route = selectTlsRoute(routes, ip, facts.sni);
+      if (route === undefined) return noTlsRoute(service, facts.sni);
+    }
+    return routeRuntime(t, route);
+  };
+
+  /** The cluster of the destination a connection on `route` takes (by weight, once). */
+  const routeRuntime = (t: MeshTraffic, route: L4Route): ClusterRuntime | LocalReply => {
+    const picked = pickL4Destination(route, Math.random);
+    if (picked === undefined) return noCluster('-', `the route ${route.name} has no destination with weight above 0`);
+    if (picked.kind === 'no-cluster') return noCluster(picked.name, picked.reason);
+    return t.clusters.get(picked.cluster.name) ?? noCluster(picked.cluster.name, `the route ${route.name} names a cluster that does not exist`);
+  };
+
+  /**
+   * A connection no service's address claims, on a port where TLS services without addresses have
+   * `tls` routes: when the port's protocol there is TCP (the destination is one of their endpoints),
+   * the ClientHello's server name picks the route; none: the original destination, as before.
+   */
+  const addresslessTls = (t: MeshTraffic, l4: L4RouteTable, facts: ConnectionFacts): ClusterRuntime | LocalReply | typeof AWAIT_SERVER_NAME | undefined => {
+    if (t.index.protocolAt(facts.destination.address, facts.destination.port) !== 'tcp') return undefined;
+    if (facts.helloRead !== true) return AWAIT_SERVER_NAME;
+    const route = selectAddresslessTlsRoute(l4, facts.destination.port, parseIp(facts.destination.address), facts.sni);
+    return route === undefined ? undefined : routeRuntime(t, route);
+  };
 
   return {
     decide(req, dst): Verdict | Promise<Verdict> {
@@ -185,12 +239,25 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       return o.traffic()?.index.protocolAt(destination.address, destination.port);
     },
 
-    connectionCluster(facts: ConnectionFacts): ClusterTarget | undefined {
+    connectionCluster(facts: ConnectionFacts): ClusterTarget | LocalReply | typeof AWAIT_SERVER_NAME | undefined {
       const t = o.traffic();
       if (t === undefined || t.set.services.length === 0) return undefined;
       const service = t.index.byDestination(facts.destination.address, facts.destination.port);
-      if (service === undefined) return undefined;
-      const runtime = defaultCluster(t, service);
+      let runtime: ClusterRuntime | undefined;
+      if (service === undefined) {
+        if (t.l4 === undefined || !t.l4.addressless.has(facts.destination.port)) return undefined;
+        const routed = addresslessTls(t, t.l4, facts);
+        if (routed === undefined || 'kind' in routed) return routed;
+        runtime = routed;
+      } else {
+        const routes = t.l4?.byService.get(service);
+        if (routes !== undefined) {
+          const routed = l4Cluster(t, service, routes, facts);
+          if (routed !== undefined && 'kind' in routed) return routed; // a reply, or the server name first
+          runtime = routed;
+        }
+        runtime ??= defaultCluster(t, service);
+      }
       if (runtime === undefined || passesThrough(runtime)) return undefined;
       const made = target(t, runtime, false);
       if (runtime.hashKey?.kind !== 'sourceIp' || facts.source === undefined) return made;

@@ -149,6 +149,38 @@ export interface HttpRoute {
   readonly retries?: HttpRetry;
 }
 
+/** Istio's L4MatchAttributes: what a `tcp` route's match compares (the connection's, and the workload's own). */
+export interface L4MatchAttributes {
+  /** The destination port (the service port the connection was made to). */
+  readonly port?: number;
+  /** IPs and CIDR blocks, as written (validated): the connection's original destination must lie in one. */
+  readonly destinationSubnets?: readonly string[];
+  /** The workload's own labels must contain these (sidecars). */
+  readonly sourceLabels?: Readonly<Record<string, string>>;
+  /** The workload's namespace must be this one (sidecars). */
+  readonly sourceNamespace?: string;
+  /** Restricts this match to these gateways (resolved `ns/name`, or `mesh`). */
+  readonly gateways?: readonly string[];
+}
+
+/** Istio's TLSMatchAttributes: an L4 match plus the server names of the client's ClientHello. */
+export interface TlsMatchAttributes extends L4MatchAttributes {
+  /** Lower-cased server names (`*.suffix` allowed), each within one of the VirtualService's hosts. */
+  readonly sniHosts: readonly string[];
+}
+
+/** A `tcp` route: every connection that one of its matches (or, without any, every one) admits goes to one destination, by weight. */
+export interface TcpRoute {
+  readonly match: readonly L4MatchAttributes[];
+  readonly route: readonly HttpRouteDestination[];
+}
+
+/** A `tls` route: like a TCP route, chosen by the ClientHello's server name; the TLS is relayed, never terminated. */
+export interface TlsRoute {
+  readonly match: readonly TlsMatchAttributes[];
+  readonly route: readonly HttpRouteDestination[];
+}
+
 export interface VirtualService {
   readonly meta: ResourceMeta;
   /** Lower-cased host patterns (`*`, `*.suffix`, exact). */
@@ -156,6 +188,10 @@ export interface VirtualService {
   /** Resolved to `ns/name` (a bare name is in the VirtualService's namespace), or `mesh`. Absent in the file: `['mesh']`. */
   readonly gateways: readonly string[];
   readonly http: readonly HttpRoute[];
+  /** Routes for connections carried as TCP (absent: none). */
+  readonly tcp?: readonly TcpRoute[];
+  /** Routes for TLS connections by their server name, relayed without terminating TLS (absent: none). */
+  readonly tls?: readonly TlsRoute[];
   /** Namespaces whose sidecars see it (`.` resolved); absent: every namespace. */
   readonly exportTo?: readonly string[];
 }

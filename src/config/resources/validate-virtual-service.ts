@@ -2,8 +2,8 @@
 // mesh (sidecars). Header matchers whose key is `@request.auth.claims...` match validated JWT claims
 // instead of headers (gateways only, as in Istio). Timeouts and retries are read here and turned
 // into each route's traffic settings by src/traffic/clusters.ts; the fields of the rest of Istio's
-// HTTPRoute (fault injection, mirroring, CORS, response header edits, TCP/TLS routes...) are
-// refused as "not supported yet" rather than accepted and ignored.
+// HTTPRoute (fault injection, mirroring, CORS, response header edits...) are refused as "not
+// supported yet" rather than accepted and ignored. `tcp` and `tls` routes: validate-l4-routes.ts.
 import type {
   HeaderMatch, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
 } from './types.js';
@@ -16,6 +16,7 @@ import { checkHeaderName, checkHostPattern, checkName, checkNamespace, parseExpo
 import { labelMap } from './selector.js';
 import { parseStringMatch } from './string-match.js';
 import { checkSubsetName } from './validate-destination-rule.js';
+import { parseTcpRoutes, parseTlsRoutes, type L4RouteContext } from './validate-l4-routes.js';
 
 export const MESH_GATEWAY = 'mesh';
 const REDIRECT_CODES = [301, 302, 303, 307, 308];
@@ -31,8 +32,6 @@ const LATER = {
   uriRegexRewrite: 'regex rewrites of the path',
   scheme: 'redirects to another scheme',
   port: 'redirects to another port',
-  tcp: 'TCP routes',
-  tls: 'TLS (SNI) routes',
   statPrefix: 'per-route statistics',
 } as const;
 
@@ -154,7 +153,7 @@ function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestinatio
  * Istio's rule: one destination takes all traffic; several share it in proportion to their weights
  * (which need not add up to 100), and at least one weight must be above 0.
  */
-function parseRouteDestinations(raw: unknown, field: string): HttpRouteDestination[] {
+export function parseRouteDestinations(raw: unknown, field: string): HttpRouteDestination[] {
   const parsed = optList(raw, field).map((v, i) => parseDestination(v, item(field, i)));
   if (parsed.length === 1) return [{ ...parsed[0]!, weight: 100 }];
   const total = parsed.reduce((sum, d) => sum + (d.weight ?? 0), 0);
@@ -327,7 +326,7 @@ function checkClaimRouting(http: readonly HttpRoute[]): void {
 
 export function validateVirtualService(spec: unknown, meta: ResourceMeta, warn: Warn = IGNORE_WARNINGS): VirtualService {
   const s = obj(spec, 'spec');
-  checkFields(s, 'spec', { supported: ['hosts', 'gateways', 'http', 'exportTo'], pending: { tcp: LATER.tcp, tls: LATER.tls } });
+  checkFields(s, 'spec', { supported: ['hosts', 'gateways', 'http', 'tcp', 'tls', 'exportTo'] });
   const hosts = list(s['hosts'], 'spec.hosts', { nonEmpty: true })
     .map((h, i) => checkHostPattern(str(h, item('spec.hosts', i), { nonEmpty: true }), item('spec.hosts', i)));
   hosts.forEach((h, j) => {
@@ -341,12 +340,19 @@ export function validateVirtualService(spec: unknown, meta: ResourceMeta, warn: 
     throw new FieldError('spec.hosts', 'the host * is not allowed in a VirtualService bound to the mesh gateway (Istio\'s rule)');
   }
   const http = optList(s['http'], 'spec.http').map((r, i) => parseRoute(r, item('spec.http', i), meta.namespace, gateways, warn));
-  if (http.length === 0) throw new FieldError('spec.http', 'required: a VirtualService needs at least one route');
+  const l4: L4RouteContext = { hosts, gateways, gatewayRef: (g, at) => resolveGatewayRef(g, at, meta.namespace), warn };
+  const tcp = parseTcpRoutes(s['tcp'], l4, parseRouteDestinations);
+  const tls = parseTlsRoutes(s['tls'], l4, parseRouteDestinations);
+  if (http.length === 0 && tcp.length === 0 && tls.length === 0) {
+    throw new FieldError('spec.http', 'required: a VirtualService needs at least one route (http, tcp or tls)');
+  }
   if (gateways.includes(MESH_GATEWAY)) checkClaimRouting(http);
   const exportTo = parseExportTo(s['exportTo'], 'spec.exportTo', meta.namespace);
   if (exportTo !== undefined && !(exportTo.length === 1 && exportTo[0] === '*') && gateways.some((g) => g !== MESH_GATEWAY)) {
     // Sidecars honour exportTo (src/traffic/mesh-routes.ts); the gateway's route table does not scope by it yet.
     throw new FieldError('spec.exportTo', 'is not supported yet on a VirtualService bound to a gateway: the gateway does not scope VirtualServices by exportTo (give it on mesh-only VirtualServices)');
   }
-  return { meta, hosts, gateways, http, ...(exportTo !== undefined ? { exportTo } : {}) };
+  return {
+    meta, hosts, gateways, http, ...(tcp.length > 0 ? { tcp } : {}), ...(tls.length > 0 ? { tls } : {}), ...(exportTo !== undefined ? { exportTo } : {}),
+  };
 }
