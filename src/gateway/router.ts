@@ -13,6 +13,8 @@ import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterTarget, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import { injectFault } from '../proxy/fault-injection.js';
+import type { HttpFault } from '../config/resources/types.js';
 import type { HttpRouteDestination } from '../config/resources/types.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '../proxy/http1/handler.js';
@@ -323,8 +325,20 @@ export class GatewayRouter {
     };
   }
 
-  private routeRequest(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict {
+  private routeRequest(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict | Promise<Verdict> {
     if (security.reply) return security.reply;
+    this.lastFault = undefined;
+    const v = this.routeChecked(req, security, draft, port, scheme);
+    // Envoy's fault filter runs after authentication and policy and before the router, whatever the route's action.
+    const fault = this.lastFault;
+    if (fault === undefined) return v;
+    return injectFault(fault, req, v, () => { draft.flag = 'DI'; });
+  }
+
+  /** The matched rule's fault, handed from routeChecked to routeRequest (no object per request). */
+  private lastFault: HttpFault | undefined = undefined;
+
+  private routeChecked(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict {
     const table = this.table;
     if (!table) {
       draft.route = 'no route: no configuration loaded yet';
@@ -343,6 +357,7 @@ export class GatewayRouter {
     if (decision.kind !== 'no-host' && decision.kind !== 'no-route') {
       const name = routeName(decision.ruleName, decision.matchName);
       if (name !== undefined) draft.routeName = name;
+      if (decision.fault !== undefined) this.lastFault = decision.fault;
     }
     switch (decision.kind) {
       case 'no-host':

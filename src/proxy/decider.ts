@@ -62,6 +62,8 @@ export interface LocalReply {
   readonly status: number;
   readonly body: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** A gRPC call's answer: this grpc-status (absent: the one gRPC maps `status` to). */
+  readonly grpcStatus?: number;
   /** For the access log: Envoy's response flag for this answer, and its RESPONSE_CODE_DETAILS. */
   readonly flag?: ResponseFlagName;
   readonly details?: string;

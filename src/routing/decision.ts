@@ -2,7 +2,7 @@
 // both tables (the gateway's and the sidecar's). Most decisions depend only on the rule and match
 // entry, so a table builds them once and hands out the same frozen object; only rewrites and
 // redirects, which carry the request's path, are built per request. Pure.
-import type { HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
+import type { HttpFault, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
 import { rewritePath } from './destination.js';
 import { matchedPrefixLength, type CompiledMatch } from './match.js';
 import type { RequestView } from './request.js';
@@ -18,6 +18,8 @@ export interface RuleRef {
   /** Position of the matching entry in the rule's `match` list; absent for a rule without one. */
   readonly matchIndex?: number;
   readonly matchName?: string;
+  /** The rule's fault injection (Envoy's fault filter runs before any action: route, redirect or direct answer). */
+  readonly fault?: HttpFault;
 }
 
 /** Send the request on: to one of `destinations` (pickDestination), with the rule's edits. */
@@ -101,6 +103,7 @@ export function decide(rule: RuleSource, m: CompiledMatch | undefined, view: Req
     ...(r.name !== undefined ? { ruleName: r.name } : {}),
     ...(m ? { matchIndex: m.index } : {}),
     ...(m?.name !== undefined ? { matchName: m.name } : {}),
+    ...(r.fault !== undefined ? { fault: r.fault } : {}),
   };
   const why = describe(rule, m);
   if (r.redirect && view) {

@@ -7,7 +7,8 @@
 // replacing the rule's) on its service port, else auto mTLS by the endpoint's labels.
 // Per request: a few Map lookups; the cluster targets are made once per configuration.
 import type { IncomingMessage } from 'node:http';
-import type { HttpRouteDestination } from '../config/resources/types.js';
+import type { HttpFault, HttpRouteDestination } from '../config/resources/types.js';
+import { injectFault } from '../proxy/fault-injection.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
@@ -27,8 +28,10 @@ import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 export type MeshRouteResult =
   | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
     /** Edits the route makes to what is forwarded. */
-    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'> | undefined }
-  | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string };
+    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'> | undefined;
+    /** The rule's fault injection. */
+    readonly fault?: HttpFault | undefined }
+  | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string; readonly fault?: HttpFault | undefined };
 
 /** What the configuration in force says of outbound traffic (made once per configuration version). */
 export interface MeshTraffic {
@@ -64,6 +67,8 @@ interface RoutedView {
   /** Set by decide() for completed(): two strings, no object per request. */
   routedCluster?: string | undefined;
   routedRoute?: string | undefined;
+  /** A fault delayed it (DI, for the log and the metrics). */
+  faultDelayed?: boolean;
 }
 
 function noCluster(name: string, why: string): LocalReply {
@@ -123,7 +128,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       let edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'];
       const routed = t.route?.(service, req, dst);
       if (routed !== undefined) {
-        if (routed.kind === 'reply') return routed.reply;
+        if (routed.kind === 'reply') return routed.fault === undefined ? routed.reply : faulted(routed.fault, req, routed.reply);
         routeName = routed.route;
         runtime = t.clusters.get(routed.cluster);
         if (runtime === undefined) return noCluster(routed.cluster, `the route ${routed.route} names a cluster that does not exist`);
@@ -159,12 +164,13 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (edits?.addHeaders !== undefined) v.addHeaders = edits.addHeaders;
       if (removeHeaders !== undefined) v.removeHeaders = removeHeaders;
       if (cookie !== undefined) v.addResponseHeaders = [['set-cookie', cookie.header]];
-      return v;
+      return routed?.kind === 'cluster' && routed.fault !== undefined ? faulted(routed.fault, req, v) : v;
     },
 
     completed(req, verdict, status, durationMs): DecisionNote | undefined {
-      const base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
+      let base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
       const view = req as RoutedView;
+      if (view.faultDelayed === true) base = { ...(base ?? { jwt: '-', authz: '-' }), flag: 'DI' };
       const cluster = view.routedCluster;
       if (cluster === undefined || o.decisions === undefined) return base;
       const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
@@ -197,6 +203,11 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       return { ...made, hash: requestHash(runtime.hashKey, connectionFacts(facts.source)) };
     },
   };
+}
+
+/** A routed request under its rule's fault injection; a delayed one is marked for completed() (DI). */
+function faulted(fault: HttpFault, req: IncomingMessage, v: Verdict): Verdict | Promise<Verdict> {
+  return injectFault(fault, req, v, () => { (req as RoutedView).faultDelayed = true; });
 }
 
 const nothing = (): undefined => undefined;
@@ -256,26 +267,26 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
       case 'no-route':
         return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: NO_ROUTE_REPLY.status, body: 'route not found\n', flag: 'NR', details: NO_ROUTE_REPLY.details } };
       case 'direct':
-        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: d.body ?? '', details: 'direct_response' } };
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: d.body ?? '', details: 'direct_response' }, fault: d.fault };
       case 'redirect':
-        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' } };
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' }, fault: d.fault };
       case 'route': {
         const ports = set.servicesByHost.get(service.host);
         const picked = pickDestination(d.destinations, Math.random, ports?.length === 1 ? ports[0]!.port.number : dst.port);
         if (picked === undefined) {
-          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: 'no healthy upstream\n', flag: 'UH', details: 'no_healthy_upstream' } };
+          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: 'no healthy upstream\n', flag: 'UH', details: 'no_healthy_upstream' }, fault: d.fault };
         }
         const vsNamespace = d.virtualService.slice(0, d.virtualService.indexOf('/'));
         const target = resolveDestination(set, picked.destination, dst.port, vsNamespace, clusterDomain);
         if (target.kind === 'no-cluster') {
-          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' } };
+          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' }, fault: d.fault };
         }
         const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, {
           consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash', retry503: opts.retry503 === true,
         });
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
-          forward: routeEdits(d),
+          forward: routeEdits(d), fault: d.fault,
         };
       }
     }

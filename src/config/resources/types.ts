@@ -134,6 +134,16 @@ export interface HttpRetry {
   readonly backoffMs?: number;
 }
 
+/**
+ * Istio's HTTPFaultInjection, as Envoy's fault filter carries it out: a share of requests delayed
+ * before they go on, a share answered locally. Shares are per million (Envoy's FractionalPercent);
+ * a share not given is 0 (Istio leaves Envoy's default: nothing is delayed or aborted).
+ */
+export interface HttpFault {
+  readonly delay?: { readonly fixedDelayMs: number; readonly perMillion: number };
+  readonly abort?: { readonly perMillion: number; readonly httpStatus?: number; readonly grpcStatus?: number };
+}
+
 export interface HttpRoute {
   readonly name?: string;
   /** Empty: matches every request. Entries are ORed; fields inside one entry are ANDed. */
@@ -147,6 +157,7 @@ export interface HttpRoute {
   readonly timeoutMs?: number;
   /** Absent: Istio's default policy (src/traffic/clusters.ts `routeTraffic`). */
   readonly retries?: HttpRetry;
+  readonly fault?: HttpFault;
 }
 
 export interface VirtualService {

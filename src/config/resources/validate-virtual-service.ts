@@ -5,7 +5,7 @@
 // HTTPRoute (fault injection, mirroring, CORS, response header edits, TCP/TLS routes...) are
 // refused as "not supported yet" rather than accepted and ignored.
 import type {
-  HeaderMatch, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
+  HeaderMatch, HttpFault, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
 } from './types.js';
 import { isRouteClaimKey, parseRouteClaimKey } from '../../security/claims.js';
 import {
@@ -16,13 +16,13 @@ import { checkHeaderName, checkHostPattern, checkName, checkNamespace, parseExpo
 import { labelMap } from './selector.js';
 import { parseStringMatch } from './string-match.js';
 import { checkSubsetName } from './validate-destination-rule.js';
+import { GRPC_STATUS_NAMES } from '../../proxy/http2/grpc.js';
 
 export const MESH_GATEWAY = 'mesh';
 const REDIRECT_CODES = [301, 302, 303, 307, 308];
 
 /** What each field refused as "not supported yet" would do. */
 const LATER = {
-  fault: 'fault injection (delays and aborts)',
   mirror: 'mirroring requests to another destination',
   corsPolicy: 'CORS handling',
   delegate: 'delegating routes to another VirtualService',
@@ -211,6 +211,56 @@ function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   };
 }
 
+/** Istio's Percent `{value}`: a double from 0 to 100, as Envoy's per-million share (truncated, as Istio converts it). */
+function percentage(raw: unknown, field: string): number {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['value'] });
+  const v = o['value'] ?? 0;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 100) throw new FieldError(child(field, 'value'), `${show(v)}: expected a number from 0 to 100`);
+  return Math.trunc(v * 10000);
+}
+
+/**
+ * Istio's fault injection, with its translation to Envoy's filter: a share left out is 0 (nothing is
+ * delayed or aborted: Istio passes no share, and Envoy's default is none); the deprecated integer
+ * `percent` of a delay counts only when `percentage` is absent.
+ */
+function parseFault(raw: unknown, field: string): HttpFault | undefined {
+  const o = optObj(raw, field);
+  if (o === undefined) return undefined;
+  checkFields(o, field, { supported: ['delay', 'abort'] });
+  let delay: HttpFault['delay'];
+  if (o['delay'] !== undefined) {
+    const dField = child(field, 'delay');
+    const d = obj(o['delay'], dField);
+    checkFields(d, dField, { supported: ['fixedDelay', 'percentage', 'percent'], pending: { exponentialDelay: 'exponential delays (Istio refuses them too)' } });
+    if (d['fixedDelay'] === undefined) throw new FieldError(child(dField, 'fixedDelay'), 'required: the time to delay a request by');
+    const fixedDelayMs = optDuration(d['fixedDelay'], child(dField, 'fixedDelay'))!;
+    const percent = optInt(d['percent'], child(dField, 'percent'), 0, 100);
+    const perMillion = d['percentage'] !== undefined ? percentage(d['percentage'], child(dField, 'percentage')) : (percent ?? 0) * 10000;
+    delay = { fixedDelayMs, perMillion };
+  }
+  let abort: HttpFault['abort'];
+  if (o['abort'] !== undefined) {
+    const aField = child(field, 'abort');
+    const a = obj(o['abort'], aField);
+    checkFields(a, aField, { supported: ['httpStatus', 'grpcStatus', 'percentage'], pending: { http2Error: 'aborts with an HTTP/2 error (Istio refuses them too)' } });
+    const given = (['httpStatus', 'grpcStatus'] as const).filter((k) => a[k] !== undefined);
+    if (given.length !== 1) throw new FieldError(aField, given.length === 0 ? 'needs httpStatus or grpcStatus' : 'takes only one of httpStatus or grpcStatus');
+    const perMillion = a['percentage'] !== undefined ? percentage(a['percentage'], child(aField, 'percentage')) : 0;
+    if (a['httpStatus'] !== undefined) {
+      abort = { perMillion, httpStatus: int(a['httpStatus'], child(aField, 'httpStatus'), 200, 599) };
+    } else {
+      const name = str(a['grpcStatus'], child(aField, 'grpcStatus'), { nonEmpty: true });
+      const code = GRPC_STATUS_NAMES.indexOf(name);
+      if (code < 0) throw new FieldError(child(aField, 'grpcStatus'), `${show(name)} is not a gRPC status name; accepted: ${GRPC_STATUS_NAMES.join(', ')}`);
+      abort = { perMillion, grpcStatus: code };
+    }
+  }
+  if (delay === undefined && abort === undefined) throw new FieldError(field, 'needs delay or abort (Istio refuses an empty fault)');
+  return { ...(delay ? { delay } : {}), ...(abort ? { abort } : {}) };
+}
+
 function parseHeaderEdits(raw: unknown, field: string): HttpRoute['requestHeaders'] {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
@@ -272,9 +322,9 @@ function parseDirectResponse(raw: unknown, field: string): HttpRoute['directResp
 function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: readonly string[], warn: Warn): HttpRoute {
   const o = obj(raw, field);
   checkFields(o, field, {
-    supported: ['name', 'match', 'route', 'redirect', 'directResponse', 'rewrite', 'timeout', 'headers', 'retries'],
+    supported: ['name', 'match', 'route', 'redirect', 'directResponse', 'rewrite', 'timeout', 'headers', 'retries', 'fault'],
     pending: {
-      fault: LATER.fault, mirror: LATER.mirror, mirrors: LATER.mirror, mirrorPercentage: LATER.mirror, mirrorPercent: LATER.mirror,
+      mirror: LATER.mirror, mirrors: LATER.mirror, mirrorPercentage: LATER.mirror, mirrorPercent: LATER.mirror,
       mirror_percent: LATER.mirror, corsPolicy: LATER.corsPolicy, delegate: LATER.delegate,
     },
   });
@@ -288,6 +338,7 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   const requestHeaders = parseHeaderEdits(o['headers'], at('headers'));
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
   const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'), warn);
+  const fault = parseFault(o['fault'], at('fault'));
   const actions = [route.length > 0 && 'route', redirect && 'redirect', directResponse && 'directResponse'].filter(Boolean);
   if (actions.length === 0) throw new FieldError(field, 'needs one of route, redirect or directResponse');
   if (actions.length > 1) throw new FieldError(field, `takes only one of route, redirect or directResponse, got ${actions.join(' and ')}`);
@@ -302,6 +353,7 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
     ...(requestHeaders !== undefined ? { requestHeaders } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(retries !== undefined ? { retries } : {}),
+    ...(fault !== undefined ? { fault } : {}),
   };
 }
 

@@ -272,7 +272,7 @@ export class Http2Exchange implements AttemptSender {
     if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
     if (this.req?.grpc) {
       this.status = 200;
-      this.grpcStatus = grpcStatusForHttp(r.status);
+      this.grpcStatus = r.grpcStatus ?? grpcStatusForHttp(r.status);
       stream.respond({
         ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(this.grpcStatus), 'grpc-message': grpcMessage(r.body),
       }, { endStream: true });

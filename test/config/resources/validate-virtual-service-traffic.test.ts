@@ -87,10 +87,39 @@ it('reads exportTo (sidecars honour it); refuses it where the gateway would not'
   ]);
 });
 
+it('reads fault injection as Istio translates it for Envoy (shares per million; a share left out is none)', () => {
+  const cases: { yaml: string; want: unknown }[] = [
+    { yaml: 'fault: {delay: {fixedDelay: 2s, percentage: {value: 12.5}}}', want: { delay: { fixedDelayMs: 2000, perMillion: 125_000 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 5ms, percent: 30}}', want: { delay: { fixedDelayMs: 5, perMillion: 300_000 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 5ms, percent: 30, percentage: {value: 1}}}', want: { delay: { fixedDelayMs: 5, perMillion: 10_000 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 1s}}', want: { delay: { fixedDelayMs: 1000, perMillion: 0 } } },
+    { yaml: 'fault: {abort: {httpStatus: 418, percentage: {value: 100}}}', want: { abort: { perMillion: 1_000_000, httpStatus: 418 } } },
+    { yaml: 'fault: {abort: {grpcStatus: UNAVAILABLE, percentage: {value: 0.0001}}}', want: { abort: { perMillion: 1, grpcStatus: 14 } } },
+    { yaml: 'fault: {abort: {httpStatus: 503}}', want: { abort: { perMillion: 0, httpStatus: 503 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 1s, percentage: {value: 50}}, abort: {httpStatus: 500, percentage: {value: 50}}}',
+      want: { delay: { fixedDelayMs: 1000, perMillion: 500_000 }, abort: { perMillion: 500_000, httpStatus: 500 } } },
+  ];
+  for (const c of cases) assert.deepEqual(routeOf(mesh(c.yaml)).fault, c.want, c.yaml);
+  assert.equal(routeOf(mesh('')).fault, undefined);
+  const at = 'spec.http[0].fault';
+  assertRejections([
+    { name: 'empty fault', yaml: mesh('fault: {}'), field: at, message: /needs delay or abort/ },
+    { name: 'delay without fixedDelay', yaml: mesh('fault: {delay: {percent: 5}}'), field: `${at}.delay.fixedDelay`, message: /^required/ },
+    { name: 'exponentialDelay', yaml: mesh('fault: {delay: {exponentialDelay: 1s}}'), field: `${at}.delay.exponentialDelay`, message: /^is not supported yet: exponential delays/ },
+    { name: 'percentage over 100', yaml: mesh('fault: {delay: {fixedDelay: 1s, percentage: {value: 101}}}'), field: `${at}.delay.percentage.value`, message: /from 0 to 100/ },
+    { name: 'negative percentage', yaml: mesh('fault: {abort: {httpStatus: 500, percentage: {value: -1}}}'), field: `${at}.abort.percentage.value`, message: /from 0 to 100/ },
+    { name: 'percent over 100', yaml: mesh('fault: {delay: {fixedDelay: 1s, percent: 150}}'), field: `${at}.delay.percent`, message: /from 0 to 100/ },
+    { name: 'abort without status', yaml: mesh('fault: {abort: {percentage: {value: 1}}}'), field: `${at}.abort`, message: /needs httpStatus or grpcStatus/ },
+    { name: 'both statuses', yaml: mesh('fault: {abort: {httpStatus: 500, grpcStatus: INTERNAL}}'), field: `${at}.abort`, message: /only one of httpStatus or grpcStatus/ },
+    { name: 'httpStatus out of range', yaml: mesh('fault: {abort: {httpStatus: 99}}'), field: `${at}.abort.httpStatus`, message: /from 200 to 599/ },
+    { name: 'unknown gRPC status', yaml: mesh('fault: {abort: {grpcStatus: "14"}}'), field: `${at}.abort.grpcStatus`, message: /"14" is not a gRPC status name; accepted: OK, CANCELLED/ },
+    { name: 'abort percent (no such field in Istio)', yaml: mesh('fault: {abort: {httpStatus: 500, percent: 5}}'), field: `${at}.abort.percent`, message: /unknown field "percent"/ },
+  ]);
+});
+
 it('refuses, naming the field, what is not supported yet (no field is silently ignored)', () => {
   const at = 'spec.http[0]';
   assertRejections([
-    { name: 'fault', yaml: mesh('fault: {abort: {httpStatus: 500, percentage: {value: 10}}}'), field: `${at}.fault`, message: /^is not supported yet: fault injection/ },
     { name: 'mirror', yaml: mesh('mirror: {host: shadow}'), field: `${at}.mirror`, message: /^is not supported yet: mirroring/ },
     { name: 'mirrors', yaml: mesh('mirrors: [{destination: {host: shadow}}]'), field: `${at}.mirrors`, message: /^is not supported yet: mirroring/ },
     { name: 'mirrorPercentage', yaml: mesh('mirrorPercentage: {value: 5}'), field: `${at}.mirrorPercentage`, message: /^is not supported yet: mirroring/ },
