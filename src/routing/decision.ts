@@ -3,7 +3,7 @@
 // entry, so a table builds them once and hands out the same frozen object; only rewrites and
 // redirects, which carry the request's path, are built per request. Pure.
 import type { HttpFault, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
-import { rewritePath } from './destination.js';
+import { redirectLocation, rewritePath } from './destination.js';
 import { matchedPrefixLength, type CompiledMatch } from './match.js';
 import type { RequestView } from './request.js';
 
@@ -91,7 +91,7 @@ function describe(rule: RuleSource, m: CompiledMatch | undefined): string {
 /** The decision when it does not depend on the request (no rewrite, no redirect), else undefined. */
 export function fixedDecision(rule: RuleSource, m: CompiledMatch | undefined): RuleDecision | undefined {
   const r = rule.route;
-  if (r.redirect || (r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined))) return undefined;
+  if (r.redirect || (r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined || r.rewrite.uriRegex !== undefined))) return undefined;
   return Object.freeze(decide(rule, m, undefined));
 }
 
@@ -107,19 +107,17 @@ export function decide(rule: RuleSource, m: CompiledMatch | undefined, view: Req
   };
   const why = describe(rule, m);
   if (r.redirect && view) {
-    const authority = r.redirect.authority ?? view.req.host;
-    // Envoy's path_redirect: the query is kept unless the new path brings its own.
-    const target = r.redirect.uri === undefined ? view.req.path
-      : r.redirect.uri.includes('?') ? r.redirect.uri : r.redirect.uri + view.query;
-    return { ...ref, kind: 'redirect', status: r.redirect.redirectCode, location: `${view.req.scheme}://${authority}${target}`, reason: `${why}: redirect` };
+    return { ...ref, kind: 'redirect', status: r.redirect.redirectCode, location: redirectLocation(r.redirect, view), reason: `${why}: redirect` };
   }
   if (r.directResponse) {
     return { ...ref, kind: 'direct', status: r.directResponse.status, ...(r.directResponse.body !== undefined ? { body: r.directResponse.body } : {}), reason: `${why}: direct response` };
   }
   let rewrite: { path?: string; authority?: string } | undefined;
-  if (view && r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined)) {
+  if (view && r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined || r.rewrite.uriRegex !== undefined)) {
     rewrite = {};
     if (r.rewrite.uri !== undefined) rewrite.path = rewritePath(view.path, view.query, r.rewrite.uri, matchedPrefixLength(m));
+    // Envoy's regex_rewrite: every match in the path, the query kept as it was.
+    else if (r.rewrite.uriRegex !== undefined) rewrite.path = view.path.replace(r.rewrite.uriRegex.regex, r.rewrite.uriRegex.substitution) + view.query;
     if (r.rewrite.authority !== undefined) rewrite.authority = r.rewrite.authority;
   }
   return {

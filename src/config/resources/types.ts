@@ -144,14 +144,30 @@ export interface HttpFault {
   readonly abort?: { readonly perMillion: number; readonly httpStatus?: number; readonly grpcStatus?: number };
 }
 
+/** Istio's HTTPRedirect: at least one of uri, authority, scheme, port (or derivePort) is given. */
+export interface HttpRedirect {
+  readonly uri?: string;
+  readonly authority?: string;
+  readonly redirectCode: number;
+  readonly scheme?: string;
+  readonly port?: number;
+  /** FROM_PROTOCOL_DEFAULT: no port (80 for http, 443 for https); FROM_REQUEST_PORT: the port the request came to. */
+  readonly derivePort?: 'FROM_PROTOCOL_DEFAULT' | 'FROM_REQUEST_PORT';
+}
+
 export interface HttpRoute {
   readonly name?: string;
   /** Empty: matches every request. Entries are ORed; fields inside one entry are ANDed. */
   readonly match: readonly HttpMatchRequest[];
   readonly route: readonly HttpRouteDestination[];
   readonly directResponse?: { readonly status: number; readonly body?: string };
-  readonly redirect?: { readonly uri?: string; readonly authority?: string; readonly redirectCode: number };
-  readonly rewrite?: { readonly uri?: string; readonly authority?: string };
+  readonly redirect?: HttpRedirect;
+  readonly rewrite?: {
+    readonly uri?: string;
+    readonly authority?: string;
+    /** `uriRegexRewrite`: every match of `regex` in the path (not the query) replaced by `substitution` (JavaScript's `$1` form). */
+    readonly uriRegex?: { readonly match: string; readonly regex: RegExp; readonly substitution: string };
+  };
   /** Request header edits applied before forwarding. */
   readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
   readonly timeoutMs?: number;

@@ -9,12 +9,12 @@ import type {
 } from './types.js';
 import { isRouteClaimKey, parseRouteClaimKey } from '../../security/claims.js';
 import {
-  checkFields, child, FieldError, IGNORE_WARNINGS, INT32_MAX, int, item, list, obj, optBool, optDuration, optInt, optList, optObj, optStr, show, str,
+  checkFields, child, FieldError, IGNORE_WARNINGS, INT32_MAX, int, item, list, obj, oneOf, optBool, optDuration, optInt, optList, optObj, optStr, show, str,
   stringMap, strList, type Warn,
 } from './fields.js';
 import { checkHeaderName, checkHostPattern, checkName, checkNamespace, parseExportTo } from './names.js';
 import { labelMap } from './selector.js';
-import { parseStringMatch } from './string-match.js';
+import { compileGlobal, groupCount, parseStringMatch, translateSubstitution } from './string-match.js';
 import { checkSubsetName } from './validate-destination-rule.js';
 import { GRPC_STATUS_NAMES } from '../../proxy/http2/grpc.js';
 
@@ -28,9 +28,6 @@ const LATER = {
   delegate: 'delegating routes to another VirtualService',
   response: 'response header edits',
   headers: 'header edits per destination',
-  uriRegexRewrite: 'regex rewrites of the path',
-  scheme: 'redirects to another scheme',
-  port: 'redirects to another port',
   tcp: 'TCP routes',
   tls: 'TLS (SNI) routes',
   statPrefix: 'per-route statistics',
@@ -283,22 +280,55 @@ function parseHeaderEdits(raw: unknown, field: string): HttpRoute['requestHeader
 function parseRedirect(raw: unknown, field: string): HttpRoute['redirect'] {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
-  checkFields(o, field, { supported: ['uri', 'authority', 'redirectCode'], pending: { scheme: LATER.scheme, port: LATER.port, derivePort: LATER.port } });
+  checkFields(o, field, { supported: ['uri', 'authority', 'redirectCode', 'scheme', 'port', 'derivePort'] });
   const uri = optStr(o['uri'], child(field, 'uri'), { nonEmpty: true });
   const authority = optStr(o['authority'], child(field, 'authority'), { nonEmpty: true });
-  if (uri === undefined && authority === undefined) throw new FieldError(field, 'needs uri or authority');
+  const scheme = optStr(o['scheme'], child(field, 'scheme'), { nonEmpty: true });
+  if (scheme !== undefined && !/^[A-Za-z][A-Za-z0-9+.-]*$/.test(scheme)) throw new FieldError(child(field, 'scheme'), `${show(scheme)} is not a URI scheme (such as http or https)`);
+  const port = optInt(o['port'], child(field, 'port'), 1, 65535);
+  const derivePort = o['derivePort'] === undefined ? undefined
+    : oneOf(o['derivePort'], child(field, 'derivePort'), ['FROM_PROTOCOL_DEFAULT', 'FROM_REQUEST_PORT'] as const);
+  // One field in Istio's API (a oneof): both given is a contradiction, not a choice.
+  if (port !== undefined && derivePort !== undefined) throw new FieldError(field, 'takes only one of port or derivePort');
+  if (uri === undefined && authority === undefined && scheme === undefined && port === undefined && derivePort === undefined) {
+    throw new FieldError(field, 'needs uri, authority, scheme, port or derivePort');
+  }
   const code = optInt(o['redirectCode'], child(field, 'redirectCode'), 300, 399) ?? 301;
   if (!REDIRECT_CODES.includes(code)) throw new FieldError(child(field, 'redirectCode'), `${code} is not one of ${REDIRECT_CODES.join(', ')}`);
-  return { ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}), redirectCode: code };
+  return {
+    ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}), redirectCode: code,
+    ...(scheme !== undefined ? { scheme } : {}), ...(port !== undefined ? { port } : {}), ...(derivePort !== undefined ? { derivePort } : {}),
+  };
+}
+
+/** `uriRegexRewrite`: an RE2 regex found anywhere in the path, and its RE2 substitution, both as JavaScript reads them with the same meaning. */
+function parseUriRegexRewrite(raw: unknown, field: string): NonNullable<NonNullable<HttpRoute['rewrite']>['uriRegex']> {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['match', 'rewrite'] });
+  const match = str(o['match'], child(field, 'match'), { nonEmpty: true });
+  let regex: RegExp;
+  try {
+    regex = compileGlobal(match);
+  } catch (err) {
+    throw new FieldError(child(field, 'match'), `${show(match)} is not a regular expression this agent reads as RE2 does: ${(err as Error).message}`);
+  }
+  const text = str(o['rewrite'], child(field, 'rewrite'));
+  try {
+    return { match, regex, substitution: translateSubstitution(text, groupCount(regex)) };
+  } catch (err) {
+    throw new FieldError(child(field, 'rewrite'), `${show(text)}: ${(err as Error).message}`);
+  }
 }
 
 function parseRewrite(raw: unknown, field: string): HttpRoute['rewrite'] {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
-  checkFields(o, field, { supported: ['uri', 'authority'], pending: { uriRegexRewrite: LATER.uriRegexRewrite } });
+  checkFields(o, field, { supported: ['uri', 'authority', 'uriRegexRewrite'] });
   const uri = optStr(o['uri'], child(field, 'uri'));
   const authority = optStr(o['authority'], child(field, 'authority'), { nonEmpty: true });
-  return { ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}) };
+  const uriRegex = o['uriRegexRewrite'] === undefined ? undefined : parseUriRegexRewrite(o['uriRegexRewrite'], child(field, 'uriRegexRewrite'));
+  if (uriRegex !== undefined && uri !== undefined) throw new FieldError(field, 'takes only one of uri or uriRegexRewrite (Istio\'s rule)');
+  return { ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}), ...(uriRegex !== undefined ? { uriRegex } : {}) };
 }
 
 function parseDirectResponse(raw: unknown, field: string): HttpRoute['directResponse'] {

@@ -127,7 +127,6 @@ it('refuses, naming the field, what is not supported yet (no field is silently i
     { name: 'delegate', yaml: mesh('delegate: {name: other}'), field: `${at}.delegate`, message: /^is not supported yet: delegating/ },
     { name: 'response header edits', yaml: mesh('headers: {response: {set: {x: y}}}'), field: `${at}.headers.response`, message: /^is not supported yet: response header edits$/ },
     { name: 'header edits per destination', yaml: mesh('', '').replace('subset: v1}}', 'subset: v1}, headers: {request: {set: {x: y}}}}'), field: `${at}.route[0].headers`, message: /^is not supported yet: header edits per destination$/ },
-    { name: 'uriRegexRewrite', yaml: mesh('rewrite: {uriRegexRewrite: {match: a, rewrite: b}}'), field: `${at}.rewrite.uriRegexRewrite`, message: /^is not supported yet: regex rewrites/ },
     { name: 'statPrefix', yaml: mesh('match: [{statPrefix: x, uri: {prefix: /}}]'), field: `${at}.match[0].statPrefix`, message: /^is not supported yet: per-route statistics$/ },
     { name: 'tcp routes', yaml: mesh('', 'tcp: [{route: [{destination: {host: db}}]}]'), field: 'spec.tcp', message: /^is not supported yet: TCP routes$/ },
     { name: 'tls routes', yaml: mesh('', 'tls: [{match: [{sniHosts: [a]}], route: [{destination: {host: db}}]}]'), field: 'spec.tls', message: /^is not supported yet: TLS \(SNI\) routes$/ },

@@ -146,4 +146,39 @@ describe('route actions: fault injection, response headers, regex rewrites, sche
     // A client that is not gRPC gets the HTTP status gRPC maps UNAVAILABLE to.
     assert.equal(http({ url: `http://${VIP}:7070/` })[0]!.status, 503);
   });
+
+  it('uriRegexRewrite: the application receives the rewritten path; the access log shows the path as sent by the client', async () => {
+    await tp.resources(withRoutes(`  - match: [{uri: {prefix: /service/}}]
+    rewrite:
+      uriRegexRewrite: {match: "^/service/([^/]+)(/.*)$", rewrite: "\\\\2/instance/\\\\1"}
+    route:
+    - destination: {host: ${HOST}}
+`));
+    tp.clearSeen();
+    const [a] = http({ url: `http://${VIP}/service/foo/v1/api?x=1` });
+    assert.equal(a!.status, 200, JSON.stringify(a));
+    await waitFor('the request seen', () => tp.seen().find((e) => e.path !== undefined));
+    assert.equal(tp.seen().find((e) => e.path !== undefined)!.path, '/v1/api/instance/foo?x=1');
+    await waitFor('its log line, with the original path', () => tp.accessLog().find((l) => l.includes('"GET /service/foo/v1/api?x=1 HTTP/1.1" 200')));
+  });
+
+  it('redirects to another scheme and port: Location as Istio configures Envoy, 301 by default', async () => {
+    await tp.resources(withRoutes(`  - match: [{uri: {prefix: /secure}}]
+    redirect: {scheme: https, port: 8443}
+  - match: [{uri: {prefix: /same-port}}]
+    redirect: {authority: other.example.com, derivePort: FROM_REQUEST_PORT, redirectCode: 308}
+  - match: [{uri: {prefix: /default-port}}]
+    redirect: {scheme: https, derivePort: FROM_PROTOCOL_DEFAULT}
+  - route:
+    - destination: {host: ${HOST}}
+`));
+    const [secure] = http({ url: `http://${VIP}/secure?a=1`, headers: { host: `${HOST}:80` } });
+    assert.equal(secure!.status, 301);
+    assert.equal(secure!.headers['location'], `https://${HOST}:8443/secure?a=1`);
+    const [same] = http({ url: `http://${VIP}/same-port`, headers: { host: HOST } });
+    assert.equal(same!.status, 308);
+    assert.equal(same!.headers['location'], 'http://other.example.com/same-port', 'the request came to port 80: no port written');
+    const [def] = http({ url: `http://${VIP}/default-port`, headers: { host: `${HOST}:80` } });
+    assert.equal(def!.headers['location'], `https://${HOST}/default-port`);
+  });
 });
