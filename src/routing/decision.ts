@@ -2,7 +2,7 @@
 // both tables (the gateway's and the sidecar's). Most decisions depend only on the rule and match
 // entry, so a table builds them once and hands out the same frozen object; only rewrites and
 // redirects, which carry the request's path, are built per request. Pure.
-import type { HttpFault, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
+import type { HeaderOperations, HttpFault, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
 import { redirectLocation, rewritePath } from './destination.js';
 import { matchedPrefixLength, type CompiledMatch } from './match.js';
 import type { RequestView } from './request.js';
@@ -29,7 +29,9 @@ export type ForwardDecision = RuleRef & {
   readonly destinations: readonly HttpRouteDestination[];
   /** The request target and Host to forward with, when the rule rewrites them. */
   readonly rewrite?: { readonly path?: string; readonly authority?: string };
-  readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
+  readonly requestHeaders?: HeaderOperations;
+  /** The rule's response header edits (a destination's own come with it: `destinations[].headers`). */
+  readonly responseHeaders?: HeaderOperations;
   readonly timeoutMs?: number;
   /** The rule's `retries` as written; absent: Istio's default policy (the caller's to fill in). */
   readonly retries?: HttpRetry;
@@ -124,6 +126,7 @@ export function decide(rule: RuleSource, m: CompiledMatch | undefined, view: Req
     ...ref, kind: 'route', destinations: r.route,
     ...(rewrite ? { rewrite } : {}),
     ...(r.requestHeaders ? { requestHeaders: r.requestHeaders } : {}),
+    ...(r.responseHeaders ? { responseHeaders: r.responseHeaders } : {}),
     ...(r.timeoutMs !== undefined ? { timeoutMs: r.timeoutMs } : {}),
     ...(r.retries !== undefined ? { retries: r.retries } : {}),
     reason: why,

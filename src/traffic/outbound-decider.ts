@@ -18,6 +18,7 @@ import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
 import { hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
+import { mergedEdits, responseEdits } from '../routing/header-edits.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
@@ -28,7 +29,7 @@ import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 export type MeshRouteResult =
   | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
     /** Edits the route makes to what is forwarded. */
-    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'> | undefined;
+    readonly forward?: Pick<ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders' | 'addResponseHeaders' | 'removeResponseHeaders'> | undefined;
     /** The rule's fault injection. */
     readonly fault?: HttpFault | undefined }
   | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string; readonly fault?: HttpFault | undefined };
@@ -163,7 +164,9 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (edits?.setHeaders !== undefined) v.setHeaders = edits.setHeaders;
       if (edits?.addHeaders !== undefined) v.addHeaders = edits.addHeaders;
       if (removeHeaders !== undefined) v.removeHeaders = removeHeaders;
-      if (cookie !== undefined) v.addResponseHeaders = [['set-cookie', cookie.header]];
+      if (edits?.removeResponseHeaders !== undefined) v.removeResponseHeaders = edits.removeResponseHeaders;
+      if (edits?.addResponseHeaders !== undefined) v.addResponseHeaders = edits.addResponseHeaders;
+      if (cookie !== undefined) v.addResponseHeaders = [...(v.addResponseHeaders ?? []), ['set-cookie', cookie.header]];
       return routed?.kind === 'cluster' && routed.fault !== undefined ? faulted(routed.fault, req, v) : v;
     },
 
@@ -286,31 +289,30 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
         });
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
-          forward: routeEdits(d), fault: d.fault,
+          forward: routeEdits(d, picked.destination), fault: d.fault,
         };
       }
     }
   };
 }
 
-/** A rule's edits of what is forwarded: rewrite (path, authority) and request header set / add / remove. */
-function routeEdits(d: ForwardDecision): Extract<MeshRouteResult, { kind: 'cluster' }>['forward'] {
-  const rh = d.requestHeaders;
-  if (rh === undefined && d.rewrite === undefined) return undefined;
-  const setHeaders: [string, string][] = [];
-  const addHeaders: [string, string][] = [];
-  const removeHeaders: string[] = [];
-  if (rh) {
-    for (const [n, v] of Object.entries(rh.set)) setHeaders.push([n.toLowerCase(), v]);
-    for (const [n, v] of Object.entries(rh.add)) addHeaders.push([n.toLowerCase(), v]);
-    removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
-  }
-  if (d.rewrite?.authority !== undefined) setHeaders.push(['host', d.rewrite.authority]);
+/**
+ * A rule's edits of what is forwarded and of its answer: rewrite (path, authority), the rule's and
+ * then the chosen destination's header operations. Undefined when the rule has none (no work per request).
+ */
+function routeEdits(d: ForwardDecision, dest: HttpRouteDestination): Extract<MeshRouteResult, { kind: 'cluster' }>['forward'] {
+  const dh = dest.headers;
+  if (d.requestHeaders === undefined && d.responseHeaders === undefined && d.rewrite === undefined && dh === undefined) return undefined;
+  const req = mergedEdits(d.requestHeaders, dh?.request);
+  if (d.rewrite?.authority !== undefined) req.set.push(['host', d.rewrite.authority]);
+  const resp = d.responseHeaders !== undefined || dh?.response !== undefined ? responseEdits(mergedEdits(d.responseHeaders, dh?.response)) : undefined;
   return {
     ...(d.rewrite?.path !== undefined ? { path: d.rewrite.path } : {}),
-    ...(setHeaders.length > 0 ? { setHeaders } : {}),
-    ...(addHeaders.length > 0 ? { addHeaders } : {}),
-    ...(removeHeaders.length > 0 ? { removeHeaders } : {}),
+    ...(req.set.length > 0 ? { setHeaders: req.set } : {}),
+    ...(req.add.length > 0 ? { addHeaders: req.add } : {}),
+    ...(req.remove.length > 0 ? { removeHeaders: req.remove } : {}),
+    ...(resp !== undefined && resp.add.length > 0 ? { addResponseHeaders: resp.add } : {}),
+    ...(resp !== undefined && resp.remove.length > 0 ? { removeResponseHeaders: resp.remove } : {}),
   };
 }
 

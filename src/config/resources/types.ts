@@ -103,7 +103,16 @@ export interface HttpMatchRequest {
   readonly sourceNamespace?: string;
 }
 
+/** Istio's HeaderOperations: names lower-case; `set` replaces every line of a name, `add` appends one, `remove` removes. */
+export interface HeaderOperations {
+  readonly set: Readonly<Record<string, string>>;
+  readonly add: Readonly<Record<string, string>>;
+  readonly remove: readonly string[];
+}
+
 export interface HttpRouteDestination {
+  /** `route[].headers`: edits for requests sent to this destination and for their responses, after the rule's own. */
+  readonly headers?: { readonly request?: HeaderOperations; readonly response?: HeaderOperations };
   readonly host: string;
   readonly port?: number;
   readonly subset?: string;
@@ -169,7 +178,9 @@ export interface HttpRoute {
     readonly uriRegex?: { readonly match: string; readonly regex: RegExp; readonly substitution: string };
   };
   /** Request header edits applied before forwarding. */
-  readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
+  readonly requestHeaders?: HeaderOperations;
+  /** Response header edits applied to the upstream's answer (`headers.response`). */
+  readonly responseHeaders?: HeaderOperations;
   readonly timeoutMs?: number;
   /** Absent: Istio's default policy (src/traffic/clusters.ts `routeTraffic`). */
   readonly retries?: HttpRetry;

@@ -5,7 +5,7 @@
 // HTTPRoute (fault injection, mirroring, CORS, response header edits, TCP/TLS routes...) are
 // refused as "not supported yet" rather than accepted and ignored.
 import type {
-  HeaderMatch, HttpFault, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
+  HeaderMatch, HeaderOperations, HttpFault, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
 } from './types.js';
 import { isRouteClaimKey, parseRouteClaimKey } from '../../security/claims.js';
 import {
@@ -17,6 +17,7 @@ import { labelMap } from './selector.js';
 import { compileGlobal, groupCount, parseStringMatch, translateSubstitution } from './string-match.js';
 import { checkSubsetName } from './validate-destination-rule.js';
 import { GRPC_STATUS_NAMES } from '../../proxy/http2/grpc.js';
+import { isHopByHop, isProxyOwned } from '../../proxy/http1/headers.js';
 
 export const MESH_GATEWAY = 'mesh';
 const REDIRECT_CODES = [301, 302, 303, 307, 308];
@@ -26,8 +27,6 @@ const LATER = {
   mirror: 'mirroring requests to another destination',
   corsPolicy: 'CORS handling',
   delegate: 'delegating routes to another VirtualService',
-  response: 'response header edits',
-  headers: 'header edits per destination',
   tcp: 'TCP routes',
   tls: 'TLS (SNI) routes',
   statPrefix: 'per-route statistics',
@@ -128,7 +127,8 @@ function parseMatch(raw: unknown, field: string, namespace: string, vsGateways: 
 
 function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestination, 'weight'> & { weight?: number } {
   const o = obj(raw, field);
-  checkFields(o, field, { supported: ['destination', 'weight'], pending: { headers: LATER.headers } });
+  checkFields(o, field, { supported: ['destination', 'weight', 'headers'] });
+  const headers = parseHeaderEdits(o['headers'], child(field, 'headers'));
   const dField = child(field, 'destination');
   const d = obj(o['destination'], dField);
   checkFields(d, dField, { supported: ['host', 'subset', 'port'] });
@@ -144,7 +144,10 @@ function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestinatio
     port = int(p['number'], child(pField, 'number'), 1, 65535);
   }
   const weight = optInt(o['weight'], child(field, 'weight'), 0, INT32_MAX);
-  return { host, ...(port !== undefined ? { port } : {}), ...(subset !== undefined ? { subset } : {}), ...(weight !== undefined ? { weight } : {}) };
+  return {
+    host, ...(port !== undefined ? { port } : {}), ...(subset !== undefined ? { subset } : {}), ...(weight !== undefined ? { weight } : {}),
+    ...(headers?.request || headers?.response ? { headers } : {}),
+  };
 }
 
 /**
@@ -258,23 +261,50 @@ function parseFault(raw: unknown, field: string): HttpFault | undefined {
   return { ...(delay ? { delay } : {}), ...(abort ? { abort } : {}) };
 }
 
-function parseHeaderEdits(raw: unknown, field: string): HttpRoute['requestHeaders'] {
+/**
+ * Why configuration may not edit a header, or undefined: the framing and the connection's own lines
+ * (the proxy writes them for the bytes it sends), pseudo-headers, and what the proxy asserts about a
+ * request (x-forwarded-client-cert: the peer's certificate; x-envoy-*: Envoy's internal headers, peer
+ * metadata among them), which neither a client nor a route may supply.
+ */
+function ownedHeader(lower: string): string | undefined {
+  if (lower.startsWith(':')) return 'is a pseudo-header';
+  if (isProxyOwned(lower) || isHopByHop(lower)) return 'belongs to the connection and the framing, which the proxy writes';
+  if (lower === 'x-forwarded-client-cert') return 'is asserted by the proxy (the peer\'s certificate)';
+  if (lower.startsWith('x-envoy-')) return 'is one of Envoy\'s internal headers, which the proxy owns';
+  return undefined;
+}
+
+function headerOperations(raw: unknown, field: string, direction: 'request' | 'response'): HeaderOperations | undefined {
+  const r = optObj(raw, field);
+  if (r === undefined) return undefined;
+  checkFields(r, field, { supported: ['set', 'add', 'remove'] });
+  const checked = (name: string, at: string): string => {
+    const lower = checkHeaderName(name, at).toLowerCase();
+    const owned = ownedHeader(lower);
+    if (owned !== undefined) throw new FieldError(at, `${show(name)} cannot be edited by a route: it ${owned}`);
+    return lower;
+  };
+  const names = (m: Record<string, string>, at: string): Record<string, string> =>
+    Object.fromEntries(Object.entries(m).map(([k, v]) => [checked(k, item(at, k)), v]));
+  const set = r['set'] === undefined ? {} : names(stringMap(r['set'], child(field, 'set')), child(field, 'set'));
+  const add = r['add'] === undefined ? {} : names(stringMap(r['add'], child(field, 'add')), child(field, 'add'));
+  // `add` appends a line: a second Host would make two requests of one (set it instead).
+  if (direction === 'request' && Object.hasOwn(add, 'host')) throw new FieldError(item(child(field, 'add'), 'host'), 'cannot be added: a request has one Host (use set, or rewrite.authority)');
+  const remove = r['remove'] === undefined ? []
+    : strList(r['remove'], child(field, 'remove')).map((h, i) => checked(h, item(child(field, 'remove'), i)));
+  if (direction === 'request' && remove.includes('host')) throw new FieldError(child(field, 'remove'), 'cannot remove Host: a request needs one');
+  return { set, add, remove };
+}
+
+/** Istio's Headers: `request` and `response` operations. */
+function parseHeaderEdits(raw: unknown, field: string): { request?: HeaderOperations; response?: HeaderOperations } | undefined {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
-  checkFields(o, field, { supported: ['request'], pending: { response: LATER.response } });
-  const rField = child(field, 'request');
-  const r = optObj(o['request'], rField);
-  if (r === undefined) return undefined;
-  checkFields(r, rField, { supported: ['set', 'add', 'remove'] });
-  const names = (m: Record<string, string>, at: string): Record<string, string> =>
-    Object.fromEntries(Object.entries(m).map(([k, v]) => [checkHeaderName(k, item(at, k)).toLowerCase(), v]));
-  const set = r['set'] === undefined ? {} : names(stringMap(r['set'], child(rField, 'set')), child(rField, 'set'));
-  const add = r['add'] === undefined ? {} : names(stringMap(r['add'], child(rField, 'add')), child(rField, 'add'));
-  // `add` appends a line: a second Host would make two requests of one (set it instead).
-  if (Object.hasOwn(add, 'host')) throw new FieldError(item(child(rField, 'add'), 'host'), 'cannot be added: a request has one Host (use set, or rewrite.authority)');
-  const remove = r['remove'] === undefined ? []
-    : strList(r['remove'], child(rField, 'remove')).map((h, i) => checkHeaderName(h, item(child(rField, 'remove'), i)).toLowerCase());
-  return { set, add, remove };
+  checkFields(o, field, { supported: ['request', 'response'] });
+  const request = headerOperations(o['request'], child(field, 'request'), 'request');
+  const response = headerOperations(o['response'], child(field, 'response'), 'response');
+  return { ...(request ? { request } : {}), ...(response ? { response } : {}) };
 }
 
 function parseRedirect(raw: unknown, field: string): HttpRoute['redirect'] {
@@ -365,7 +395,9 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   const redirect = parseRedirect(o['redirect'], at('redirect'));
   const directResponse = parseDirectResponse(o['directResponse'], at('directResponse'));
   const rewrite = parseRewrite(o['rewrite'], at('rewrite'));
-  const requestHeaders = parseHeaderEdits(o['headers'], at('headers'));
+  const headers = parseHeaderEdits(o['headers'], at('headers'));
+  const requestHeaders = headers?.request;
+  const responseHeaders = headers?.response;
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
   const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'), warn);
   const fault = parseFault(o['fault'], at('fault'));
@@ -381,6 +413,7 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
     ...(redirect !== undefined ? { redirect } : {}),
     ...(rewrite !== undefined ? { rewrite } : {}),
     ...(requestHeaders !== undefined ? { requestHeaders } : {}),
+    ...(responseHeaders !== undefined ? { responseHeaders } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(retries !== undefined ? { retries } : {}),
     ...(fault !== undefined ? { fault } : {}),

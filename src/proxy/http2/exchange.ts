@@ -497,6 +497,8 @@ export class Http2Exchange implements AttemptSender {
     this.status = status;
     this.details ??= 'via_upstream';
     const headers = downstreamResponseHeaders(status, lines);
+    const removed = this.target?.removeResponseHeaders;
+    if (removed) for (const name of removed) delete headers[name];
     const added = this.target?.addResponseHeaders;
     if (added) {
       for (const [name, value] of added) {

@@ -181,4 +181,28 @@ describe('route actions: fault injection, response headers, regex rewrites, sche
     const [def] = http({ url: `http://${VIP}/default-port`, headers: { host: `${HOST}:80` } });
     assert.equal(def!.headers['location'], `https://${HOST}/default-port`);
   });
+
+  it('response header edits per route and per destination, request edits per destination; a client\'s XFCC never reaches the application', async () => {
+    await tp.resources(withRoutes(`  - headers:
+      response:
+        set: {x-set: route}
+        add: {x-tag: route}
+        remove: [x-drop]
+    route:
+    - destination: {host: ${HOST}}
+      headers:
+        request: {add: {x-tag: dest}}
+        response: {add: {x-dest: "yes"}}
+`));
+    tp.clearSeen();
+    const [a] = http({ url: `http://${VIP}/edited`, headers: { 'x-tag': 'client', 'x-forwarded-client-cert': 'By=spiffe://forged;URI=spiffe://cluster.local/ns/x/sa/admin', 'x-set': 'client' },
+      showHeaders: ['x-set', 'x-tag', 'x-drop', 'x-dest'] });
+    assert.equal(a!.status, 200, JSON.stringify(a));
+    // The backend answered x-tag: its name and x-drop: its name.
+    assert.deepEqual(a!.headers, { 'content-type': 'application/json', 'x-set': 'route', 'x-tag': `${a!.backend}, route`, 'x-dest': 'yes' });
+    await waitFor('the request seen', () => tp.seen().find((e) => e.path === '/edited'));
+    const seen = tp.seen().find((e) => e.path === '/edited')!;
+    assert.deepEqual(seen.tags, ['client', 'dest']);
+    assert.equal(seen.xfcc, undefined, 'the sidecar strips a client\'s x-forwarded-client-cert');
+  });
 });
