@@ -44,6 +44,18 @@ describe('cluster names, discovery and defaults', () => {
       'the mesh config\'s connectTimeout');
   });
 
+  it('a retry budget: Envoy\'s defaults for what it leaves out (20 %, 3), a subset\'s replacing the rule\'s, on every port', () => {
+    const set = buildClusters(snapshotOf(reviews(), dr('reviews', `{host: reviews, trafficPolicy: {retryBudget: {minRetryConcurrency: 5},
+      portLevelSettings: [{port: {number: 9080}, loadBalancer: {simple: RANDOM}}]},
+      subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {retryBudget: {percent: 50}}}, {name: v2, labels: {version: v2}}]}`)), ctx);
+    const budget = (port: number, subset?: string) => set.byName.get(clusterName(port, subset, REVIEWS))!.policy.connectionPool.http.retryBudget;
+    assert.deepEqual(budget(80), { percent: 20, minRetryConcurrency: 5 });
+    assert.deepEqual(budget(9080), { percent: 20, minRetryConcurrency: 5 }, 'a port-level setting does not drop it');
+    assert.deepEqual(budget(80, 'v1'), { percent: 50, minRetryConcurrency: 3 });
+    assert.deepEqual(budget(80, 'v2'), { percent: 20, minRetryConcurrency: 5 });
+    assert.equal(buildClusters(snapshotOf(reviews()), ctx).clusters[0]!.policy.connectionPool.http.retryBudget, undefined);
+  });
+
   it('discovery follows the resolution; NONE and PASSTHROUGH are the original destination', () => {
     const discovery = (resolution: string, extra = '', rule?: string): [string | undefined, string] => {
       const endpoints = resolution === 'NONE' ? '' : resolution === 'STATIC' ? ', endpoints: [{address: 10.0.0.1}]' : '';

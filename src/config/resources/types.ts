@@ -355,7 +355,15 @@ export interface PortTrafficPolicy extends PolicySettings {
 }
 
 /** A rule's or a subset's `trafficPolicy`. */
+/** Istio's RetryBudget as written: absent (or 0) fields take Envoy's defaults (20 %, 3). */
+export interface RetryBudgetSettings {
+  readonly percent?: number;
+  readonly minRetryConcurrency?: number;
+}
+
 export interface TrafficPolicy extends PolicySettings {
+  /** The rule's (or a subset's) retry budget; not a port-level setting in Istio's API. */
+  readonly retryBudget?: RetryBudgetSettings;
   /** A port's settings replace the policy's (all four, absent ones falling back to the defaults). */
   readonly portLevelSettings: readonly PortTrafficPolicy[];
 }

@@ -205,4 +205,38 @@ describe('route actions: fault injection, response headers, regex rewrites, sche
     assert.deepEqual(seen.tags, ['client', 'dest']);
     assert.equal(seen.xfcc, undefined, 'the sidecar strips a client\'s x-forwarded-client-cert');
   });
+
+  it('a DestinationRule retryBudget: retries past max(minRetryConcurrency, percent of the requests in flight) are not sent, counted as upstream_rq_retry_overflow', async () => {
+    const counter = (stats: string, name: string): number => Number(new RegExp(`cluster\\.outbound\\|80\\|\\|svc\\.example\\.com\\.${name}: (\\d+)`).exec(stats)?.[1] ?? NaN);
+    await tp.resources(withRoutes(`  - route:
+    - destination: {host: ${HOST}}
+    retries: {attempts: 3, retryOn: 5xx}
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: svc, namespace: default}
+spec:
+  host: ${HOST}
+  trafficPolicy:
+    retryBudget: {percent: 1, minRetryConcurrency: 1}
+`));
+    const before = await tp.admin('/stats');
+    await tp.mode('b1', '503');
+    await tp.mode('b2', '503');
+    try {
+      // 20 requests at once, each failing: 1 % of 20 is 0, so one retry may be in flight at a time.
+      const answers = http({ url: `http://${VIP}/budget`, count: 60, concurrency: 20 });
+      assert.equal(answers.filter((a) => a.status === 503).length, 60);
+    } finally {
+      await tp.mode('b1', 'ok');
+      await tp.mode('b2', 'ok');
+    }
+    const after = await tp.admin('/stats');
+    const overflow = counter(after, 'upstream_rq_retry_overflow') - counter(before, 'upstream_rq_retry_overflow');
+    const retried = counter(after, 'upstream_rq_retry') - counter(before, 'upstream_rq_retry');
+    assert.ok(overflow > 0, `no retry refused by the budget (${retried} retries sent)`);
+    assert.ok(retried > 0, 'the minimum concurrency still lets retries through');
+    // Without the budget, Istio's maxRetries default is unlimited: every failure retried 3 times.
+    assert.ok(retried < 180, `${retried} retries sent for 60 requests`);
+  });
 });
