@@ -204,6 +204,10 @@ describe('route actions: fault injection, response headers, regex rewrites, sche
     const seen = tp.seen().find((e) => e.path === '/edited')!;
     assert.deepEqual(seen.tags, ['client', 'dest']);
     assert.equal(seen.xfcc, undefined, 'the sidecar strips a client\'s x-forwarded-client-cert');
+    // An HTTP/2 client (prior knowledge) gets the same edits (its answer goes through the HTTP/2 side).
+    const [h2] = tp.client<HttpResult[]>('h2', { url: `http://${VIP}/edited-h2`, showHeaders: ['x-set', 'x-tag', 'x-drop', 'x-dest'] });
+    assert.equal(h2!.status, 200, JSON.stringify(h2));
+    assert.deepEqual(h2!.headers, { 'x-set': 'route', 'x-tag': `${h2!.backend}, route`, 'x-dest': 'yes' });
   });
 
   it('a DestinationRule retryBudget: retries past max(minRetryConcurrency, percent of the requests in flight) are not sent, counted as upstream_rq_retry_overflow', async () => {
