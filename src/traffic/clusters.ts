@@ -389,8 +389,12 @@ const DEFAULT_CONSISTENT_HASH_RETRY_WITH_503: RetrySpec = Object.freeze({ ...DEF
  * `retry503` (EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false): the default policy retries a 503 too, and
  * so does a route's `retries` without `retryOn` (Istio starts from the default and keeps its codes).
  */
-export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs'>, opts: { consistentHash?: boolean; retry503?: boolean } = {}): RouteTraffic {
+export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs' | 'fault'>, opts: { consistentHash?: boolean; retry503?: boolean } = {}): RouteTraffic {
   const timeout = route.timeoutMs !== undefined ? { timeoutMs: route.timeoutMs } : {};
+  // Istio's reference: retries are not enabled on a route with fault injection (its delayed requests
+  // are not retried; its aborts never reach an attempt anyway). The route's timeout stays, as Envoy's
+  // router applies it after the fault filter.
+  if (route.fault !== undefined) return { ...timeout, retry: NO_RETRY };
   const r = route.retries;
   const base = defaultRetry(opts.retry503);
   if (r === undefined) {

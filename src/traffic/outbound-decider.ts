@@ -284,7 +284,7 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
         if (target.kind === 'no-cluster') {
           return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' }, fault: d.fault };
         }
-        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, {
+        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs, fault: d.fault }, {
           consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash', retry503: opts.retry503 === true,
         });
         return {
@@ -336,7 +336,7 @@ export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: 
     }
     const runtime = t.clusters.get(target.cluster.name);
     if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
-    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs }, { consistentHash: runtime.hashKey !== undefined, retry503: t.retry503 === true });
+    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs, fault: route.fault }, { consistentHash: runtime.hashKey !== undefined, retry503: t.retry503 === true });
     const spec = runtime.spec;
     return { cluster: runtime, retry: traffic2.retry, tlsFor: (endpoint) => tlsFor(spec, endpoint, true) };
   };

@@ -247,6 +247,11 @@ describe('a route\'s timeout and retries (Istio\'s ConvertPolicy)', () => {
     assert.equal(routeTraffic(r(), { consistentHash: true }).retry, DEFAULT_CONSISTENT_HASH_RETRY);
     assert.equal(DEFAULT_CONSISTENT_HASH_RETRY.ignorePreviousHosts, false);
   });
+  it('a route with fault injection gets no retries, whatever its retries say (Istio\'s reference); its time-out stays', () => {
+    const fault = { abort: { perMillion: 1000, httpStatus: 503 } };
+    assert.deepEqual(routeTraffic({ retries: { attempts: 3 }, timeoutMs: 2000, fault }), { retry: NO_RETRY, timeoutMs: 2000 });
+    assert.equal(routeTraffic({ fault: { delay: { fixedDelayMs: 5, perMillion: 0 } } }).retry, NO_RETRY, 'not even Istio\'s default policy');
+  });
   it('EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false (retry503): the default policy retries a 503, and so does `retries` without retryOn', () => {
     assert.equal(routeTraffic(r(), { retry503: false }).retry, DEFAULT_RETRY, 'true (the default): as before');
     assert.equal(routeTraffic(r(), { retry503: true }).retry, DEFAULT_RETRY_WITH_503);

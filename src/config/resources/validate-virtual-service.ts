@@ -1,8 +1,9 @@
 // VirtualService (networking.mesh.io): HTTP routes for a set of hosts, bound to gateways and/or the
 // mesh (sidecars). Header matchers whose key is `@request.auth.claims...` match validated JWT claims
 // instead of headers (gateways only, as in Istio). Timeouts and retries are read here and turned
-// into each route's traffic settings by src/traffic/clusters.ts; the fields of the rest of Istio's
-// HTTPRoute (fault injection, mirroring, CORS, response header edits, TCP/TLS routes...) are
+// into each route's traffic settings by src/traffic/clusters.ts; fault injection, header edits
+// (request and response, per route and per destination), rewrites and redirects are read into the
+// typed route; the rest of Istio's HTTPRoute (mirroring, CORS, delegation, TCP/TLS routes...) is
 // refused as "not supported yet" rather than accepted and ignored.
 import type {
   HeaderMatch, HeaderOperations, HttpFault, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,

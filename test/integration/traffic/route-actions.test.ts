@@ -119,6 +119,27 @@ describe('route actions: fault injection, response headers, regex rewrites, sche
     assert.ok(delayed >= 61 && delayed <= 139, `${delayed} of 400 delayed`);
   });
 
+  it('a route with fault gets no retries (Istio\'s reference): a delayed request the backend fails is tried once', async () => {
+    await tp.resources(withRoutes(`  - route:
+    - destination: {host: ${HOST}}
+    retries: {attempts: 3, retryOn: 5xx}
+    fault:
+      delay: {fixedDelay: 1ms, percentage: {value: 100}}
+`));
+    await tp.mode('b1', '503');
+    await tp.mode('b2', '503');
+    try {
+      tp.clearSeen();
+      const answers = http({ url: `http://${VIP}/once`, count: 10 });
+      assert.deepEqual(answers.map((a) => a.status), new Array(10).fill(503));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(requestsTo('/once'), 10, 'one attempt per request');
+    } finally {
+      await tp.mode('b1', 'ok');
+      await tp.mode('b2', 'ok');
+    }
+  });
+
   it('a client that leaves during a delay: nothing is opened upstream, the request never reaches the backend', async () => {
     await tp.resources(withRoutes(`  - route:
     - destination: {host: ${HOST}}
@@ -134,7 +155,7 @@ describe('route actions: fault injection, response headers, regex rewrites, sche
     assert.match(stats, /cluster\.outbound\|80\|\|svc\.example\.com\.upstream_rq_active: 0/);
   });
 
-  it('a gRPC abort: the call ends with that status (trailers-only), the backend never sees it', async () => {
+  it('a gRPC abort: the call ends with that status (trailers-only answer, flag FI)', async () => {
     await tp.resources(withRoutes(`  - route:
     - destination: {host: ${HOST}, port: {number: 7070}}
     fault:
