@@ -142,7 +142,12 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       }
       (req as RoutedView).routedCluster = runtime.name;
       (req as RoutedView).routedRoute = routeName;
-      if (passesThrough(runtime)) return o.base.decide(req, dst);
+      if (passesThrough(runtime)) {
+        const through = o.base.decide(req, dst);
+        if (routed?.kind !== 'cluster' || routed.fault === undefined) return through;
+        const fault = routed.fault;
+        return through instanceof Promise ? through.then((v) => faulted(fault, req, v)) : faulted(fault, req, through);
+      }
       let cluster = target(t, runtime, true);
       let cookie: GeneratedCookie | undefined;
       if (retry !== baseRetry || runtime.hashKey !== undefined) {
