@@ -13,6 +13,9 @@ import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterTarget, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import { injectFault } from '../proxy/fault-injection.js';
+import { mergedEdits, responseEdits } from '../routing/header-edits.js';
+import type { HttpFault } from '../config/resources/types.js';
 import type { HttpRouteDestination } from '../config/resources/types.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '../proxy/http1/handler.js';
@@ -323,8 +326,20 @@ export class GatewayRouter {
     };
   }
 
-  private routeRequest(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict {
+  private routeRequest(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict | Promise<Verdict> {
     if (security.reply) return security.reply;
+    this.lastFault = undefined;
+    const v = this.routeChecked(req, security, draft, port, scheme);
+    // Envoy's fault filter runs after authentication and policy and before the router, whatever the route's action.
+    const fault = this.lastFault;
+    if (fault === undefined) return v;
+    return injectFault(fault, req, v, () => { draft.flag = 'DI'; });
+  }
+
+  /** The matched rule's fault, handed from routeChecked to routeRequest (no object per request). */
+  private lastFault: HttpFault | undefined = undefined;
+
+  private routeChecked(req: IncomingMessage, security: SecurityOutcome, draft: DecisionDraft, port: number, scheme: 'http' | 'https'): Verdict {
     const table = this.table;
     if (!table) {
       draft.route = 'no route: no configuration loaded yet';
@@ -343,6 +358,7 @@ export class GatewayRouter {
     if (decision.kind !== 'no-host' && decision.kind !== 'no-route') {
       const name = routeName(decision.ruleName, decision.matchName);
       if (name !== undefined) draft.routeName = name;
+      if (decision.fault !== undefined) this.lastFault = decision.fault;
     }
     switch (decision.kind) {
       case 'no-host':
@@ -372,13 +388,21 @@ export class GatewayRouter {
         const client = plainAddress(req.socket.remoteAddress);
         setHeaders.push(['x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client], ['x-forwarded-proto', scheme]);
         removeHeaders.push(...ASSERTED, ...envoyInternal(req.rawHeaders));
-        const rh = decision.requestHeaders;
         // Istio's `add` appends a line (Envoy's APPEND): the client's of that name stay; `set` replaces them.
         let addHeaders: [string, string][] | undefined;
-        if (rh) {
-          for (const [n, v] of Object.entries(rh.set)) setHeaders.push([n.toLowerCase(), v]);
-          for (const [n, v] of Object.entries(rh.add)) (addHeaders ??= []).push([n.toLowerCase(), v]);
-          removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
+        let responseHeaders: { remove: string[]; add: [string, string][] } | undefined;
+        const dh = dst.destination.headers;
+        if (decision.requestHeaders !== undefined || decision.responseHeaders !== undefined || dh !== undefined) {
+          const rh = mergedEdits(decision.requestHeaders, dh?.request);
+          // What the proxy asserts or strips for this request (claim headers whether set or dropped, the
+          // token it does not forward, x-forwarded-*, XFCC) no route edits: a route's line would let the
+          // application read the route's value for the proxy's word.
+          const owned = (n: string): boolean => setHeaders.some(([s]) => s === n) || removeHeaders.includes(n);
+          const removing = rh.remove.filter((n) => !owned(n));
+          for (const [n, v] of rh.set) if (!owned(n)) setHeaders.push([n, v]);
+          for (const [n, v] of rh.add) if (!owned(n)) (addHeaders ??= []).push([n, v]);
+          removeHeaders.push(...removing);
+          if (decision.responseHeaders !== undefined || dh?.response !== undefined) responseHeaders = responseEdits(mergedEdits(decision.responseHeaders, dh?.response));
         }
         if (decision.rewrite?.authority) setHeaders.push(['host', decision.rewrite.authority]);
         const path = decision.rewrite?.path ?? tokenlessPath;
@@ -394,6 +418,7 @@ export class GatewayRouter {
           return {
             kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster,
             ...(addHeaders ? { addHeaders } : {}),
+            ...(responseHeaders ? { addResponseHeaders: responseHeaders.add, removeResponseHeaders: responseHeaders.remove } : {}),
             ...(path !== undefined && path !== draft.path ? { path } : {}),
             ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
           };
@@ -407,6 +432,7 @@ export class GatewayRouter {
         const target: ForwardTarget = {
           kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}),
           ...(addHeaders ? { addHeaders } : {}),
+          ...(responseHeaders ? { addResponseHeaders: responseHeaders.add, removeResponseHeaders: responseHeaders.remove } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),
           ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
         };

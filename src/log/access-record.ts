@@ -19,6 +19,8 @@ export const RESPONSE_FLAGS = [
   ['UC', 'UpstreamConnectionTermination'],
   ['UO', 'UpstreamOverflow'],
   ['NR', 'NoRouteFound'],
+  ['DI', 'DelayInjected'],
+  ['FI', 'FaultInjected'],
   ['UAEX', 'UnauthorizedExternalService'],
   ['RBAC', 'RbacAccessDenied'],
   ['DC', 'DownstreamConnectionTermination'],

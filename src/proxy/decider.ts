@@ -37,8 +37,10 @@ export interface ForwardTarget {
    * for the log). Absent: to `address`/`port` as they are.
    */
   readonly cluster?: ClusterTarget;
-  /** Response header lines to add (a consistent hash's generated cookie: Set-Cookie); values are text, sent as UTF-8. */
+  /** Response header lines to add (a consistent hash's generated cookie: Set-Cookie; a route's `headers.response`); values are text, sent as UTF-8. */
   readonly addResponseHeaders?: readonly (readonly [string, string])[];
+  /** Lower-case names of response headers not to pass on (a route's `headers.response` remove, and set: removed, then added). */
+  readonly removeResponseHeaders?: readonly string[];
 }
 
 /** A request's cluster and its route's traffic settings (src/proxy/attempts.ts carries them out). */
@@ -62,6 +64,8 @@ export interface LocalReply {
   readonly status: number;
   readonly body: string;
   readonly headers?: Readonly<Record<string, string>>;
+  /** A gRPC call's answer: this grpc-status (absent: the one gRPC maps `status` to). */
+  readonly grpcStatus?: number;
   /** For the access log: Envoy's response flag for this answer, and its RESPONSE_CODE_DETAILS. */
   readonly flag?: ResponseFlagName;
   readonly details?: string;

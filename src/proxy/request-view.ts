@@ -22,6 +22,8 @@ export class RequestView {
   /** Traffic management: the cluster and route names a decider sent it to (fields of the class: no shape change per request). */
   routedCluster: string | undefined = undefined;
   routedRoute: string | undefined = undefined;
+  /** A route's fault injection delayed it (DI), set by the outbound decider. */
+  faultDelayed = false;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(

@@ -2,8 +2,8 @@
 // both tables (the gateway's and the sidecar's). Most decisions depend only on the rule and match
 // entry, so a table builds them once and hands out the same frozen object; only rewrites and
 // redirects, which carry the request's path, are built per request. Pure.
-import type { HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
-import { rewritePath } from './destination.js';
+import type { HeaderOperations, HttpFault, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
+import { redirectLocation, rewritePath } from './destination.js';
 import { matchedPrefixLength, type CompiledMatch } from './match.js';
 import type { RequestView } from './request.js';
 
@@ -18,6 +18,8 @@ export interface RuleRef {
   /** Position of the matching entry in the rule's `match` list; absent for a rule without one. */
   readonly matchIndex?: number;
   readonly matchName?: string;
+  /** The rule's fault injection (Envoy's fault filter runs before any action: route, redirect or direct answer). */
+  readonly fault?: HttpFault;
 }
 
 /** Send the request on: to one of `destinations` (pickDestination), with the rule's edits. */
@@ -27,7 +29,9 @@ export type ForwardDecision = RuleRef & {
   readonly destinations: readonly HttpRouteDestination[];
   /** The request target and Host to forward with, when the rule rewrites them. */
   readonly rewrite?: { readonly path?: string; readonly authority?: string };
-  readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
+  readonly requestHeaders?: HeaderOperations;
+  /** The rule's response header edits (a destination's own come with it: `destinations[].headers`). */
+  readonly responseHeaders?: HeaderOperations;
   readonly timeoutMs?: number;
   /** The rule's `retries` as written; absent: Istio's default policy (the caller's to fill in). */
   readonly retries?: HttpRetry;
@@ -89,7 +93,7 @@ function describe(rule: RuleSource, m: CompiledMatch | undefined): string {
 /** The decision when it does not depend on the request (no rewrite, no redirect), else undefined. */
 export function fixedDecision(rule: RuleSource, m: CompiledMatch | undefined): RuleDecision | undefined {
   const r = rule.route;
-  if (r.redirect || (r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined))) return undefined;
+  if (r.redirect || (r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined || r.rewrite.uriRegex !== undefined))) return undefined;
   return Object.freeze(decide(rule, m, undefined));
 }
 
@@ -101,28 +105,28 @@ export function decide(rule: RuleSource, m: CompiledMatch | undefined, view: Req
     ...(r.name !== undefined ? { ruleName: r.name } : {}),
     ...(m ? { matchIndex: m.index } : {}),
     ...(m?.name !== undefined ? { matchName: m.name } : {}),
+    ...(r.fault !== undefined ? { fault: r.fault } : {}),
   };
   const why = describe(rule, m);
   if (r.redirect && view) {
-    const authority = r.redirect.authority ?? view.req.host;
-    // Envoy's path_redirect: the query is kept unless the new path brings its own.
-    const target = r.redirect.uri === undefined ? view.req.path
-      : r.redirect.uri.includes('?') ? r.redirect.uri : r.redirect.uri + view.query;
-    return { ...ref, kind: 'redirect', status: r.redirect.redirectCode, location: `${view.req.scheme}://${authority}${target}`, reason: `${why}: redirect` };
+    return { ...ref, kind: 'redirect', status: r.redirect.redirectCode, location: redirectLocation(r.redirect, view), reason: `${why}: redirect` };
   }
   if (r.directResponse) {
     return { ...ref, kind: 'direct', status: r.directResponse.status, ...(r.directResponse.body !== undefined ? { body: r.directResponse.body } : {}), reason: `${why}: direct response` };
   }
   let rewrite: { path?: string; authority?: string } | undefined;
-  if (view && r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined)) {
+  if (view && r.rewrite && (r.rewrite.uri !== undefined || r.rewrite.authority !== undefined || r.rewrite.uriRegex !== undefined)) {
     rewrite = {};
     if (r.rewrite.uri !== undefined) rewrite.path = rewritePath(view.path, view.query, r.rewrite.uri, matchedPrefixLength(m));
+    // Envoy's regex_rewrite: every match in the path, the query kept as it was.
+    else if (r.rewrite.uriRegex !== undefined) rewrite.path = view.path.replace(r.rewrite.uriRegex.regex, r.rewrite.uriRegex.substitution) + view.query;
     if (r.rewrite.authority !== undefined) rewrite.authority = r.rewrite.authority;
   }
   return {
     ...ref, kind: 'route', destinations: r.route,
     ...(rewrite ? { rewrite } : {}),
     ...(r.requestHeaders ? { requestHeaders: r.requestHeaders } : {}),
+    ...(r.responseHeaders ? { responseHeaders: r.responseHeaders } : {}),
     ...(r.timeoutMs !== undefined ? { timeoutMs: r.timeoutMs } : {}),
     ...(r.retries !== undefined ? { retries: r.retries } : {}),
     reason: why,

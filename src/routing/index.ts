@@ -13,4 +13,5 @@ export {
 } from './decision.js';
 export type { MatchRequest, MeshRouteRequest, RouteRequest } from './request.js';
 export { DEFAULT_DESTINATION_PORT, pickDestination, rewritePath, type PickedDestination } from './destination.js';
+export { FAULT_ABORT_DETAILS, faultAbort, faultDelayMs, rolls, type FaultAbortReply } from './fault.js';
 export { DomainIndex, hostMatches, hostWithoutPort, intersectHosts } from './hosts.js';

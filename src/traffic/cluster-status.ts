@@ -1,7 +1,7 @@
 // What the admin surfaces show of a cluster, as plain data (ClusterRuntime.status()), and the pure
 // formatters that print it as Envoy does: `/clusters` text lines, `/clusters?format=json`, and the
 // `cluster.<name>.*` series of `/stats`.
-import { ENVOY_HIGH_PRIORITY_LIMITS, type LimitValues } from './limits.js';
+import { ENVOY_HIGH_PRIORITY_LIMITS, retryBudgetLimit, type LimitValues } from './limits.js';
 import { CLUSTER_COUNTERS, type ClusterCounter } from './shared-state.js';
 
 /** Envoy's per-host stats, in the order its text output sorts them. */
@@ -170,11 +170,13 @@ export function clusterStatValues(c: ClusterStatus): ClusterStat[] {
   gauge(`${cb}cx_pool_open`, 0);
   gauge(`${cb}rq_pending_open`, open(c.active.pending, c.limits.maxPendingRequests));
   gauge(`${cb}rq_open`, open(c.active.rq, c.limits.maxRequests));
-  gauge(`${cb}rq_retry_open`, open(c.active.retries, c.limits.maxRetries));
+  // A retry budget replaces maxRetries with what the requests in flight allow now.
+  const maxRetries = c.limits.retryBudget !== undefined ? retryBudgetLimit(c.limits.retryBudget, c.active.rq + c.active.pending) : c.limits.maxRetries;
+  gauge(`${cb}rq_retry_open`, open(c.active.retries, maxRetries));
   gauge(`${cb}remaining_cx`, Math.max(0, c.limits.maxConnections - c.active.cx));
   gauge(`${cb}remaining_pending`, Math.max(0, c.limits.maxPendingRequests - c.active.pending));
   gauge(`${cb}remaining_rq`, Math.max(0, c.limits.maxRequests - c.active.rq));
-  gauge(`${cb}remaining_retries`, Math.max(0, c.limits.maxRetries - c.active.retries));
+  gauge(`${cb}remaining_retries`, Math.max(0, maxRetries - c.active.retries));
   return out;
 }
 

@@ -6,7 +6,7 @@
 // in, frozen plain data out; build once per configuration, never per request.
 import type {
   DestinationRule, HttpRoute, HttpRouteDestination, LoadBalancerSettings, PolicySettings, ResourceSnapshot, ServiceEntry,
-  ServiceEntryPort, TrafficPolicy, VirtualService, Workload,
+  RetryBudgetSettings, ServiceEntryPort, TrafficPolicy, VirtualService, Workload,
 } from '../config/resources/types.js';
 import { ROOT_NAMESPACE } from '../config/resources/types.js';
 import { exportedTo, serviceEntriesFor } from '../config/resources/workload.js';
@@ -162,6 +162,14 @@ function connectionPoolOf(cp: PolicySettings['connectionPool'], connectTimeoutMs
   };
 }
 
+/** Envoy's defaults for what a retry budget leaves out (Istio passes only what is above 0): 20 %, 3. */
+function retryBudgetOf(b: RetryBudgetSettings): { percent: number; minRetryConcurrency: number } {
+  return {
+    percent: b.percent !== undefined && b.percent > 0 ? b.percent : 20,
+    minRetryConcurrency: b.minRetryConcurrency !== undefined && b.minRetryConcurrency > 0 ? b.minRetryConcurrency : 3,
+  };
+}
+
 function outlierDetectionOf(od: PolicySettings['outlierDetection']): OutlierDetectionSpec | undefined {
   if (od === undefined) return undefined;
   const split = od.splitExternalLocalOriginErrors;
@@ -181,11 +189,12 @@ function outlierDetectionOf(od: PolicySettings['outlierDetection']): OutlierDete
 }
 
 /** A merged policy with Istio's defaults: what the balancers, pools and outlier detection run with. */
-export function clusterPolicy(merged: PolicySettings, opts: { connectTimeoutMs?: number; rule?: string; passthrough?: boolean } = {}): ClusterPolicy {
+export function clusterPolicy(merged: PolicySettings, opts: { connectTimeoutMs?: number; rule?: string; passthrough?: boolean; retryBudget?: RetryBudgetSettings } = {}): ClusterPolicy {
   const od = outlierDetectionOf(merged.outlierDetection);
+  const pool = connectionPoolOf(merged.connectionPool, opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
   return {
     loadBalancer: opts.passthrough ? { kind: 'simple', simple: 'PASSTHROUGH' } : loadBalancerOf(merged.loadBalancer),
-    connectionPool: connectionPoolOf(merged.connectionPool, opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
+    connectionPool: opts.retryBudget === undefined ? pool : { ...pool, http: { ...pool.http, retryBudget: retryBudgetOf(opts.retryBudget) } },
     ...(od !== undefined ? { outlierDetection: od } : {}),
     ...(merged.tls !== undefined ? { tls: merged.tls } : {}),
     ...(opts.rule !== undefined ? { rule: opts.rule } : {}),
@@ -253,7 +262,10 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
         services.push(service);
         const make = (subset: DestinationRule['subsets'][number] | undefined): ClusterSpec => {
           const merged = mergeTrafficPolicy(rule?.trafficPolicy, subset?.trafficPolicy, port.number);
+          // Not a port-level setting: the subset's budget, else the rule's.
+          const retryBudget = subset?.trafficPolicy?.retryBudget ?? rule?.trafficPolicy?.retryBudget;
           const policy = clusterPolicy(merged, {
+            ...(retryBudget !== undefined ? { retryBudget } : {}),
             ...(ctx.connectTimeoutMs !== undefined ? { connectTimeoutMs: ctx.connectTimeoutMs } : {}),
             ...(ruleRef !== undefined ? { rule: ruleRef } : {}),
             passthrough: resolution === 'NONE',
@@ -377,8 +389,12 @@ const DEFAULT_CONSISTENT_HASH_RETRY_WITH_503: RetrySpec = Object.freeze({ ...DEF
  * `retry503` (EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false): the default policy retries a 503 too, and
  * so does a route's `retries` without `retryOn` (Istio starts from the default and keeps its codes).
  */
-export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs'>, opts: { consistentHash?: boolean; retry503?: boolean } = {}): RouteTraffic {
+export function routeTraffic(route: Pick<HttpRoute, 'retries' | 'timeoutMs' | 'fault'>, opts: { consistentHash?: boolean; retry503?: boolean } = {}): RouteTraffic {
   const timeout = route.timeoutMs !== undefined ? { timeoutMs: route.timeoutMs } : {};
+  // Istio's reference: retries are not enabled on a route with fault injection (its delayed requests
+  // are not retried; its aborts never reach an attempt anyway). The route's timeout stays, as Envoy's
+  // router applies it after the fault filter.
+  if (route.fault !== undefined) return { ...timeout, retry: NO_RETRY };
   const r = route.retries;
   const base = defaultRetry(opts.retry503);
   if (r === undefined) {

@@ -16,6 +16,8 @@ export interface LimitValues {
   readonly maxPendingRequests: number;
   readonly maxRequests: number;
   readonly maxRetries: number;
+  /** Replaces maxRetries when set: Envoy's retry budget. */
+  readonly retryBudget?: { readonly percent: number; readonly minRetryConcurrency: number } | undefined;
 }
 
 /** The four thresholds of a ConnectionPoolSpec. */
@@ -27,6 +29,7 @@ export function limitValues(pool: ConnectionPoolSpec): LimitValues {
     // comment that it is HTTP/2 only predates Envoy applying it to both).
     maxRequests: pool.http.http2MaxRequests,
     maxRetries: pool.http.maxRetries,
+    ...(pool.http.retryBudget !== undefined ? { retryBudget: pool.http.retryBudget } : {}),
   };
 }
 
@@ -75,9 +78,20 @@ export class ClusterLimits {
 
   /** A retry scheduled or in flight; false: upstream_rq_retry_overflow (the retry is not sent, flag UO). */
   tryAcquireRetry(): boolean {
-    if (this.slot.tryAcquire('retries', this.max.maxRetries)) return true;
+    if (this.slot.tryAcquire('retries', this.retryLimit())) return true;
     this.slot.count('upstream_rq_retry_overflow');
     return false;
+  }
+
+  /**
+   * How many retries may be in flight now: maxRetries, or with a retry budget Envoy's
+   * max(minRetryConcurrency, percent % of the requests in flight and pending), truncated as Envoy
+   * does. Read per retry only (a retry is rare); the counts are the whole sidecar's.
+   */
+  retryLimit(): number {
+    const b = this.max.retryBudget;
+    if (b === undefined) return this.max.maxRetries;
+    return retryBudgetLimit(b, this.slot.gauge('rq') + this.slot.gauge('pending'));
   }
 
   releaseRetry(): void {
@@ -108,4 +122,9 @@ export class ClusterLimits {
 /** Whether a connection has served its maxRequestsPerConnection (0: unlimited) and must not take another request. */
 export function connectionExhausted(requestsServed: number, maxRequestsPerConnection: number): boolean {
   return maxRequestsPerConnection > 0 && requestsServed >= maxRequestsPerConnection;
+}
+
+/** Envoy's retry budget: retries in flight allowed with `active` requests in flight or pending. */
+export function retryBudgetLimit(b: { readonly percent: number; readonly minRetryConcurrency: number }, active: number): number {
+  return Math.max(b.minRetryConcurrency, Math.floor((b.percent / 100) * active));
 }

@@ -7,7 +7,8 @@
 // replacing the rule's) on its service port, else auto mTLS by the endpoint's labels.
 // Per request: a few Map lookups; the cluster targets are made once per configuration.
 import type { IncomingMessage } from 'node:http';
-import type { HttpRouteDestination } from '../config/resources/types.js';
+import type { HttpFault, HttpRouteDestination } from '../config/resources/types.js';
+import { injectFault } from '../proxy/fault-injection.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
@@ -17,6 +18,7 @@ import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
 import { hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
+import { mergedEdits, responseEdits } from '../routing/header-edits.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
@@ -31,8 +33,10 @@ import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 export type MeshRouteResult =
   | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
     /** Edits the route makes to what is forwarded. */
-    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'> | undefined }
-  | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string };
+    readonly forward?: Pick<ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders' | 'addResponseHeaders' | 'removeResponseHeaders'> | undefined;
+    /** The rule's fault injection. */
+    readonly fault?: HttpFault | undefined }
+  | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string; readonly fault?: HttpFault | undefined };
 
 /** What the configuration in force says of outbound traffic (made once per configuration version). */
 export interface MeshTraffic {
@@ -70,6 +74,8 @@ interface RoutedView {
   /** Set by decide() for completed(): two strings, no object per request. */
   routedCluster?: string | undefined;
   routedRoute?: string | undefined;
+  /** A fault delayed it (DI, for the log and the metrics). */
+  faultDelayed?: boolean;
 }
 
 function noCluster(name: string, why: string): LocalReply {
@@ -177,7 +183,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       let edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'];
       const routed = t.route?.(service, req, dst);
       if (routed !== undefined) {
-        if (routed.kind === 'reply') return routed.reply;
+        if (routed.kind === 'reply') return routed.fault === undefined ? routed.reply : faulted(routed.fault, req, routed.reply);
         routeName = routed.route;
         runtime = t.clusters.get(routed.cluster);
         if (runtime === undefined) return noCluster(routed.cluster, `the route ${routed.route} names a cluster that does not exist`);
@@ -190,7 +196,12 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       }
       (req as RoutedView).routedCluster = runtime.name;
       (req as RoutedView).routedRoute = routeName;
-      if (passesThrough(runtime)) return o.base.decide(req, dst);
+      if (passesThrough(runtime)) {
+        const through = o.base.decide(req, dst);
+        if (routed?.kind !== 'cluster' || routed.fault === undefined) return through;
+        const fault = routed.fault;
+        return through instanceof Promise ? through.then((v) => faulted(fault, req, v)) : faulted(fault, req, through);
+      }
       let cluster = target(t, runtime, true);
       let cookie: GeneratedCookie | undefined;
       if (retry !== baseRetry || runtime.hashKey !== undefined) {
@@ -212,13 +223,16 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (edits?.setHeaders !== undefined) v.setHeaders = edits.setHeaders;
       if (edits?.addHeaders !== undefined) v.addHeaders = edits.addHeaders;
       if (removeHeaders !== undefined) v.removeHeaders = removeHeaders;
-      if (cookie !== undefined) v.addResponseHeaders = [['set-cookie', cookie.header]];
-      return v;
+      if (edits?.removeResponseHeaders !== undefined) v.removeResponseHeaders = edits.removeResponseHeaders;
+      if (edits?.addResponseHeaders !== undefined) v.addResponseHeaders = edits.addResponseHeaders;
+      if (cookie !== undefined) v.addResponseHeaders = [...(v.addResponseHeaders ?? []), ['set-cookie', cookie.header]];
+      return routed?.kind === 'cluster' && routed.fault !== undefined ? faulted(routed.fault, req, v) : v;
     },
 
     completed(req, verdict, status, durationMs): DecisionNote | undefined {
-      const base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
+      let base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
       const view = req as RoutedView;
+      if (view.faultDelayed === true) base = { ...(base ?? { jwt: '-', authz: '-' }), flag: 'DI' };
       const cluster = view.routedCluster;
       if (cluster === undefined || o.decisions === undefined) return base;
       const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
@@ -264,6 +278,11 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       return { ...made, hash: requestHash(runtime.hashKey, connectionFacts(facts.source)) };
     },
   };
+}
+
+/** A routed request under its rule's fault injection; a delayed one is marked for completed() (DI). */
+function faulted(fault: HttpFault, req: IncomingMessage, v: Verdict): Verdict | Promise<Verdict> {
+  return injectFault(fault, req, v, () => { (req as RoutedView).faultDelayed = true; });
 }
 
 const nothing = (): undefined => undefined;
@@ -323,50 +342,49 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
       case 'no-route':
         return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: NO_ROUTE_REPLY.status, body: 'route not found\n', flag: 'NR', details: NO_ROUTE_REPLY.details } };
       case 'direct':
-        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: d.body ?? '', details: 'direct_response' } };
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: d.body ?? '', details: 'direct_response' }, fault: d.fault };
       case 'redirect':
-        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' } };
+        return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' }, fault: d.fault };
       case 'route': {
         const ports = set.servicesByHost.get(service.host);
         const picked = pickDestination(d.destinations, Math.random, ports?.length === 1 ? ports[0]!.port.number : dst.port);
         if (picked === undefined) {
-          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: 'no healthy upstream\n', flag: 'UH', details: 'no_healthy_upstream' } };
+          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: 'no healthy upstream\n', flag: 'UH', details: 'no_healthy_upstream' }, fault: d.fault };
         }
         const vsNamespace = d.virtualService.slice(0, d.virtualService.indexOf('/'));
         const target = resolveDestination(set, picked.destination, dst.port, vsNamespace, clusterDomain);
         if (target.kind === 'no-cluster') {
-          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' } };
+          return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 503, body: `no cluster ${target.name}: ${target.reason}\n`, flag: 'NC', details: 'cluster_not_found' }, fault: d.fault };
         }
-        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, {
+        const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs, fault: d.fault }, {
           consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash', retry503: opts.retry503 === true,
         });
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
-          forward: routeEdits(d),
+          forward: routeEdits(d, picked.destination), fault: d.fault,
         };
       }
     }
   };
 }
 
-/** A rule's edits of what is forwarded: rewrite (path, authority) and request header set / add / remove. */
-function routeEdits(d: ForwardDecision): Extract<MeshRouteResult, { kind: 'cluster' }>['forward'] {
-  const rh = d.requestHeaders;
-  if (rh === undefined && d.rewrite === undefined) return undefined;
-  const setHeaders: [string, string][] = [];
-  const addHeaders: [string, string][] = [];
-  const removeHeaders: string[] = [];
-  if (rh) {
-    for (const [n, v] of Object.entries(rh.set)) setHeaders.push([n.toLowerCase(), v]);
-    for (const [n, v] of Object.entries(rh.add)) addHeaders.push([n.toLowerCase(), v]);
-    removeHeaders.push(...rh.remove.map((n) => n.toLowerCase()));
-  }
-  if (d.rewrite?.authority !== undefined) setHeaders.push(['host', d.rewrite.authority]);
+/**
+ * A rule's edits of what is forwarded and of its answer: rewrite (path, authority), the rule's and
+ * then the chosen destination's header operations. Undefined when the rule has none (no work per request).
+ */
+function routeEdits(d: ForwardDecision, dest: HttpRouteDestination): Extract<MeshRouteResult, { kind: 'cluster' }>['forward'] {
+  const dh = dest.headers;
+  if (d.requestHeaders === undefined && d.responseHeaders === undefined && d.rewrite === undefined && dh === undefined) return undefined;
+  const req = mergedEdits(d.requestHeaders, dh?.request);
+  if (d.rewrite?.authority !== undefined) req.set.push(['host', d.rewrite.authority]);
+  const resp = d.responseHeaders !== undefined || dh?.response !== undefined ? responseEdits(mergedEdits(d.responseHeaders, dh?.response)) : undefined;
   return {
     ...(d.rewrite?.path !== undefined ? { path: d.rewrite.path } : {}),
-    ...(setHeaders.length > 0 ? { setHeaders } : {}),
-    ...(addHeaders.length > 0 ? { addHeaders } : {}),
-    ...(removeHeaders.length > 0 ? { removeHeaders } : {}),
+    ...(req.set.length > 0 ? { setHeaders: req.set } : {}),
+    ...(req.add.length > 0 ? { addHeaders: req.add } : {}),
+    ...(req.remove.length > 0 ? { removeHeaders: req.remove } : {}),
+    ...(resp !== undefined && resp.add.length > 0 ? { addResponseHeaders: resp.add } : {}),
+    ...(resp !== undefined && resp.remove.length > 0 ? { removeResponseHeaders: resp.remove } : {}),
   };
 }
 
@@ -390,7 +408,7 @@ export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: 
     }
     const runtime = t.clusters.get(target.cluster.name);
     if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
-    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs }, { consistentHash: runtime.hashKey !== undefined, retry503: t.retry503 === true });
+    const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs, fault: route.fault }, { consistentHash: runtime.hashKey !== undefined, retry503: t.retry503 === true });
     const spec = runtime.spec;
     return { cluster: runtime, retry: traffic2.retry, tlsFor: (endpoint) => tlsFor(spec, endpoint, true) };
   };

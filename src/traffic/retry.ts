@@ -196,7 +196,7 @@ export function decideRetry(spec: RetrySpec | undefined, outcome: AttemptOutcome
     return { retry: false, reason: `${reason}, but the ${spec.attempts} retries are spent`, delayMs: 0, flag: 'URX', stat: 'upstream_rq_retry_limit_exceeded' };
   }
   if (budget !== undefined && !budget.tryAcquireRetry()) {
-    return { retry: false, reason: `${reason}, but the cluster's maxRetries are all in flight`, delayMs: 0, flag: 'UO', stat: 'upstream_rq_retry_overflow' };
+    return { retry: false, reason: `${reason}, but the cluster's retries in flight are at its limit (maxRetries, or its retryBudget)`, delayMs: 0, flag: 'UO', stat: 'upstream_rq_retry_overflow' };
   }
   return { retry: true, reason, delayMs: backoffMs(retriesDone + 1, spec.backoffBaseMs, random), stat: 'upstream_rq_retry' };
 }

@@ -61,6 +61,11 @@ export interface ConnectionPoolSpec {
     /** 0: unlimited. */
     readonly maxRequestsPerConnection: number;
     readonly maxRetries: number;
+    /**
+     * Envoy's retry budget (a DestinationRule's `retryBudget`), which replaces maxRetries: retries in
+     * flight at most max(minRetryConcurrency, percent % of the requests in flight and pending).
+     */
+    readonly retryBudget?: { readonly percent: number; readonly minRetryConcurrency: number } | undefined;
     /** Idle upstream connection time-out; undefined: Envoy's 1 h. */
     readonly idleTimeoutMs?: number | undefined;
     readonly h2UpgradePolicy: 'DEFAULT' | 'DO_NOT_UPGRADE' | 'UPGRADE';

@@ -33,7 +33,7 @@ describe('response flags and names', () => {
     assert.equal(flagsText(0), undefined);
     assert.equal(flagsText(FLAG.DC | FLAG.UF), 'UF,DC');
     assert.equal(flagsText(FLAG.UAEX | FLAG.RBAC, true), 'UnauthorizedExternalService,RbacAccessDenied');
-    assert.deepEqual(RESPONSE_FLAGS.map(([s]) => s), ['UH', 'UT', 'LR', 'UR', 'UF', 'UC', 'UO', 'NR', 'UAEX', 'RBAC', 'DC', 'URX', 'DPE', 'UPE', 'NC']);
+    assert.deepEqual(RESPONSE_FLAGS.map(([s]) => s), ['UH', 'UT', 'LR', 'UR', 'UF', 'UC', 'UO', 'NR', 'DI', 'FI', 'UAEX', 'RBAC', 'DC', 'URX', 'DPE', 'UPE', 'NC']);
   });
 
   it('prints addresses as Envoy does', () => {

@@ -44,6 +44,18 @@ describe('cluster names, discovery and defaults', () => {
       'the mesh config\'s connectTimeout');
   });
 
+  it('a retry budget: Envoy\'s defaults for what it leaves out (20 %, 3), a subset\'s replacing the rule\'s, on every port', () => {
+    const set = buildClusters(snapshotOf(reviews(), dr('reviews', `{host: reviews, trafficPolicy: {retryBudget: {minRetryConcurrency: 5},
+      portLevelSettings: [{port: {number: 9080}, loadBalancer: {simple: RANDOM}}]},
+      subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {retryBudget: {percent: 50}}}, {name: v2, labels: {version: v2}}]}`)), ctx);
+    const budget = (port: number, subset?: string) => set.byName.get(clusterName(port, subset, REVIEWS))!.policy.connectionPool.http.retryBudget;
+    assert.deepEqual(budget(80), { percent: 20, minRetryConcurrency: 5 });
+    assert.deepEqual(budget(9080), { percent: 20, minRetryConcurrency: 5 }, 'a port-level setting does not drop it');
+    assert.deepEqual(budget(80, 'v1'), { percent: 50, minRetryConcurrency: 3 });
+    assert.deepEqual(budget(80, 'v2'), { percent: 20, minRetryConcurrency: 5 });
+    assert.equal(buildClusters(snapshotOf(reviews()), ctx).clusters[0]!.policy.connectionPool.http.retryBudget, undefined);
+  });
+
   it('discovery follows the resolution; NONE and PASSTHROUGH are the original destination', () => {
     const discovery = (resolution: string, extra = '', rule?: string): [string | undefined, string] => {
       const endpoints = resolution === 'NONE' ? '' : resolution === 'STATIC' ? ', endpoints: [{address: 10.0.0.1}]' : '';
@@ -234,6 +246,11 @@ describe('a route\'s timeout and retries (Istio\'s ConvertPolicy)', () => {
     assert.equal(routeTraffic(r(undefined, 3000)).timeoutMs, 3000);
     assert.equal(routeTraffic(r(), { consistentHash: true }).retry, DEFAULT_CONSISTENT_HASH_RETRY);
     assert.equal(DEFAULT_CONSISTENT_HASH_RETRY.ignorePreviousHosts, false);
+  });
+  it('a route with fault injection gets no retries, whatever its retries say (Istio\'s reference); its time-out stays', () => {
+    const fault = { abort: { perMillion: 1000, httpStatus: 503 } };
+    assert.deepEqual(routeTraffic({ retries: { attempts: 3 }, timeoutMs: 2000, fault }), { retry: NO_RETRY, timeoutMs: 2000 });
+    assert.equal(routeTraffic({ fault: { delay: { fixedDelayMs: 5, perMillion: 0 } } }).retry, NO_RETRY, 'not even Istio\'s default policy');
   });
   it('EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false (retry503): the default policy retries a 503, and so does `retries` without retryOn', () => {
     assert.equal(routeTraffic(r(), { retry503: false }).retry, DEFAULT_RETRY, 'true (the default): as before');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ClusterLimits, connectionExhausted, limitValues } from '../../src/traffic/limits.js';
+import { ClusterLimits, connectionExhausted, limitValues, retryBudgetLimit } from '../../src/traffic/limits.js';
 import { createTrafficMemory, privateTrafficStore, TrafficStore } from '../../src/traffic/shared-state.js';
 import { ISTIO_POOL } from './support.js';
 
@@ -30,6 +30,22 @@ describe('ClusterLimits', () => {
       assert.equal(l.slot.total(overflow), 2);
     });
   }
+
+  it('a retry budget replaces maxRetries: max(minRetryConcurrency, percent of the requests in flight and pending), truncated', () => {
+    assert.deepEqual([0, 10, 14, 15, 100, 1000].map((n) => retryBudgetLimit({ percent: 20, minRetryConcurrency: 3 }, n)), [3, 3, 3, 3, 20, 200]);
+    assert.equal(retryBudgetLimit({ percent: 25, minRetryConcurrency: 0 }, 7), 1);
+    const l = limits({ maxRetries: 1000, retryBudget: { percent: 50, minRetryConcurrency: 1 } });
+    for (let i = 0; i < 6; i++) assert.equal(l.tryAcquireRequest(), true);
+    for (let i = 0; i < 2; i++) assert.equal(l.tryAcquirePending(), true);
+    // 8 requests in flight or pending: 4 retries at once, the fifth refused and counted.
+    assert.deepEqual([1, 2, 3, 4, 5].map(() => l.tryAcquireRetry()), [true, true, true, true, false]);
+    assert.equal(l.slot.total('upstream_rq_retry_overflow'), 1);
+    assert.equal(l.retryLimit(), 4);
+    for (let i = 0; i < 6; i++) l.releaseRequest();
+    // 2 left: the floor of 1 and 50 % of 2 give 1, and 4 are in flight already.
+    assert.equal(l.tryAcquireRetry(), false);
+    assert.equal(l.slot.total('upstream_rq_retry_overflow'), 2);
+  });
 
   it('counts every pending request taken (upstream_rq_pending_total)', () => {
     const l = limits({});

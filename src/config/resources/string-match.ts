@@ -33,6 +33,10 @@ function translate(pattern: string): { source: string; flags: string } {
       if (n === undefined) throw new Error('trailing backslash');
       if (!inClass && /[1-9]/.test(n)) throw new Error('backreferences are not supported (RE2)');
       if (!inClass && n === 'k' && pattern[at + 2] === '<') throw new Error('backreferences are not supported (RE2)');
+      // What JavaScript would read with another meaning, refused rather than changed.
+      if (n === 'Q' || n === 'E') throw new Error('quoted literals (\\Q...\\E) have no JavaScript equivalent: escape each character instead');
+      if (n === 'C') throw new Error('\\C (any single byte) has no JavaScript equivalent');
+      if ((n === 'p' || n === 'P') && pattern[at + 2] !== '{') throw new Error(`\\${n} needs braces here (\\${n}{L}, not \\${n}L)`);
       if (!inClass && n === 'A') out += '^';
       else if (!inClass && n === 'z') out += '$';
       else {
@@ -85,13 +89,50 @@ function translate(pattern: string): { source: string; flags: string } {
 /** Compiles an Istio (RE2) regex as a full match of the value; throws Error naming the problem. */
 export function compileFullMatch(pattern: string): RegExp {
   const { source, flags } = translate(pattern);
+  return compiled(`^(?:${source})$`, flags);
+}
+
+/** Compiles an Istio (RE2) regex to find every match in a value (Envoy's regex_rewrite: RE2 GlobalReplace). */
+export function compileGlobal(pattern: string): RegExp {
+  const { source, flags } = translate(pattern);
+  return compiled(source, `${flags}g`);
+}
+
+function compiled(source: string, flags: string): RegExp {
   try {
-    return new RegExp(`^(?:${source})$`, flags);
+    return new RegExp(source, flags);
   } catch (err) {
     // Drop the engine's echo of the translated pattern: the operator wrote the original.
     const reason = /: ([^:]+)$/.exec((err as Error).message)?.[1] ?? (err as Error).message;
     throw new Error(reason.toLowerCase());
   }
+}
+
+/**
+ * An RE2 substitution (`\1`...`\9` a group, `\0` the whole match, `\\` a backslash) in JavaScript's
+ * replacement form (`$1`, `$&`, `$$` for a dollar); throws Error for what RE2 refuses (another escape,
+ * a group the regex does not have).
+ */
+export function translateSubstitution(text: string, groups: number): string {
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '$') { out += '$$'; continue; }
+    if (c !== '\\') { out += c; continue; }
+    const n = text[i + 1];
+    i++;
+    if (n === '\\') out += '\\';
+    else if (n !== undefined && n >= '0' && n <= '9') {
+      if (Number(n) > groups) throw new Error(`\\${n} names a group the regex does not have (it has ${groups})`);
+      out += n === '0' ? '$&' : `$${n}`;
+    } else throw new Error(`\\${n ?? ''} is not a substitution escape (\\0 to \\9, or \\\\ for a backslash)`);
+  }
+  return out;
+}
+
+/** How many capturing groups a compiled regex has. */
+export function groupCount(re: RegExp): number {
+  return new RegExp(`${re.source}|`, re.flags.replace('g', '')).exec('')!.length - 1;
 }
 
 /**

@@ -103,7 +103,16 @@ export interface HttpMatchRequest {
   readonly sourceNamespace?: string;
 }
 
+/** Istio's HeaderOperations: names lower-case; `set` replaces every line of a name, `add` appends one, `remove` removes. */
+export interface HeaderOperations {
+  readonly set: Readonly<Record<string, string>>;
+  readonly add: Readonly<Record<string, string>>;
+  readonly remove: readonly string[];
+}
+
 export interface HttpRouteDestination {
+  /** `route[].headers`: edits for requests sent to this destination and for their responses, after the rule's own. */
+  readonly headers?: { readonly request?: HeaderOperations; readonly response?: HeaderOperations };
   readonly host: string;
   readonly port?: number;
   readonly subset?: string;
@@ -134,19 +143,48 @@ export interface HttpRetry {
   readonly backoffMs?: number;
 }
 
+/**
+ * Istio's HTTPFaultInjection, as Envoy's fault filter carries it out: a share of requests delayed
+ * before they go on, a share answered locally. Shares are per million (Envoy's FractionalPercent);
+ * a share not given is 0 (Istio leaves Envoy's default: nothing is delayed or aborted).
+ */
+export interface HttpFault {
+  readonly delay?: { readonly fixedDelayMs: number; readonly perMillion: number };
+  readonly abort?: { readonly perMillion: number; readonly httpStatus?: number; readonly grpcStatus?: number };
+}
+
+/** Istio's HTTPRedirect: at least one of uri, authority, scheme, port (or derivePort) is given. */
+export interface HttpRedirect {
+  readonly uri?: string;
+  readonly authority?: string;
+  readonly redirectCode: number;
+  readonly scheme?: string;
+  readonly port?: number;
+  /** FROM_PROTOCOL_DEFAULT: no port (80 for http, 443 for https); FROM_REQUEST_PORT: the port the request came to. */
+  readonly derivePort?: 'FROM_PROTOCOL_DEFAULT' | 'FROM_REQUEST_PORT';
+}
+
 export interface HttpRoute {
   readonly name?: string;
   /** Empty: matches every request. Entries are ORed; fields inside one entry are ANDed. */
   readonly match: readonly HttpMatchRequest[];
   readonly route: readonly HttpRouteDestination[];
   readonly directResponse?: { readonly status: number; readonly body?: string };
-  readonly redirect?: { readonly uri?: string; readonly authority?: string; readonly redirectCode: number };
-  readonly rewrite?: { readonly uri?: string; readonly authority?: string };
+  readonly redirect?: HttpRedirect;
+  readonly rewrite?: {
+    readonly uri?: string;
+    readonly authority?: string;
+    /** `uriRegexRewrite`: every match of `regex` in the path (not the query) replaced by `substitution` (JavaScript's `$1` form). */
+    readonly uriRegex?: { readonly match: string; readonly regex: RegExp; readonly substitution: string };
+  };
   /** Request header edits applied before forwarding. */
-  readonly requestHeaders?: { readonly set: Readonly<Record<string, string>>; readonly add: Readonly<Record<string, string>>; readonly remove: readonly string[] };
+  readonly requestHeaders?: HeaderOperations;
+  /** Response header edits applied to the upstream's answer (`headers.response`). */
+  readonly responseHeaders?: HeaderOperations;
   readonly timeoutMs?: number;
   /** Absent: Istio's default policy (src/traffic/clusters.ts `routeTraffic`). */
   readonly retries?: HttpRetry;
+  readonly fault?: HttpFault;
 }
 
 /** Istio's L4MatchAttributes: what a `tcp` route's match compares (the connection's, and the workload's own). */
@@ -353,7 +391,15 @@ export interface PortTrafficPolicy extends PolicySettings {
 }
 
 /** A rule's or a subset's `trafficPolicy`. */
+/** Istio's RetryBudget as written: absent (or 0) fields take Envoy's defaults (20 %, 3). */
+export interface RetryBudgetSettings {
+  readonly percent?: number;
+  readonly minRetryConcurrency?: number;
+}
+
 export interface TrafficPolicy extends PolicySettings {
+  /** The rule's (or a subset's) retry budget; not a port-level setting in Istio's API. */
+  readonly retryBudget?: RetryBudgetSettings;
   /** A port's settings replace the policy's (all four, absent ones falling back to the defaults). */
   readonly portLevelSettings: readonly PortTrafficPolicy[];
 }

@@ -1,12 +1,12 @@
 // A DestinationRule's `trafficPolicy` (the rule's, each port's, each subset's): load balancer,
 // connection pool, outlier detection and TLS, checked as Istio's validation checks them. What Istio
 // would refuse is refused here; what it will only honour in a later version of this agent
-// (locality load balancing, slow start, tunnels, PROXY headers, retry budgets) is refused as "not
+// (locality load balancing, slow start, tunnels, PROXY headers) is refused as "not
 // supported yet". Values keep their presence: how a subset's policy overrides the rule's, and which
 // defaults apply, depends on what was written (src/traffic/clusters.ts merges and fills in).
 import type {
   ConnectionPoolSettings, ConsistentHashKey, LoadBalancerSettings, OutlierDetectionSettings, PolicySettings, PortTrafficPolicy,
-  SimpleLb, TrafficPolicy,
+  RetryBudgetSettings, SimpleLb, TrafficPolicy,
 } from './types.js';
 import { parseClientTls } from './client-tls.js';
 import {
@@ -22,7 +22,7 @@ const LATER = {
   warmup: 'slow start of new endpoints',
   tunnel: 'tunnelling connections through a proxy (CONNECT or POST)',
   proxyProtocol: 'sending a PROXY protocol header to the upstream',
-  retryBudget: 'a retry budget (retries limited relative to active requests)',
+  budgetInterval: 'a retry budget over an interval of past requests (the budget counts the requests in flight)',
   attributes: 'attributes of the generated cookie',
 } as const;
 
@@ -262,12 +262,29 @@ export function parseTrafficPolicy(raw: unknown, field: string, warn: Warn): Tra
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
   checkFields(o, field, {
-    supported: [...SETTINGS, 'portLevelSettings'],
-    pending: { tunnel: LATER.tunnel, proxyProtocol: LATER.proxyProtocol, retryBudget: LATER.retryBudget },
+    supported: [...SETTINGS, 'portLevelSettings', 'retryBudget'],
+    pending: { tunnel: LATER.tunnel, proxyProtocol: LATER.proxyProtocol },
   }, warn);
+  const retryBudget = parseRetryBudget(o['retryBudget'], child(field, 'retryBudget'));
   const portLevel = optList(o['portLevelSettings'], child(field, 'portLevelSettings'));
-  if (!SETTINGS.some((k) => o[k] !== undefined) && portLevel.length === 0) {
-    throw new FieldError(field, `needs at least one of ${[...SETTINGS, 'portLevelSettings'].join(', ')} (Istio refuses an empty traffic policy; leave it out instead)`);
+  if (!SETTINGS.some((k) => o[k] !== undefined) && portLevel.length === 0 && retryBudget === undefined) {
+    throw new FieldError(field, `needs at least one of ${[...SETTINGS, 'portLevelSettings', 'retryBudget'].join(', ')} (Istio refuses an empty traffic policy; leave it out instead)`);
   }
-  return { ...parseSettings(o, field, warn), portLevelSettings: parsePortLevelSettings(o['portLevelSettings'], child(field, 'portLevelSettings'), warn) };
+  return {
+    ...parseSettings(o, field, warn), portLevelSettings: parsePortLevelSettings(o['portLevelSettings'], child(field, 'portLevelSettings'), warn),
+    ...(retryBudget !== undefined ? { retryBudget } : {}),
+  };
+}
+
+/** Istio's RetryBudget: `percent` of the requests in flight (a number from 0 to 100), `minRetryConcurrency` (uint32). */
+function parseRetryBudget(raw: unknown, field: string): RetryBudgetSettings | undefined {
+  const o = optObj(raw, field);
+  if (o === undefined) return undefined;
+  checkFields(o, field, { supported: ['percent', 'minRetryConcurrency'], pending: { budgetInterval: LATER.budgetInterval } });
+  const p = o['percent'];
+  if (p !== undefined && (typeof p !== 'number' || !Number.isFinite(p) || p < 0 || p > 100)) {
+    throw new FieldError(child(field, 'percent'), `${JSON.stringify(p)}: expected a number from 0 to 100 (a percentage of the requests in flight)`);
+  }
+  const minRetryConcurrency = optInt(o['minRetryConcurrency'], child(field, 'minRetryConcurrency'), 0, UINT32_MAX);
+  return { ...(p !== undefined ? { percent: p as number } : {}), ...(minRetryConcurrency !== undefined ? { minRetryConcurrency } : {}) };
 }

@@ -1,37 +1,34 @@
 // VirtualService (networking.mesh.io): HTTP routes for a set of hosts, bound to gateways and/or the
 // mesh (sidecars). Header matchers whose key is `@request.auth.claims...` match validated JWT claims
 // instead of headers (gateways only, as in Istio). Timeouts and retries are read here and turned
-// into each route's traffic settings by src/traffic/clusters.ts; the fields of the rest of Istio's
-// HTTPRoute (fault injection, mirroring, CORS, response header edits...) are refused as "not
+// into each route's traffic settings by src/traffic/clusters.ts; fault injection, header edits
+// (request and response, per route and per destination), rewrites and redirects are read into the
+// typed route; the rest of Istio's HTTPRoute (mirroring, CORS, delegation...) is refused as "not
 // supported yet" rather than accepted and ignored. `tcp` and `tls` routes: validate-l4-routes.ts.
 import type {
-  HeaderMatch, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
+  HeaderMatch, HeaderOperations, HttpFault, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
 } from './types.js';
 import { isRouteClaimKey, parseRouteClaimKey } from '../../security/claims.js';
 import {
-  checkFields, child, FieldError, IGNORE_WARNINGS, INT32_MAX, int, item, list, obj, optBool, optDuration, optInt, optList, optObj, optStr, show, str,
+  checkFields, child, FieldError, IGNORE_WARNINGS, INT32_MAX, int, item, list, obj, oneOf, optBool, optDuration, optInt, optList, optObj, optStr, show, str,
   stringMap, strList, type Warn,
 } from './fields.js';
 import { checkHeaderName, checkHostPattern, checkName, checkNamespace, parseExportTo } from './names.js';
 import { labelMap } from './selector.js';
-import { parseStringMatch } from './string-match.js';
+import { compileGlobal, groupCount, parseStringMatch, translateSubstitution } from './string-match.js';
 import { checkSubsetName } from './validate-destination-rule.js';
 import { parseTcpRoutes, parseTlsRoutes, type L4RouteContext } from './validate-l4-routes.js';
+import { GRPC_STATUS_NAMES } from '../../proxy/http2/grpc.js';
+import { isHopByHop, isProxyOwned } from '../../proxy/http1/headers.js';
 
 export const MESH_GATEWAY = 'mesh';
 const REDIRECT_CODES = [301, 302, 303, 307, 308];
 
 /** What each field refused as "not supported yet" would do. */
 const LATER = {
-  fault: 'fault injection (delays and aborts)',
   mirror: 'mirroring requests to another destination',
   corsPolicy: 'CORS handling',
   delegate: 'delegating routes to another VirtualService',
-  response: 'response header edits',
-  headers: 'header edits per destination',
-  uriRegexRewrite: 'regex rewrites of the path',
-  scheme: 'redirects to another scheme',
-  port: 'redirects to another port',
   statPrefix: 'per-route statistics',
 } as const;
 
@@ -130,7 +127,8 @@ function parseMatch(raw: unknown, field: string, namespace: string, vsGateways: 
 
 function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestination, 'weight'> & { weight?: number } {
   const o = obj(raw, field);
-  checkFields(o, field, { supported: ['destination', 'weight'], pending: { headers: LATER.headers } });
+  checkFields(o, field, { supported: ['destination', 'weight', 'headers'] });
+  const headers = parseHeaderEdits(o['headers'], child(field, 'headers'));
   const dField = child(field, 'destination');
   const d = obj(o['destination'], dField);
   checkFields(d, dField, { supported: ['host', 'subset', 'port'] });
@@ -146,7 +144,10 @@ function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestinatio
     port = int(p['number'], child(pField, 'number'), 1, 65535);
   }
   const weight = optInt(o['weight'], child(field, 'weight'), 0, INT32_MAX);
-  return { host, ...(port !== undefined ? { port } : {}), ...(subset !== undefined ? { subset } : {}), ...(weight !== undefined ? { weight } : {}) };
+  return {
+    host, ...(port !== undefined ? { port } : {}), ...(subset !== undefined ? { subset } : {}), ...(weight !== undefined ? { weight } : {}),
+    ...(headers?.request || headers?.response ? { headers } : {}),
+  };
 }
 
 /**
@@ -210,44 +211,154 @@ function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   };
 }
 
-function parseHeaderEdits(raw: unknown, field: string): HttpRoute['requestHeaders'] {
+/** Istio's Percent `{value}`: a double from 0 to 100, as Envoy's per-million share (truncated, as Istio converts it). */
+function percentage(raw: unknown, field: string): number {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['value'] });
+  const v = o['value'] ?? 0;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 100) throw new FieldError(child(field, 'value'), `${show(v)}: expected a number from 0 to 100`);
+  return Math.trunc(v * 10000);
+}
+
+/**
+ * Istio's fault injection, with its translation to Envoy's filter: a share left out is 0 (nothing is
+ * delayed or aborted: Istio passes no share, and Envoy's default is none); the deprecated integer
+ * `percent` of a delay counts only when `percentage` is absent.
+ */
+function parseFault(raw: unknown, field: string): HttpFault | undefined {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
-  checkFields(o, field, { supported: ['request'], pending: { response: LATER.response } });
-  const rField = child(field, 'request');
-  const r = optObj(o['request'], rField);
+  checkFields(o, field, { supported: ['delay', 'abort'] });
+  let delay: HttpFault['delay'];
+  if (o['delay'] !== undefined) {
+    const dField = child(field, 'delay');
+    const d = obj(o['delay'], dField);
+    checkFields(d, dField, { supported: ['fixedDelay', 'percentage', 'percent'], pending: { exponentialDelay: 'exponential delays (Istio refuses them too)' } });
+    if (d['fixedDelay'] === undefined) throw new FieldError(child(dField, 'fixedDelay'), 'required: the time to delay a request by');
+    const fixedDelayMs = optDuration(d['fixedDelay'], child(dField, 'fixedDelay'))!;
+    const percent = optInt(d['percent'], child(dField, 'percent'), 0, 100);
+    const perMillion = d['percentage'] !== undefined ? percentage(d['percentage'], child(dField, 'percentage')) : (percent ?? 0) * 10000;
+    delay = { fixedDelayMs, perMillion };
+  }
+  let abort: HttpFault['abort'];
+  if (o['abort'] !== undefined) {
+    const aField = child(field, 'abort');
+    const a = obj(o['abort'], aField);
+    checkFields(a, aField, { supported: ['httpStatus', 'grpcStatus', 'percentage'], pending: { http2Error: 'aborts with an HTTP/2 error (Istio refuses them too)' } });
+    const given = (['httpStatus', 'grpcStatus'] as const).filter((k) => a[k] !== undefined);
+    if (given.length !== 1) throw new FieldError(aField, given.length === 0 ? 'needs httpStatus or grpcStatus' : 'takes only one of httpStatus or grpcStatus');
+    const perMillion = a['percentage'] !== undefined ? percentage(a['percentage'], child(aField, 'percentage')) : 0;
+    if (a['httpStatus'] !== undefined) {
+      abort = { perMillion, httpStatus: int(a['httpStatus'], child(aField, 'httpStatus'), 200, 599) };
+    } else {
+      const name = str(a['grpcStatus'], child(aField, 'grpcStatus'), { nonEmpty: true });
+      const code = GRPC_STATUS_NAMES.indexOf(name);
+      if (code < 0) throw new FieldError(child(aField, 'grpcStatus'), `${show(name)} is not a gRPC status name; accepted: ${GRPC_STATUS_NAMES.join(', ')}`);
+      abort = { perMillion, grpcStatus: code };
+    }
+  }
+  if (delay === undefined && abort === undefined) throw new FieldError(field, 'needs delay or abort (Istio refuses an empty fault)');
+  return { ...(delay ? { delay } : {}), ...(abort ? { abort } : {}) };
+}
+
+/**
+ * Why configuration may not edit a header, or undefined: the framing and the connection's own lines
+ * (the proxy writes them for the bytes it sends), pseudo-headers, and what the proxy asserts about a
+ * request (x-forwarded-client-cert: the peer's certificate; x-envoy-*: Envoy's internal headers, peer
+ * metadata among them), which neither a client nor a route may supply.
+ */
+function ownedHeader(lower: string): string | undefined {
+  if (lower.startsWith(':')) return 'is a pseudo-header';
+  if (isProxyOwned(lower) || isHopByHop(lower)) return 'belongs to the connection and the framing, which the proxy writes';
+  if (lower === 'x-forwarded-client-cert') return 'is asserted by the proxy (the peer\'s certificate)';
+  if (lower.startsWith('x-envoy-')) return 'is one of Envoy\'s internal headers, which the proxy owns';
+  return undefined;
+}
+
+function headerOperations(raw: unknown, field: string, direction: 'request' | 'response'): HeaderOperations | undefined {
+  const r = optObj(raw, field);
   if (r === undefined) return undefined;
-  checkFields(r, rField, { supported: ['set', 'add', 'remove'] });
+  checkFields(r, field, { supported: ['set', 'add', 'remove'] });
+  const checked = (name: string, at: string): string => {
+    const lower = checkHeaderName(name, at).toLowerCase();
+    const owned = ownedHeader(lower);
+    if (owned !== undefined) throw new FieldError(at, `${show(name)} cannot be edited by a route: it ${owned}`);
+    return lower;
+  };
   const names = (m: Record<string, string>, at: string): Record<string, string> =>
-    Object.fromEntries(Object.entries(m).map(([k, v]) => [checkHeaderName(k, item(at, k)).toLowerCase(), v]));
-  const set = r['set'] === undefined ? {} : names(stringMap(r['set'], child(rField, 'set')), child(rField, 'set'));
-  const add = r['add'] === undefined ? {} : names(stringMap(r['add'], child(rField, 'add')), child(rField, 'add'));
+    Object.fromEntries(Object.entries(m).map(([k, v]) => [checked(k, item(at, k)), v]));
+  const set = r['set'] === undefined ? {} : names(stringMap(r['set'], child(field, 'set')), child(field, 'set'));
+  const add = r['add'] === undefined ? {} : names(stringMap(r['add'], child(field, 'add')), child(field, 'add'));
   // `add` appends a line: a second Host would make two requests of one (set it instead).
-  if (Object.hasOwn(add, 'host')) throw new FieldError(item(child(rField, 'add'), 'host'), 'cannot be added: a request has one Host (use set, or rewrite.authority)');
+  if (direction === 'request' && Object.hasOwn(add, 'host')) throw new FieldError(item(child(field, 'add'), 'host'), 'cannot be added: a request has one Host (use set, or rewrite.authority)');
   const remove = r['remove'] === undefined ? []
-    : strList(r['remove'], child(rField, 'remove')).map((h, i) => checkHeaderName(h, item(child(rField, 'remove'), i)).toLowerCase());
+    : strList(r['remove'], child(field, 'remove')).map((h, i) => checked(h, item(child(field, 'remove'), i)));
+  if (direction === 'request' && remove.includes('host')) throw new FieldError(child(field, 'remove'), 'cannot remove Host: a request needs one');
   return { set, add, remove };
+}
+
+/** Istio's Headers: `request` and `response` operations. */
+function parseHeaderEdits(raw: unknown, field: string): { request?: HeaderOperations; response?: HeaderOperations } | undefined {
+  const o = optObj(raw, field);
+  if (o === undefined) return undefined;
+  checkFields(o, field, { supported: ['request', 'response'] });
+  const request = headerOperations(o['request'], child(field, 'request'), 'request');
+  const response = headerOperations(o['response'], child(field, 'response'), 'response');
+  return { ...(request ? { request } : {}), ...(response ? { response } : {}) };
 }
 
 function parseRedirect(raw: unknown, field: string): HttpRoute['redirect'] {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
-  checkFields(o, field, { supported: ['uri', 'authority', 'redirectCode'], pending: { scheme: LATER.scheme, port: LATER.port, derivePort: LATER.port } });
+  checkFields(o, field, { supported: ['uri', 'authority', 'redirectCode', 'scheme', 'port', 'derivePort'] });
   const uri = optStr(o['uri'], child(field, 'uri'), { nonEmpty: true });
   const authority = optStr(o['authority'], child(field, 'authority'), { nonEmpty: true });
-  if (uri === undefined && authority === undefined) throw new FieldError(field, 'needs uri or authority');
+  const scheme = optStr(o['scheme'], child(field, 'scheme'), { nonEmpty: true });
+  if (scheme !== undefined && !/^[A-Za-z][A-Za-z0-9+.-]*$/.test(scheme)) throw new FieldError(child(field, 'scheme'), `${show(scheme)} is not a URI scheme (such as http or https)`);
+  const port = optInt(o['port'], child(field, 'port'), 1, 65535);
+  const derivePort = o['derivePort'] === undefined ? undefined
+    : oneOf(o['derivePort'], child(field, 'derivePort'), ['FROM_PROTOCOL_DEFAULT', 'FROM_REQUEST_PORT'] as const);
+  // One field in Istio's API (a oneof): both given is a contradiction, not a choice.
+  if (port !== undefined && derivePort !== undefined) throw new FieldError(field, 'takes only one of port or derivePort');
+  if (uri === undefined && authority === undefined && scheme === undefined && port === undefined && derivePort === undefined) {
+    throw new FieldError(field, 'needs uri, authority, scheme, port or derivePort');
+  }
   const code = optInt(o['redirectCode'], child(field, 'redirectCode'), 300, 399) ?? 301;
   if (!REDIRECT_CODES.includes(code)) throw new FieldError(child(field, 'redirectCode'), `${code} is not one of ${REDIRECT_CODES.join(', ')}`);
-  return { ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}), redirectCode: code };
+  return {
+    ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}), redirectCode: code,
+    ...(scheme !== undefined ? { scheme } : {}), ...(port !== undefined ? { port } : {}), ...(derivePort !== undefined ? { derivePort } : {}),
+  };
+}
+
+/** `uriRegexRewrite`: an RE2 regex found anywhere in the path, and its RE2 substitution, both as JavaScript reads them with the same meaning. */
+function parseUriRegexRewrite(raw: unknown, field: string): NonNullable<NonNullable<HttpRoute['rewrite']>['uriRegex']> {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['match', 'rewrite'] });
+  const match = str(o['match'], child(field, 'match'), { nonEmpty: true });
+  let regex: RegExp;
+  try {
+    regex = compileGlobal(match);
+  } catch (err) {
+    throw new FieldError(child(field, 'match'), `${show(match)} is not a regular expression this agent reads as RE2 does: ${(err as Error).message}`);
+  }
+  const text = str(o['rewrite'], child(field, 'rewrite'));
+  try {
+    return { match, regex, substitution: translateSubstitution(text, groupCount(regex)) };
+  } catch (err) {
+    throw new FieldError(child(field, 'rewrite'), `${show(text)}: ${(err as Error).message}`);
+  }
 }
 
 function parseRewrite(raw: unknown, field: string): HttpRoute['rewrite'] {
   const o = optObj(raw, field);
   if (o === undefined) return undefined;
-  checkFields(o, field, { supported: ['uri', 'authority'], pending: { uriRegexRewrite: LATER.uriRegexRewrite } });
+  checkFields(o, field, { supported: ['uri', 'authority', 'uriRegexRewrite'] });
   const uri = optStr(o['uri'], child(field, 'uri'));
   const authority = optStr(o['authority'], child(field, 'authority'), { nonEmpty: true });
-  return { ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}) };
+  const uriRegex = o['uriRegexRewrite'] === undefined ? undefined : parseUriRegexRewrite(o['uriRegexRewrite'], child(field, 'uriRegexRewrite'));
+  if (uriRegex !== undefined && uri !== undefined) throw new FieldError(field, 'takes only one of uri or uriRegexRewrite (Istio\'s rule)');
+  return { ...(uri !== undefined ? { uri } : {}), ...(authority !== undefined ? { authority } : {}), ...(uriRegex !== undefined ? { uriRegex } : {}) };
 }
 
 function parseDirectResponse(raw: unknown, field: string): HttpRoute['directResponse'] {
@@ -271,9 +382,9 @@ function parseDirectResponse(raw: unknown, field: string): HttpRoute['directResp
 function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: readonly string[], warn: Warn): HttpRoute {
   const o = obj(raw, field);
   checkFields(o, field, {
-    supported: ['name', 'match', 'route', 'redirect', 'directResponse', 'rewrite', 'timeout', 'headers', 'retries'],
+    supported: ['name', 'match', 'route', 'redirect', 'directResponse', 'rewrite', 'timeout', 'headers', 'retries', 'fault'],
     pending: {
-      fault: LATER.fault, mirror: LATER.mirror, mirrors: LATER.mirror, mirrorPercentage: LATER.mirror, mirrorPercent: LATER.mirror,
+      mirror: LATER.mirror, mirrors: LATER.mirror, mirrorPercentage: LATER.mirror, mirrorPercent: LATER.mirror,
       mirror_percent: LATER.mirror, corsPolicy: LATER.corsPolicy, delegate: LATER.delegate,
     },
   });
@@ -284,9 +395,12 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   const redirect = parseRedirect(o['redirect'], at('redirect'));
   const directResponse = parseDirectResponse(o['directResponse'], at('directResponse'));
   const rewrite = parseRewrite(o['rewrite'], at('rewrite'));
-  const requestHeaders = parseHeaderEdits(o['headers'], at('headers'));
+  const headers = parseHeaderEdits(o['headers'], at('headers'));
+  const requestHeaders = headers?.request;
+  const responseHeaders = headers?.response;
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
   const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'), warn);
+  const fault = parseFault(o['fault'], at('fault'));
   const actions = [route.length > 0 && 'route', redirect && 'redirect', directResponse && 'directResponse'].filter(Boolean);
   if (actions.length === 0) throw new FieldError(field, 'needs one of route, redirect or directResponse');
   if (actions.length > 1) throw new FieldError(field, `takes only one of route, redirect or directResponse, got ${actions.join(' and ')}`);
@@ -299,8 +413,10 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
     ...(redirect !== undefined ? { redirect } : {}),
     ...(rewrite !== undefined ? { rewrite } : {}),
     ...(requestHeaders !== undefined ? { requestHeaders } : {}),
+    ...(responseHeaders !== undefined ? { responseHeaders } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(retries !== undefined ? { retries } : {}),
+    ...(fault !== undefined ? { fault } : {}),
   };
 }
 

@@ -21,7 +21,7 @@ import { invalidEdit, validHeaderValue, wireText } from './headers.js';
 import { isMessageError, requestMessage, upstreamHead, type MessageOptions, type RequestMessage } from './message.js';
 import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstreamFailureBody, upstreamFailureDetails } from './replies.js';
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
-import { ResponseError, type ResponseHead, type SwitchRequest } from './response-parser.js';
+import { ResponseError, withoutHeaderLines, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
@@ -707,10 +707,13 @@ export class Connection {
     }
     this.outBorrowed = true;
     this.push(STATUS_PREFIX);
-    for (const part of head.parts) this.push(part);
+    // A route's response header edits: the lines it removes (or sets) left out, its own added below.
+    const removed = ex.target?.removeResponseHeaders;
+    const parts = removed === undefined ? head.parts : withoutHeaderLines(head.parts, removed);
+    for (const part of parts) this.push(part);
     ex.status = head.status;
     ex.headSent = true;
-    if (this.owner.accessLog) this.responseForLog(ex, head);
+    if (this.owner.accessLog) this.responseForLog(ex, parts);
     if (head.framing === 'tunnel') {
       // The switch is confirmed: the head goes out with the lines that say so, then raw bytes.
       ex.switched = true;
@@ -727,7 +730,7 @@ export class Connection {
   }
 
   /** What the log shows of a response from upstream: when its head came, from where, the headers asked for. */
-  private responseForLog(ex: Exchange, head: ResponseHead): void {
+  private responseForLog(ex: Exchange, parts: readonly Buffer[]): void {
     ex.respAt = performance.now();
     ex.details = 'via_upstream';
     const socket = ex.up?.socket;
@@ -736,7 +739,7 @@ export class Connection {
       ex.upLocal = hostPort(socket.localAddress, socket.localPort);
     }
     const wanted = this.owner.accessLog!.responseHeaders;
-    if (wanted.length > 0) ex.respHeaders = headerValues(head.parts, wanted);
+    if (wanted.length > 0) ex.respHeaders = headerValues(parts, wanted);
   }
 
   responseBody(ex: Exchange, bytes: Buffer, payload: number): void {

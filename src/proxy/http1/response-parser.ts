@@ -31,6 +31,31 @@ export interface ResponseHead {
   readonly parts: readonly Buffer[];
 }
 
+/**
+ * A response head's parts (as ResponseHead carries them: the status line's rest first) without the
+ * header lines named in `lowerNames`; slices of the same bytes, nothing copied.
+ */
+export function withoutHeaderLines(parts: readonly Buffer[], lowerNames: readonly string[]): Buffer[] {
+  const kept: Buffer[] = [];
+  for (const part of parts) {
+    let runFrom = 0;
+    let at = 0;
+    // The first part starts with the status line's rest: no header there to drop.
+    if (part === parts[0]) at = part.indexOf(CRLF) + 2;
+    while (at < part.length) {
+      const le = part.indexOf(CRLF, at);
+      const name = part.toString('latin1', at, part.indexOf(0x3a, at)).toLowerCase();
+      if (lowerNames.includes(name)) {
+        if (at > runFrom) kept.push(part.subarray(runFrom, at));
+        runFrom = le + 2;
+      }
+      at = le + 2;
+    }
+    if (part.length > runFrom) kept.push(part.subarray(runFrom));
+  }
+  return kept;
+}
+
 export interface ResponseEvents {
   /** A head: a 1xx one (another head follows) or the final one. */
   onHead(head: ResponseHead): void;
@@ -289,23 +314,7 @@ export class ResponseParser {
 
   /** Leaves out of `parts` the header lines whose names `Connection` listed (rare). */
   private dropNamed(parts: Buffer[], named: readonly string[]): void {
-    const kept: Buffer[] = [];
-    for (const part of parts) {
-      let runFrom = 0;
-      let at = 0;
-      // The first part starts with the status line's rest: no header there to drop.
-      if (part === parts[0]) at = part.indexOf(CRLF) + 2;
-      while (at < part.length) {
-        const le = part.indexOf(CRLF, at);
-        const name = part.toString('latin1', at, part.indexOf(0x3a, at)).toLowerCase();
-        if (named.includes(name)) {
-          if (at > runFrom) kept.push(part.subarray(runFrom, at));
-          runFrom = le + 2;
-        }
-        at = le + 2;
-      }
-      if (part.length > runFrom) kept.push(part.subarray(runFrom));
-    }
+    const kept = withoutHeaderLines(parts, named);
     parts.length = 0;
     parts.push(...kept);
   }

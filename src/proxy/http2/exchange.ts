@@ -276,7 +276,7 @@ export class Http2Exchange implements AttemptSender {
     if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
     if (this.req?.grpc) {
       this.status = 200;
-      this.grpcStatus = grpcStatusForHttp(r.status);
+      this.grpcStatus = r.grpcStatus ?? grpcStatusForHttp(r.status);
       stream.respond({
         ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(this.grpcStatus), 'grpc-message': grpcMessage(r.body),
       }, { endStream: true });
@@ -502,6 +502,8 @@ export class Http2Exchange implements AttemptSender {
     this.status = status;
     this.details ??= 'via_upstream';
     const headers = downstreamResponseHeaders(status, lines);
+    const removed = this.target?.removeResponseHeaders;
+    if (removed) for (const name of removed) delete headers[name];
     const added = this.target?.addResponseHeaders;
     if (added) {
       for (const [name, value] of added) {

@@ -42,6 +42,24 @@ export function grpcStatusForHttp(status: number): number {
   }
 }
 
+/** The HTTP status a gRPC status stands for, for a client that is not gRPC (Envoy's grpcToHttpStatus). */
+export function httpStatusForGrpc(code: number): number {
+  switch (code) {
+    case 0: return 200;
+    case 1: return 499;
+    case 3: case 9: case 11: return 400;
+    case 4: return 504;
+    case 5: return 404;
+    case 12: return 501;
+    case 6: case 10: return 409;
+    case 7: return 403;
+    case 8: return 429;
+    case 14: return 503;
+    case 16: return 401;
+    default: return 500;
+  }
+}
+
 /** `grpc-message` as the gRPC spec encodes it: percent-encoding for every byte outside printable ASCII and `%`. */
 export function grpcMessage(text: string): string {
   let out = '';

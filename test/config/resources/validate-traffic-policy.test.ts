@@ -197,10 +197,19 @@ describe('trafficPolicy and portLevelSettings', () => {
       { name: 'empty policy', yaml: withPolicy('{}'), field: 'spec.trafficPolicy', message: /needs at least one of loadBalancer, connectionPool, outlierDetection, tls, portLevelSettings/ },
       { name: 'empty subset policy', yaml: inSubset('{}'), field: 'spec.subsets[0].trafficPolicy', message: /needs at least one of/ },
       { name: 'empty port setting', yaml: atPort(''), field: 'spec.trafficPolicy.portLevelSettings[0]', message: /needs at least one of loadBalancer, connectionPool, outlierDetection, tls/ },
-      { name: 'retryBudget', yaml: withPolicy('retryBudget: {percent: 20}'), field: 'spec.trafficPolicy.retryBudget', message: /^is not supported yet: a retry budget/ },
+      { name: 'retryBudget percent over 100', yaml: withPolicy('retryBudget: {percent: 120}'), field: 'spec.trafficPolicy.retryBudget.percent', message: /from 0 to 100/ },
+      { name: 'retryBudget negative minimum', yaml: withPolicy('retryBudget: {minRetryConcurrency: -1}'), field: 'spec.trafficPolicy.retryBudget.minRetryConcurrency', message: /from 0/ },
+      { name: 'retryBudget budgetInterval', yaml: withPolicy('retryBudget: {budgetInterval: 10s}'), field: 'spec.trafficPolicy.retryBudget.budgetInterval', message: /^is not supported yet: a retry budget over an interval/ },
+      { name: 'port-level retryBudget (not a port field)', yaml: atPort('retryBudget: {percent: 5}'), field: 'spec.trafficPolicy.portLevelSettings[0].retryBudget', message: /unknown field "retryBudget"/ },
       { name: 'tunnel in a subset', yaml: inSubset('tunnel: {targetHost: p, targetPort: 8080}'), field: 'spec.subsets[0].trafficPolicy.tunnel', message: /^is not supported yet: tunnelling/ },
       { name: 'port-level tunnel (not a port field)', yaml: atPort('tunnel: {}'), field: 'spec.trafficPolicy.portLevelSettings[0].tunnel', message: /unknown field "tunnel"/ },
     ]);
+  });
+  it('reads a retry budget as written, alone or beside other settings (a subset\'s too)', () => {
+    assert.deepEqual(policyOf(withPolicy('retryBudget: {percent: 12.5, minRetryConcurrency: 2}')).policy.retryBudget, { percent: 12.5, minRetryConcurrency: 2 });
+    assert.deepEqual(policyOf(withPolicy('retryBudget: {}')).policy.retryBudget, {});
+    const { value } = acceptWarned(inSubset('retryBudget: {percent: 50}'));
+    assert.deepEqual((value.resource as DestinationRule).subsets[0]!.trafficPolicy?.retryBudget, { percent: 50 });
   });
   it('a subset carries its own policy and TLS (subsets are routed to)', () => {
     const { value } = acceptWarned(inSubset('tls: {mode: SIMPLE, sni: v1.example.com}\nportLevelSettings:\n- port: {number: 443}\n  loadBalancer: {simple: RANDOM}'));

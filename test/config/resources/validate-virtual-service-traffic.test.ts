@@ -87,18 +87,63 @@ it('reads exportTo (sidecars honour it); refuses it where the gateway would not'
   ]);
 });
 
+it('reads fault injection as Istio translates it for Envoy (shares per million; a share left out is none)', () => {
+  const cases: { yaml: string; want: unknown }[] = [
+    { yaml: 'fault: {delay: {fixedDelay: 2s, percentage: {value: 12.5}}}', want: { delay: { fixedDelayMs: 2000, perMillion: 125_000 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 5ms, percent: 30}}', want: { delay: { fixedDelayMs: 5, perMillion: 300_000 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 5ms, percent: 30, percentage: {value: 1}}}', want: { delay: { fixedDelayMs: 5, perMillion: 10_000 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 1s}}', want: { delay: { fixedDelayMs: 1000, perMillion: 0 } } },
+    { yaml: 'fault: {abort: {httpStatus: 418, percentage: {value: 100}}}', want: { abort: { perMillion: 1_000_000, httpStatus: 418 } } },
+    { yaml: 'fault: {abort: {grpcStatus: UNAVAILABLE, percentage: {value: 0.0001}}}', want: { abort: { perMillion: 1, grpcStatus: 14 } } },
+    { yaml: 'fault: {abort: {httpStatus: 503}}', want: { abort: { perMillion: 0, httpStatus: 503 } } },
+    { yaml: 'fault: {delay: {fixedDelay: 1s, percentage: {value: 50}}, abort: {httpStatus: 500, percentage: {value: 50}}}',
+      want: { delay: { fixedDelayMs: 1000, perMillion: 500_000 }, abort: { perMillion: 500_000, httpStatus: 500 } } },
+  ];
+  for (const c of cases) assert.deepEqual(routeOf(mesh(c.yaml)).fault, c.want, c.yaml);
+  assert.equal(routeOf(mesh('')).fault, undefined);
+  const at = 'spec.http[0].fault';
+  assertRejections([
+    { name: 'empty fault', yaml: mesh('fault: {}'), field: at, message: /needs delay or abort/ },
+    { name: 'delay without fixedDelay', yaml: mesh('fault: {delay: {percent: 5}}'), field: `${at}.delay.fixedDelay`, message: /^required/ },
+    { name: 'exponentialDelay', yaml: mesh('fault: {delay: {exponentialDelay: 1s}}'), field: `${at}.delay.exponentialDelay`, message: /^is not supported yet: exponential delays/ },
+    { name: 'percentage over 100', yaml: mesh('fault: {delay: {fixedDelay: 1s, percentage: {value: 101}}}'), field: `${at}.delay.percentage.value`, message: /from 0 to 100/ },
+    { name: 'negative percentage', yaml: mesh('fault: {abort: {httpStatus: 500, percentage: {value: -1}}}'), field: `${at}.abort.percentage.value`, message: /from 0 to 100/ },
+    { name: 'percent over 100', yaml: mesh('fault: {delay: {fixedDelay: 1s, percent: 150}}'), field: `${at}.delay.percent`, message: /from 0 to 100/ },
+    { name: 'abort without status', yaml: mesh('fault: {abort: {percentage: {value: 1}}}'), field: `${at}.abort`, message: /needs httpStatus or grpcStatus/ },
+    { name: 'both statuses', yaml: mesh('fault: {abort: {httpStatus: 500, grpcStatus: INTERNAL}}'), field: `${at}.abort`, message: /only one of httpStatus or grpcStatus/ },
+    { name: 'httpStatus out of range', yaml: mesh('fault: {abort: {httpStatus: 99}}'), field: `${at}.abort.httpStatus`, message: /from 200 to 599/ },
+    { name: 'unknown gRPC status', yaml: mesh('fault: {abort: {grpcStatus: "14"}}'), field: `${at}.abort.grpcStatus`, message: /"14" is not a gRPC status name; accepted: OK, CANCELLED/ },
+    { name: 'abort percent (no such field in Istio)', yaml: mesh('fault: {abort: {httpStatus: 500, percent: 5}}'), field: `${at}.abort.percent`, message: /unknown field "percent"/ },
+  ]);
+});
+
+it('reads response header edits and header edits per destination; refuses edits of the names the proxy owns', () => {
+  const r = routeOf(mesh('headers: {response: {set: {X-Frame: deny}, add: {x-tag: r}, remove: [Server]}}'));
+  assert.deepEqual(r.responseHeaders, { set: { 'x-frame': 'deny' }, add: { 'x-tag': 'r' }, remove: ['server'] });
+  const d = routeOf(mesh('', '').replace('subset: v1}}', 'subset: v1}, headers: {request: {set: {x-v: "1"}}, response: {remove: [x-drop]}}}'));
+  assert.deepEqual(d.route[0]!.headers, { request: { set: { 'x-v': '1' }, add: {}, remove: [] }, response: { set: {}, add: {}, remove: ['x-drop'] } });
+  const at = 'spec.http[0].headers';
+  assertRejections([
+    { name: 'set XFCC', yaml: mesh('headers: {request: {set: {X-Forwarded-Client-Cert: forged}}}'), field: `${at}.request.set[X-Forwarded-Client-Cert]`, message: /cannot be edited by a route: it is asserted by the proxy/ },
+    { name: 'remove XFCC', yaml: mesh('headers: {request: {remove: [x-forwarded-client-cert]}}'), field: `${at}.request.remove[0]`, message: /asserted by the proxy/ },
+    { name: 'add x-envoy-*', yaml: mesh('headers: {request: {add: {x-envoy-peer-metadata: x}}}'), field: `${at}.request.add[x-envoy-peer-metadata]`, message: /Envoy's internal headers/ },
+    { name: 'response content-length', yaml: mesh('headers: {response: {set: {content-length: "0"}}}'), field: `${at}.response.set[content-length]`, message: /the connection and the framing/ },
+    { name: 'response transfer-encoding removed', yaml: mesh('headers: {response: {remove: [Transfer-Encoding]}}'), field: `${at}.response.remove[0]`, message: /framing/ },
+    { name: 'request connection', yaml: mesh('headers: {request: {set: {connection: close}}}'), field: `${at}.request.set[connection]`, message: /framing/ },
+    { name: 'remove host', yaml: mesh('headers: {request: {remove: [host]}}'), field: `${at}.request.remove`, message: /cannot remove Host/ },
+    { name: 'per destination too', yaml: mesh('', '').replace('subset: v1}}', 'subset: v1}, headers: {response: {add: {x-envoy-upstream-service-time: "1"}}}}'),
+      field: 'spec.http[0].route[0].headers.response.add[x-envoy-upstream-service-time]', message: /Envoy's internal headers/ },
+  ]);
+});
+
 it('refuses, naming the field, what is not supported yet (no field is silently ignored)', () => {
   const at = 'spec.http[0]';
   assertRejections([
-    { name: 'fault', yaml: mesh('fault: {abort: {httpStatus: 500, percentage: {value: 10}}}'), field: `${at}.fault`, message: /^is not supported yet: fault injection/ },
     { name: 'mirror', yaml: mesh('mirror: {host: shadow}'), field: `${at}.mirror`, message: /^is not supported yet: mirroring/ },
     { name: 'mirrors', yaml: mesh('mirrors: [{destination: {host: shadow}}]'), field: `${at}.mirrors`, message: /^is not supported yet: mirroring/ },
     { name: 'mirrorPercentage', yaml: mesh('mirrorPercentage: {value: 5}'), field: `${at}.mirrorPercentage`, message: /^is not supported yet: mirroring/ },
     { name: 'corsPolicy', yaml: mesh('corsPolicy: {allowOrigins: [{exact: a}]}'), field: `${at}.corsPolicy`, message: /^is not supported yet: CORS/ },
     { name: 'delegate', yaml: mesh('delegate: {name: other}'), field: `${at}.delegate`, message: /^is not supported yet: delegating/ },
-    { name: 'response header edits', yaml: mesh('headers: {response: {set: {x: y}}}'), field: `${at}.headers.response`, message: /^is not supported yet: response header edits$/ },
-    { name: 'header edits per destination', yaml: mesh('', '').replace('subset: v1}}', 'subset: v1}, headers: {request: {set: {x: y}}}}'), field: `${at}.route[0].headers`, message: /^is not supported yet: header edits per destination$/ },
-    { name: 'uriRegexRewrite', yaml: mesh('rewrite: {uriRegexRewrite: {match: a, rewrite: b}}'), field: `${at}.rewrite.uriRegexRewrite`, message: /^is not supported yet: regex rewrites/ },
     { name: 'statPrefix', yaml: mesh('match: [{statPrefix: x, uri: {prefix: /}}]'), field: `${at}.match[0].statPrefix`, message: /^is not supported yet: per-route statistics$/ },
   ]);
 });
