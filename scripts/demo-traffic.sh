@@ -6,7 +6,7 @@
 #                         whose virtual address is 10.96.30.30 (test/fixtures/traffic-backends.mjs,
 #                         each answering with its name; its behaviour set by a line on its stdin)
 # It shows a canary split (90/10 between the subsets v1 and v2, counted per version over 200 requests
-# on keep-alive connections), then an endpoint that starts answering 503 being ejected (the EJECT line
+# on keep-alive connections), fault injection (aborts and delays, their FI / DI flags), then an endpoint that starts answering 503 being ejected (the EJECT line
 # of the outlier log, its health flag in /clusters, the requests that follow going to the others), and
 # why one request went where it went (/debug/decisions). Logs: DEMO_TRAFFIC_LOGS, else a directory of its own.
 set -euo pipefail
@@ -81,6 +81,13 @@ metadata: {name: reviews, namespace: default}
 spec:
   hosts: [reviews.demo.local]
   http:
+  - name: fault-drill
+    match: [{headers: {x-demo: {exact: fault}}}]
+    fault:
+      abort: {httpStatus: 503, percentage: {value: 30}}
+      delay: {fixedDelay: 200ms, percentage: {value: 50}}
+    route:
+    - {destination: {host: reviews.demo.local, subset: v1}}
   - route:
     - {destination: {host: reviews.demo.local, subset: v1}, weight: 90}
     - {destination: {host: reviews.demo.local, subset: v2}, weight: 10}
@@ -104,9 +111,10 @@ quiet sidecar ip netns exec "$pod" "$agent" wait --periodMillis 100 --timeoutSec
 for _ in $(seq 50); do grep -q listening "$(log_of backends)" && break; sleep 0.1; done
 echo "   the sidecar is ready; logs: $(log_of sidecar), $(log_of backends)"
 
-# Requests from the pod: N requests on C keep-alive connections; prints "status backend" per request.
+# Requests from the pod: N requests on C keep-alive connections (then JSON fields to add, e.g. headers);
+# prints "status backend" per request.
 requests() {
-  ip netns exec "$pod" "$node" "$client_js" http "{\"url\":\"http://10.96.30.30/\",\"count\":$1,\"concurrency\":$2}" |
+  ip netns exec "$pod" "$node" "$client_js" http "{\"url\":\"http://10.96.30.30/\",\"count\":$1,\"concurrency\":$2${3:+,$3}}" |
     "$node" -e "let t=''; process.stdin.on('data', (d) => t += d).on('end', () => { for (const a of JSON.parse(t)) console.log(a.status, a.backend ?? '-'); })"
 }
 counts() { sort | uniq -c | sort -rn | sed 's/^ */   /'; }
@@ -115,6 +123,11 @@ step "a canary split, 90/10 between the subsets: 200 requests on 4 keep-alive co
 requests 200 4 > "$work/split"
 counts < "$work/split"
 awk '$1 == 200 { n++; if ($2 ~ /^v2/) v2++; else v1++ } END { printf "   per version: v1 %d (%.1f%%), v2 %d (%.1f%%)\n", v1, 100 * v1 / n, v2, 100 * v2 / n }' "$work/split"
+
+step "fault injection: 100 requests with x-demo: fault (the rule fault-drill aborts 30% with 503, delays 50% by 200 ms)"
+requests 100 4 '"headers":{"x-demo":"fault"}' | counts
+sleep 1 # the access log is written as each request ends
+awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[A-Z]+(,[A-Z]+)*$/) { if ($i ~ /(^|,)FI(,|$)/) fi++; if ($i ~ /(^|,)DI(,|$)/) di++ } } END { printf "   the access log: %d requests with flag FI (aborted, never sent), %d with DI (delayed 200 ms first)\n", fi, di }' "$work/access.log"
 
 step "v1-a (198.19.30.11) starts answering 503: outlier detection ejects it after 3 in a row"
 printf '%s\n' '{"name":"v1-a","mode":"503","id":1}' >&7
