@@ -12,7 +12,7 @@ import { hostPort, type AccessLogSink } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
-import type { ClusterTarget, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { ClusterTarget, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import type { HttpRouteDestination } from '../config/resources/types.js';
 import type { Http1Settings } from '../proxy/http1/connection.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, type HttpHandlerOptions } from '../proxy/http1/handler.js';
@@ -23,7 +23,10 @@ import { requestedServerName } from '../proxy/tls/requested-server-name.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenOnce } from '../net/listen.js';
 import type { ProxyStats } from '../proxy/stats.js';
-import { pickDestination, route, routeName, type ForwardDecision, type RouteTable } from '../routing/index.js';
+import {
+  applyCors, chooseMirrors, CORS_RESPONSE_HEADERS, DEFAULT_DESTINATION_PORT, pickDestination, route, routeName, type ForwardDecision, type RouteTable,
+} from '../routing/index.js';
+import { corsFacts } from '../traffic/outbound-decider.js';
 import { hostOnly, type RequestContext, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
@@ -359,6 +362,16 @@ export class GatewayRouter {
         draft.details = 'direct_response';
         return { kind: 'reply', status: decision.status, body: '', headers: { location: decision.location } };
       case 'route': {
+        let cors: readonly (readonly [string, string])[] | undefined;
+        if (decision.cors !== undefined) {
+          const c = applyCors(decision.cors, corsFacts(req));
+          if (c?.kind === 'preflight') {
+            this.o.decisions.count('route', 'cors_preflight');
+            draft.details = 'cors_response';
+            return { kind: 'reply', status: 200, body: '', headers: c.headers, details: 'cors_response' };
+          }
+          if (c !== undefined) cors = c.headers;
+        }
         this.o.decisions.count('route', 'routed');
         const dst = pickDestination(decision.destinations);
         if (!dst) {
@@ -388,6 +401,11 @@ export class GatewayRouter {
           draft.details = cluster.details;
           return cluster;
         }
+        const mirrors = decision.mirrors === undefined ? undefined : this.mirrorTargets(decision);
+        const extras = {
+          ...(cors !== undefined ? { addResponseHeaders: cors, replaceResponseHeaders: CORS_RESPONSE_HEADERS } : {}),
+          ...(mirrors !== undefined ? { mirrors } : {}),
+        };
         if (cluster !== undefined) {
           draft.upstream = cluster.cluster.name;
           const path = decision.rewrite?.path ?? tokenlessPath;
@@ -396,6 +414,7 @@ export class GatewayRouter {
             ...(addHeaders ? { addHeaders } : {}),
             ...(path !== undefined && path !== draft.path ? { path } : {}),
             ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
+            ...extras,
           };
         }
         const tls = this.o.upstreamTls?.({ address: dst.host, port: dst.port }, dst.host, true);
@@ -409,9 +428,36 @@ export class GatewayRouter {
           ...(addHeaders ? { addHeaders } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),
           ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
+          ...extras,
         };
         return target;
       }
     }
+  }
+
+  /**
+   * Where this request's copies go (its mirrors drawn): a destination a ServiceEntry declares goes
+   * to its cluster's endpoints, any other to its host and port as a route destination would (80
+   * when none is given); one that cannot be reached (no subset, TLS not to be had) gets no copy.
+   */
+  private mirrorTargets(decision: ForwardDecision): MirrorTarget[] | undefined {
+    const chosen = chooseMirrors(decision.mirrors!);
+    if (chosen === undefined) return undefined;
+    let out: MirrorTarget[] | undefined;
+    for (const m of chosen) {
+      const d = m.destination;
+      const port = d.port ?? DEFAULT_DESTINATION_PORT;
+      const timeout = decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {};
+      const cluster = this.o.clusterFor?.(d, port, decision);
+      if (cluster !== undefined && 'kind' in cluster) continue;
+      if (cluster !== undefined) {
+        (out ??= []).push({ cluster, address: d.host, port, name: cluster.cluster.name, ...timeout });
+        continue;
+      }
+      const tls = this.o.upstreamTls?.({ address: d.host, port }, d.host, true);
+      if (tls?.kind === 'reply') continue;
+      (out ??= []).push({ address: d.host, port, name: `${d.host}:${port}`, ...(tls ? { tls } : {}), ...timeout });
+    }
+    return out;
   }
 }

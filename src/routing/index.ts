@@ -14,3 +14,5 @@ export {
 export type { MatchRequest, MeshRouteRequest, RouteRequest } from './request.js';
 export { DEFAULT_DESTINATION_PORT, pickDestination, rewritePath, type PickedDestination } from './destination.js';
 export { DomainIndex, hostMatches, hostWithoutPort, intersectHosts } from './hosts.js';
+export { applyCors, CORS_RESPONSE_HEADERS, originAllowed, type CorsOutcome, type CorsRequest } from './cors.js';
+export { chooseMirrors } from './mirror-choice.js';

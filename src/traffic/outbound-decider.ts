@@ -10,13 +10,15 @@ import type { IncomingMessage } from 'node:http';
 import type { HttpRouteDestination } from '../config/resources/types.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
-import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import { NO_DESTINATION } from '../proxy/decider.js';
 import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
-import { hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
+import {
+  applyCors, chooseMirrors, CORS_RESPONSE_HEADERS, hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable,
+} from '../routing/index.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
 import { cookieToGenerate, requestHash, type GeneratedCookie, type HashRequestFacts } from './hash-key.js';
@@ -26,8 +28,11 @@ import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 /** A route's answer for one request: which cluster, with which retry policy and time-out, or a local reply. */
 export type MeshRouteResult =
   | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
-    /** Edits the route makes to what is forwarded. */
-    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'> | undefined }
+    /** Edits the route makes to what is forwarded (and the response lines CORS sets). */
+    readonly forward?: Pick<import('../proxy/decider.js').ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders'
+      | 'addResponseHeaders' | 'replaceResponseHeaders'> | undefined;
+    /** The clusters this request is copied to (its mirrors drawn), with the route's timeout. */
+    readonly mirrors?: readonly string[] | undefined }
   | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string };
 
 /** What the configuration in force says of outbound traffic (made once per configuration version). */
@@ -108,6 +113,21 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
 
   const passesThrough = (runtime: ClusterRuntime): boolean => runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST';
 
+  /**
+   * Where this request's copies go: each mirror cluster's endpoints. A cluster that does not exist
+   * (any more) or has no endpoints of its own (resolution NONE: no original destination to copy
+   * to) gets no copy, as Envoy sends no shadow to a cluster it does not know.
+   */
+  const mirrorTargets = (t: MeshTraffic, names: readonly string[], timeoutMs: number | undefined): MirrorTarget[] | undefined => {
+    let out: MirrorTarget[] | undefined;
+    for (const name of names) {
+      const runtime = t.clusters.get(name);
+      if (runtime === undefined || passesThrough(runtime)) continue;
+      (out ??= []).push({ cluster: target(t, runtime, true), address: '', port: 0, name, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+    }
+    return out;
+  };
+
   return {
     decide(req, dst): Verdict | Promise<Verdict> {
       if (!dst) return NO_DESTINATION;
@@ -121,6 +141,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       let timeoutMs: number | undefined;
       let routeName = 'default';
       let edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'];
+      let mirrors: MirrorTarget[] | undefined;
       const routed = t.route?.(service, req, dst);
       if (routed !== undefined) {
         if (routed.kind === 'reply') return routed.reply;
@@ -130,6 +151,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
         retry = routed.retry;
         timeoutMs = routed.timeoutMs;
         edits = routed.forward;
+        if (routed.mirrors !== undefined) mirrors = mirrorTargets(t, routed.mirrors, timeoutMs);
       } else {
         runtime = defaultCluster(t, service);
         if (runtime === undefined) return o.base.decide(req, dst);
@@ -158,7 +180,13 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (edits?.setHeaders !== undefined) v.setHeaders = edits.setHeaders;
       if (edits?.addHeaders !== undefined) v.addHeaders = edits.addHeaders;
       if (removeHeaders !== undefined) v.removeHeaders = removeHeaders;
-      if (cookie !== undefined) v.addResponseHeaders = [['set-cookie', cookie.header]];
+      if (edits?.addResponseHeaders !== undefined) {
+        v.addResponseHeaders = cookie === undefined ? edits.addResponseHeaders : [...edits.addResponseHeaders, ['set-cookie', cookie.header]];
+        if (edits.replaceResponseHeaders !== undefined) v.replaceResponseHeaders = edits.replaceResponseHeaders;
+      } else if (cookie !== undefined) {
+        v.addResponseHeaders = [['set-cookie', cookie.header]];
+      }
+      if (mirrors !== undefined) v.mirrors = mirrors;
       return v;
     },
 
@@ -260,6 +288,12 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
       case 'redirect':
         return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' } };
       case 'route': {
+        let corsLines: readonly (readonly [string, string])[] | undefined;
+        if (d.cors !== undefined) {
+          const c = applyCors(d.cors, corsFacts(req));
+          if (c?.kind === 'preflight') return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 200, body: '', headers: c.headers, details: 'cors_response' } };
+          if (c !== undefined) corsLines = c.headers;
+        }
         const ports = set.servicesByHost.get(service.host);
         const picked = pickDestination(d.destinations, Math.random, ports?.length === 1 ? ports[0]!.port.number : dst.port);
         if (picked === undefined) {
@@ -273,12 +307,31 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
         const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs }, {
           consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash', retry503: opts.retry503 === true,
         });
+        const chosen = d.mirrors === undefined ? undefined : chooseMirrors(d.mirrors);
+        let mirrors: string[] | undefined;
+        if (chosen !== undefined) {
+          for (const m of chosen) {
+            const to = resolveDestination(set, m.destination, dst.port, vsNamespace, clusterDomain);
+            if (to.kind === 'cluster') (mirrors ??= []).push(to.cluster.name);
+          }
+        }
+        const edits = routeEdits(d);
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
-          forward: routeEdits(d),
+          forward: corsLines === undefined ? edits : { ...edits, addResponseHeaders: corsLines, replaceResponseHeaders: CORS_RESPONSE_HEADERS },
+          ...(mirrors !== undefined ? { mirrors } : {}),
         };
       }
     }
+  };
+}
+
+/** What CORS reads of a request. */
+export function corsFacts(req: IncomingMessage): import('../routing/index.js').CorsRequest {
+  const h = req.headers;
+  return {
+    method: req.method ?? 'GET', origin: h.origin, requestMethod: h['access-control-request-method'] as string | undefined,
+    requestHeaders: h['access-control-request-headers'] as string | undefined,
   };
 }
 

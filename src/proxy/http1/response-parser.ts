@@ -289,23 +289,7 @@ export class ResponseParser {
 
   /** Leaves out of `parts` the header lines whose names `Connection` listed (rare). */
   private dropNamed(parts: Buffer[], named: readonly string[]): void {
-    const kept: Buffer[] = [];
-    for (const part of parts) {
-      let runFrom = 0;
-      let at = 0;
-      // The first part starts with the status line's rest: no header there to drop.
-      if (part === parts[0]) at = part.indexOf(CRLF) + 2;
-      while (at < part.length) {
-        const le = part.indexOf(CRLF, at);
-        const name = part.toString('latin1', at, part.indexOf(0x3a, at)).toLowerCase();
-        if (named.includes(name)) {
-          if (at > runFrom) kept.push(part.subarray(runFrom, at));
-          runFrom = le + 2;
-        }
-        at = le + 2;
-      }
-      if (part.length > runFrom) kept.push(part.subarray(runFrom));
-    }
+    const kept = withoutHeaderLines(parts, named);
     parts.length = 0;
     parts.push(...kept);
   }
@@ -416,4 +400,30 @@ export class ResponseParser {
 export function keepAliveTimeout(value: string): number | undefined {
   const m = /(?:^|[,;\s])timeout\s*=\s*(\d{1,6})(?:$|[,;\s])/i.exec(value);
   return m ? Number(m[1]) * 1000 : undefined;
+}
+
+/**
+ * A response head's `parts` without the header lines named in `names` (lower-case): slices of the
+ * same bytes, nothing copied. Used for the names `Connection` lists, and for lines the proxy sets
+ * in place of the upstream's (CORS).
+ */
+export function withoutHeaderLines(parts: readonly Buffer[], names: readonly string[]): Buffer[] {
+  const kept: Buffer[] = [];
+  for (const part of parts) {
+    let runFrom = 0;
+    let at = 0;
+    // The first part starts with the status line's rest: no header there to drop.
+    if (part === parts[0]) at = part.indexOf(CRLF) + 2;
+    while (at < part.length) {
+      const le = part.indexOf(CRLF, at);
+      const name = part.toString('latin1', at, part.indexOf(0x3a, at)).toLowerCase();
+      if (names.includes(name)) {
+        if (at > runFrom) kept.push(part.subarray(runFrom, at));
+        runFrom = le + 2;
+      }
+      at = le + 2;
+    }
+    if (part.length > runFrom) kept.push(part.subarray(runFrom));
+  }
+  return kept;
 }

@@ -91,10 +91,6 @@ it('refuses, naming the field, what is not supported yet (no field is silently i
   const at = 'spec.http[0]';
   assertRejections([
     { name: 'fault', yaml: mesh('fault: {abort: {httpStatus: 500, percentage: {value: 10}}}'), field: `${at}.fault`, message: /^is not supported yet: fault injection/ },
-    { name: 'mirror', yaml: mesh('mirror: {host: shadow}'), field: `${at}.mirror`, message: /^is not supported yet: mirroring/ },
-    { name: 'mirrors', yaml: mesh('mirrors: [{destination: {host: shadow}}]'), field: `${at}.mirrors`, message: /^is not supported yet: mirroring/ },
-    { name: 'mirrorPercentage', yaml: mesh('mirrorPercentage: {value: 5}'), field: `${at}.mirrorPercentage`, message: /^is not supported yet: mirroring/ },
-    { name: 'corsPolicy', yaml: mesh('corsPolicy: {allowOrigins: [{exact: a}]}'), field: `${at}.corsPolicy`, message: /^is not supported yet: CORS/ },
     { name: 'delegate', yaml: mesh('delegate: {name: other}'), field: `${at}.delegate`, message: /^is not supported yet: delegating/ },
     { name: 'response header edits', yaml: mesh('headers: {response: {set: {x: y}}}'), field: `${at}.headers.response`, message: /^is not supported yet: response header edits$/ },
     { name: 'header edits per destination', yaml: mesh('', '').replace('subset: v1}}', 'subset: v1}, headers: {request: {set: {x: y}}}}'), field: `${at}.route[0].headers`, message: /^is not supported yet: header edits per destination$/ },
