@@ -83,6 +83,9 @@ const NO_CONNECT: Verdict = { kind: 'reply', status: 405, body: 'CONNECT is not 
  */
 const ASSERTED = ['x-forwarded-client-cert'];
 
+/** A route's response edits and copies when it has none. */
+const NO_EXTRAS: Pick<ForwardTarget, 'addResponseHeaders' | 'replaceResponseHeaders' | 'mirrors'> = Object.freeze({});
+
 /**
  * The headers as the backend will get them (the JWT filter's edits applied), which routes match,
  * as Envoy's router runs after jwt_authn: a client's own copy of a claim header routes nothing.
@@ -402,7 +405,8 @@ export class GatewayRouter {
           return cluster;
         }
         const mirrors = decision.mirrors === undefined ? undefined : this.mirrorTargets(decision);
-        const extras = {
+        // Nothing is built for a route without CORS or mirrors (the common case).
+        const extras = cors === undefined && mirrors === undefined ? NO_EXTRAS : {
           ...(cors !== undefined ? { addResponseHeaders: cors, replaceResponseHeaders: CORS_RESPONSE_HEADERS } : {}),
           ...(mirrors !== undefined ? { mirrors } : {}),
         };

@@ -319,7 +319,7 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
           forward: corsLines === undefined ? edits : { ...edits, addResponseHeaders: corsLines, replaceResponseHeaders: CORS_RESPONSE_HEADERS },
-          ...(mirrors !== undefined ? { mirrors } : {}),
+          mirrors,
         };
       }
     }

@@ -193,6 +193,28 @@ describe('mirroring and CORS at the sidecar', { skip: netnsSkip }, () => {
     assert.equal((after['http.outbound.mirror_rq_total'] ?? 0) - (before['http.outbound.mirror_rq_total'] ?? 0), 40);
   });
 
+  it('copies never exceed the mirror cluster\'s maxConnections: over it they are dropped and counted, never queued', async () => {
+    await resources(`${appRoute('mirror: {host: stall.example.com}\ntimeout: 5s')}---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: stall, namespace: default}
+spec:
+  host: stall.example.com
+  trafficPolicy: {connectionPool: {tcp: {maxConnections: 1}}}
+`);
+    await settle(1_000); // the stalled copies of the test before are over (counted failed there): their connections closed
+    reset();
+    const before = await stats();
+    const answers = client('http', { url: `http://${APP_VIP}/`, count: 10, headers: { host: APP } });
+    assert.deepEqual(answers.map((a) => a.status), new Array(10).fill(200));
+    await waitFor('one copy at the stalled mirror', () => stalled >= 1 || undefined, 5_000);
+    await settle();
+    assert.equal(stalled, 1, 'one connection: the one copy it carries holds it');
+    const after = await stats();
+    assert.equal((after['http.outbound.mirror_rq_total'] ?? 0) - (before['http.outbound.mirror_rq_total'] ?? 0), 1);
+    assert.equal((after['http.outbound.mirror_rq_dropped'] ?? 0) - (before['http.outbound.mirror_rq_dropped'] ?? 0), 9);
+  });
+
   it('a body over 64 KiB is not mirrored (counted); the app gets it whole', async () => {
     await resources(appRoute('mirror: {host: shadow.example.com}'));
     reset();
