@@ -158,7 +158,12 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       }
       (req as RoutedView).routedCluster = runtime.name;
       (req as RoutedView).routedRoute = routeName;
-      if (passesThrough(runtime)) return o.base.decide(req, dst);
+      if (passesThrough(runtime)) {
+        // The original destination, as without a route; the route's copies and CORS lines still apply.
+        const v = o.base.decide(req, dst);
+        if (mirrors === undefined && edits?.addResponseHeaders === undefined) return v;
+        return v instanceof Promise ? v.then((x) => withRouteExtras(x, mirrors, edits)) : withRouteExtras(v, mirrors, edits);
+      }
       let cluster = target(t, runtime, true);
       let cookie: GeneratedCookie | undefined;
       if (retry !== baseRetry || runtime.hashKey !== undefined) {
@@ -224,6 +229,17 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (runtime.hashKey?.kind !== 'sourceIp' || facts.source === undefined) return made;
       return { ...made, hash: requestHash(runtime.hashKey, connectionFacts(facts.source)) };
     },
+  };
+}
+
+/** A forward verdict with a route's copies and response lines added (a local reply stays as it is). */
+function withRouteExtras(v: Verdict, mirrors: readonly MirrorTarget[] | undefined, edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward']): Verdict {
+  if (v.kind !== 'forward') return v;
+  return {
+    ...v,
+    ...(mirrors !== undefined ? { mirrors } : {}),
+    ...(edits?.addResponseHeaders !== undefined ? { addResponseHeaders: [...(v.addResponseHeaders ?? []), ...edits.addResponseHeaders] } : {}),
+    ...(edits?.replaceResponseHeaders !== undefined ? { replaceResponseHeaders: edits.replaceResponseHeaders } : {}),
   };
 }
 

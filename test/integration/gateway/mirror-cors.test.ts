@@ -63,6 +63,7 @@ describe('mirroring and CORS at the gateway', { skip: netnsSkip }, () => {
   const configure = async (extra: string, ready: () => Promise<boolean>): Promise<void> => {
     writeFileSync(join(pod.resources, 'routes.yaml'), routes(extra));
     await waitFor('the routes in force', async () => ((await ready()) ? true : undefined), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the probes' copies still on their way
     reset();
   };
   const curl = async (args: readonly string[]): Promise<{ code: number; headers: string; body: string }> => {
@@ -88,7 +89,7 @@ describe('mirroring and CORS at the gateway', { skip: netnsSkip }, () => {
 - destination: {host: 127.0.0.1, port: {number: ${APPS.direct}}}
 - destination: {host: shadow.internal, port: {number: 80}}`, async () => {
       await curl(['-H', 'host: web.example', url('/probe')]);
-      return seen.direct.length > 0;
+      return seen.direct.length > 0 && seen.cluster.length > 0;
     });
     const r = await curl(['-X', 'POST', '-H', 'host: web.example', '-H', 'x-test: gw', '--data-binary', 'gateway body', url('/things?id=7')]);
     assert.equal(r.code, 200);
