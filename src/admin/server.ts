@@ -153,6 +153,10 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`${http}.downstream_cx_http2_total`, d.cxHttp2);
     add(`${http}.downstream_rq_http2_total`, d.rqHttp2);
     add(`${http}.downstream_cx_http2_protocol_error`, d.cxHttp2ProtocolErrors);
+    add(`${http}.mirror_rq_total`, d.mirrorRqTotal);
+    add(`${http}.mirror_rq_dropped`, d.mirrorRqDropped);
+    add(`${http}.mirror_rq_failed`, d.mirrorRqFailed);
+    add(`${http}.mirror_rq_too_large`, d.mirrorRqTooLarge);
     const grpc = new Map<string, number>();
     let grpcTotal = 0;
     for (const [key, count] of d.rqLabelled) {

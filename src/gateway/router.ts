@@ -12,7 +12,7 @@ import { hostPort, type AccessLogSink } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from '../proxy/connection-budget.js';
 import type { UpstreamTlsFor } from '../security/mtls/outbound-decider.js';
-import type { ClusterTarget, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { ClusterTarget, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import { injectFault } from '../proxy/fault-injection.js';
 import { mergedEdits, responseEdits } from '../routing/header-edits.js';
 import type { HttpFault } from '../config/resources/types.js';
@@ -26,7 +26,10 @@ import { requestedServerName } from '../proxy/tls/requested-server-name.js';
 import { admitDownstream, logOverflow } from '../proxy/listener.js';
 import { listenOnce } from '../net/listen.js';
 import type { ProxyStats } from '../proxy/stats.js';
-import { pickDestination, route, routeName, type ForwardDecision, type RouteTable } from '../routing/index.js';
+import {
+  applyCors, chooseMirrors, CORS_RESPONSE_HEADERS, DEFAULT_DESTINATION_PORT, pickDestination, route, routeName, type ForwardDecision, type RouteTable,
+} from '../routing/index.js';
+import { corsFacts } from '../traffic/outbound-decider.js';
 import { hostOnly, type RequestContext, type RequestSecurity, type SecurityOutcome } from '../security/request-security.js';
 import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
@@ -82,6 +85,9 @@ const NO_CONNECT: Verdict = { kind: 'reply', status: 405, body: 'CONNECT is not 
  * run with `forwardClientCertDetails: SANITIZE_SET`; a plaintext client has no certificate).
  */
 const ASSERTED = ['x-forwarded-client-cert'];
+
+/** A route's response edits and copies when it has none. */
+const NO_EXTRAS: Pick<ForwardTarget, 'mirrors'> = Object.freeze({});
 
 /**
  * The headers as the backend will get them (the JWT filter's edits applied), which routes match,
@@ -375,6 +381,16 @@ export class GatewayRouter {
         draft.details = 'direct_response';
         return { kind: 'reply', status: decision.status, body: '', headers: { location: decision.location } };
       case 'route': {
+        let cors: readonly (readonly [string, string])[] | undefined;
+        if (decision.cors !== undefined) {
+          const c = applyCors(decision.cors, corsFacts(req));
+          if (c?.kind === 'preflight') {
+            this.o.decisions.count('route', 'cors_preflight');
+            draft.details = 'cors_response';
+            return { kind: 'reply', status: 200, body: '', headers: c.headers, details: 'cors_response' };
+          }
+          if (c !== undefined) cors = c.headers;
+        }
         this.o.decisions.count('route', 'routed');
         const dst = pickDestination(decision.destinations);
         if (!dst) {
@@ -412,6 +428,17 @@ export class GatewayRouter {
           draft.details = cluster.details;
           return cluster;
         }
+        const mirrors = decision.mirrors === undefined ? undefined : this.mirrorTargets(decision);
+        // Nothing is built for a route without CORS or mirrors (the common case).
+        // CORS sets its lines, replacing the app's of those names, after the route's response edits.
+        if (cors !== undefined) {
+          const removed = responseHeaders?.remove ?? [];
+          responseHeaders = {
+            add: [...(responseHeaders?.add ?? []), ...cors.map(([n, v]): [string, string] => [n, v])],
+            remove: [...removed, ...CORS_RESPONSE_HEADERS.filter((n) => !removed.includes(n))],
+          };
+        }
+        const extras = mirrors === undefined ? NO_EXTRAS : { mirrors };
         if (cluster !== undefined) {
           draft.upstream = cluster.cluster.name;
           const path = decision.rewrite?.path ?? tokenlessPath;
@@ -421,6 +448,7 @@ export class GatewayRouter {
             ...(responseHeaders ? { addResponseHeaders: responseHeaders.add, removeResponseHeaders: responseHeaders.remove } : {}),
             ...(path !== undefined && path !== draft.path ? { path } : {}),
             ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
+            ...extras,
           };
         }
         const tls = this.o.upstreamTls?.({ address: dst.host, port: dst.port }, dst.host, true);
@@ -435,9 +463,36 @@ export class GatewayRouter {
           ...(responseHeaders ? { addResponseHeaders: responseHeaders.add, removeResponseHeaders: responseHeaders.remove } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),
           ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
+          ...extras,
         };
         return target;
       }
     }
+  }
+
+  /**
+   * Where this request's copies go (its mirrors drawn): a destination a ServiceEntry declares goes
+   * to its cluster's endpoints, any other to its host and port as a route destination would (80
+   * when none is given); one that cannot be reached (no subset, TLS not to be had) gets no copy.
+   */
+  private mirrorTargets(decision: ForwardDecision): MirrorTarget[] | undefined {
+    const chosen = chooseMirrors(decision.mirrors!);
+    if (chosen === undefined) return undefined;
+    let out: MirrorTarget[] | undefined;
+    for (const m of chosen) {
+      const d = m.destination;
+      const port = d.port ?? DEFAULT_DESTINATION_PORT;
+      const timeout = decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {};
+      const cluster = this.o.clusterFor?.(d, port, decision);
+      if (cluster !== undefined && 'kind' in cluster) continue;
+      if (cluster !== undefined) {
+        (out ??= []).push({ cluster, address: d.host, port, name: cluster.cluster.name, ...timeout });
+        continue;
+      }
+      const tls = this.o.upstreamTls?.({ address: d.host, port }, d.host, true);
+      if (tls?.kind === 'reply') continue;
+      (out ??= []).push({ address: d.host, port, name: `${d.host}:${port}`, ...(tls ? { tls } : {}), ...timeout });
+    }
+    return out;
   }
 }

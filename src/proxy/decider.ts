@@ -41,6 +41,21 @@ export interface ForwardTarget {
   readonly addResponseHeaders?: readonly (readonly [string, string])[];
   /** Lower-case names of response headers not to pass on (a route's `headers.response` remove, and set: removed, then added). */
   readonly removeResponseHeaders?: readonly string[];
+  /** Copies of this request to send, fire and forget (a route's mirrors, already drawn for this request). */
+  readonly mirrors?: readonly MirrorTarget[];
+}
+
+/** Where one mirrored copy goes: a cluster's endpoints (balanced, within its limits), else `address:port` as it is. */
+export interface MirrorTarget {
+  readonly cluster?: ClusterTarget | undefined;
+  readonly address: string;
+  readonly port: number;
+  /** TLS to `address:port` when there is no cluster (a cluster's endpoints use its tlsFor). */
+  readonly tls?: UpstreamTls | undefined;
+  /** The copy is given up after this long (the route's timeout; absent: MIRROR_TIMEOUT_MS). */
+  readonly timeoutMs?: number | undefined;
+  /** The cluster's name, or host:port, for the logs. */
+  readonly name: string;
 }
 
 /** A request's cluster and its route's traffic settings (src/proxy/attempts.ts carries them out). */

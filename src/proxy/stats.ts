@@ -187,6 +187,11 @@ export class DirectionStats {
   routedCxTotal = 0;
   routedCxActive = 0;
   routedCxConnectFail = 0;
+  /** Mirrored copies (a route's mirrors): sent; not sent (a limit, no endpoint, TLS not to be had); failed or timed out once sent; not made, the body being over MIRROR_BODY_LIMIT. */
+  mirrorRqTotal = 0;
+  mirrorRqDropped = 0;
+  mirrorRqFailed = 0;
+  mirrorRqTooLarge = 0;
 
   /**
    * One completed request: its status, how long it took, the peer's principal (mutual TLS), for

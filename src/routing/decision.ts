@@ -2,7 +2,7 @@
 // both tables (the gateway's and the sidecar's). Most decisions depend only on the rule and match
 // entry, so a table builds them once and hands out the same frozen object; only rewrites and
 // redirects, which carry the request's path, are built per request. Pure.
-import type { HeaderOperations, HttpFault, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
+import type { CorsPolicy, HeaderOperations, HttpFault, HttpMirror, HttpRetry, HttpRoute, HttpRouteDestination } from '../config/resources/types.js';
 import { redirectLocation, rewritePath } from './destination.js';
 import { matchedPrefixLength, type CompiledMatch } from './match.js';
 import type { RequestView } from './request.js';
@@ -35,6 +35,10 @@ export type ForwardDecision = RuleRef & {
   readonly timeoutMs?: number;
   /** The rule's `retries` as written; absent: Istio's default policy (the caller's to fill in). */
   readonly retries?: HttpRetry;
+  /** The rule's mirrors as written (each request copied with its percentage: the caller draws per request). */
+  readonly mirrors?: readonly HttpMirror[];
+  /** The rule's CORS policy (applyCors in cors.ts); absent: the request is not looked at for CORS. */
+  readonly cors?: CorsPolicy;
   readonly reason: string;
 };
 
@@ -129,6 +133,8 @@ export function decide(rule: RuleSource, m: CompiledMatch | undefined, view: Req
     ...(r.responseHeaders ? { responseHeaders: r.responseHeaders } : {}),
     ...(r.timeoutMs !== undefined ? { timeoutMs: r.timeoutMs } : {}),
     ...(r.retries !== undefined ? { retries: r.retries } : {}),
+    ...(r.mirrors !== undefined ? { mirrors: r.mirrors } : {}),
+    ...(r.corsPolicy !== undefined ? { cors: r.corsPolicy } : {}),
     reason: why,
   };
 }

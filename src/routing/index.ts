@@ -15,3 +15,5 @@ export type { MatchRequest, MeshRouteRequest, RouteRequest } from './request.js'
 export { DEFAULT_DESTINATION_PORT, pickDestination, rewritePath, type PickedDestination } from './destination.js';
 export { FAULT_ABORT_DETAILS, faultAbort, faultDelayMs, rolls, type FaultAbortReply } from './fault.js';
 export { DomainIndex, hostMatches, hostWithoutPort, intersectHosts } from './hosts.js';
+export { applyCors, CORS_RESPONSE_HEADERS, originAllowed, type CorsOutcome, type CorsRequest } from './cors.js';
+export { chooseMirrors } from './mirror-choice.js';

@@ -11,13 +11,15 @@ import type { HttpFault, HttpRouteDestination } from '../config/resources/types.
 import { injectFault } from '../proxy/fault-injection.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
-import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
+import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import { AWAIT_SERVER_NAME, NO_DESTINATION } from '../proxy/decider.js';
 import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
 import type { ClusterRuntime } from './cluster.js';
-import { hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable } from '../routing/index.js';
+import {
+  applyCors, chooseMirrors, CORS_RESPONSE_HEADERS, hasMeshRoutes, NO_ROUTE_REPLY, pickDestination, routeMesh, type ForwardDecision, type MeshRouteTable,
+} from '../routing/index.js';
 import { mergedEdits, responseEdits } from '../routing/header-edits.js';
 import { clusterName, resolveDestination, routeTraffic, type ClusterSet, type ServiceSpec } from './clusters.js';
 import type { ClusterManager } from './cluster-manager.js';
@@ -32,10 +34,12 @@ import { defaultRetry, type EndpointSpec, type RetrySpec } from './spec.js';
 /** A route's answer for one request: which cluster, with which retry policy and time-out, or a local reply. */
 export type MeshRouteResult =
   | { readonly kind: 'cluster'; readonly cluster: string; readonly retry: RetrySpec; readonly timeoutMs?: number | undefined; readonly route: string;
-    /** Edits the route makes to what is forwarded. */
+    /** Edits the route makes to what is forwarded and to its answer (CORS lines included). */
     readonly forward?: Pick<ForwardTarget, 'path' | 'setHeaders' | 'addHeaders' | 'removeHeaders' | 'addResponseHeaders' | 'removeResponseHeaders'> | undefined;
     /** The rule's fault injection. */
-    readonly fault?: HttpFault | undefined }
+    readonly fault?: HttpFault | undefined;
+    /** The clusters this request is copied to (its mirrors drawn), with the route's timeout. */
+    readonly mirrors?: readonly string[] | undefined }
   | { readonly kind: 'reply'; readonly reply: LocalReply; readonly route: string; readonly fault?: HttpFault | undefined };
 
 /** What the configuration in force says of outbound traffic (made once per configuration version). */
@@ -168,6 +172,21 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     return route === undefined ? undefined : routeRuntime(t, route);
   };
 
+  /**
+   * Where this request's copies go: each mirror cluster's endpoints. A cluster that does not exist
+   * (any more) or has no endpoints of its own (resolution NONE: no original destination to copy
+   * to) gets no copy, as Envoy sends no shadow to a cluster it does not know.
+   */
+  const mirrorTargets = (t: MeshTraffic, names: readonly string[], timeoutMs: number | undefined): MirrorTarget[] | undefined => {
+    let out: MirrorTarget[] | undefined;
+    for (const name of names) {
+      const runtime = t.clusters.get(name);
+      if (runtime === undefined || passesThrough(runtime)) continue;
+      (out ??= []).push({ cluster: target(t, runtime, true), address: '', port: 0, name, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+    }
+    return out;
+  };
+
   return {
     decide(req, dst): Verdict | Promise<Verdict> {
       if (!dst) return NO_DESTINATION;
@@ -181,6 +200,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       let timeoutMs: number | undefined;
       let routeName = 'default';
       let edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'];
+      let mirrors: MirrorTarget[] | undefined;
       const routed = t.route?.(service, req, dst);
       if (routed !== undefined) {
         if (routed.kind === 'reply') return routed.fault === undefined ? routed.reply : faulted(routed.fault, req, routed.reply);
@@ -190,6 +210,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
         retry = routed.retry;
         timeoutMs = routed.timeoutMs;
         edits = routed.forward;
+        if (routed.mirrors !== undefined) mirrors = mirrorTargets(t, routed.mirrors, timeoutMs);
       } else {
         runtime = defaultCluster(t, service);
         if (runtime === undefined) return o.base.decide(req, dst);
@@ -197,10 +218,15 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       (req as RoutedView).routedCluster = runtime.name;
       (req as RoutedView).routedRoute = routeName;
       if (passesThrough(runtime)) {
+        // The original destination, as without a route; the route's fault, copies and CORS lines still apply.
         const through = o.base.decide(req, dst);
-        if (routed?.kind !== 'cluster' || routed.fault === undefined) return through;
-        const fault = routed.fault;
-        return through instanceof Promise ? through.then((v) => faulted(fault, req, v)) : faulted(fault, req, through);
+        const fault = routed?.kind === 'cluster' ? routed.fault : undefined;
+        if (fault === undefined && mirrors === undefined && edits?.addResponseHeaders === undefined) return through;
+        const extras = (v: Verdict): Verdict | Promise<Verdict> => {
+          const x = withRouteExtras(v, mirrors, edits);
+          return fault === undefined ? x : faulted(fault, req, x);
+        };
+        return through instanceof Promise ? through.then(extras) : extras(through);
       }
       let cluster = target(t, runtime, true);
       let cookie: GeneratedCookie | undefined;
@@ -226,6 +252,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (edits?.removeResponseHeaders !== undefined) v.removeResponseHeaders = edits.removeResponseHeaders;
       if (edits?.addResponseHeaders !== undefined) v.addResponseHeaders = edits.addResponseHeaders;
       if (cookie !== undefined) v.addResponseHeaders = [...(v.addResponseHeaders ?? []), ['set-cookie', cookie.header]];
+      if (mirrors !== undefined) v.mirrors = mirrors;
       return routed?.kind === 'cluster' && routed.fault !== undefined ? faulted(routed.fault, req, v) : v;
     },
 
@@ -283,6 +310,27 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
 /** A routed request under its rule's fault injection; a delayed one is marked for completed() (DI). */
 function faulted(fault: HttpFault, req: IncomingMessage, v: Verdict): Verdict | Promise<Verdict> {
   return injectFault(fault, req, v, () => { (req as RoutedView).faultDelayed = true; });
+}
+
+/** A forward verdict with a route's copies and response lines added (a local reply stays as it is). */
+function withRouteExtras(v: Verdict, mirrors: readonly MirrorTarget[] | undefined, edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward']): Verdict {
+  if (v.kind !== 'forward') return v;
+  return {
+    ...v,
+    ...(mirrors !== undefined ? { mirrors } : {}),
+    ...(edits?.addResponseHeaders !== undefined ? { addResponseHeaders: [...(v.addResponseHeaders ?? []), ...edits.addResponseHeaders] } : {}),
+    ...(edits?.removeResponseHeaders !== undefined ? { removeResponseHeaders: [...(v.removeResponseHeaders ?? []), ...edits.removeResponseHeaders] } : {}),
+  };
+}
+
+/** A route's edits with the CORS lines its policy gives this request: they replace the app's lines of those names, as Envoy's filter sets them. */
+function withCorsLines(edits: Extract<MeshRouteResult, { kind: 'cluster' }>['forward'], cors: readonly (readonly [string, string])[]): NonNullable<Extract<MeshRouteResult, { kind: 'cluster' }>['forward']> {
+  const removed = edits?.removeResponseHeaders ?? [];
+  return {
+    ...edits,
+    addResponseHeaders: [...(edits?.addResponseHeaders ?? []), ...cors],
+    removeResponseHeaders: [...removed, ...CORS_RESPONSE_HEADERS.filter((n) => !removed.includes(n))],
+  };
 }
 
 const nothing = (): undefined => undefined;
@@ -346,6 +394,12 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
       case 'redirect':
         return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: d.status, body: '', headers: { location: d.location }, details: 'direct_response' }, fault: d.fault };
       case 'route': {
+        let corsLines: readonly (readonly [string, string])[] | undefined;
+        if (d.cors !== undefined) {
+          const c = applyCors(d.cors, corsFacts(req));
+          if (c?.kind === 'preflight') return { kind: 'reply', route: d.reason, reply: { kind: 'reply', status: 200, body: '', headers: c.headers, details: 'cors_response' } };
+          if (c !== undefined) corsLines = c.headers;
+        }
         const ports = set.servicesByHost.get(service.host);
         const picked = pickDestination(d.destinations, Math.random, ports?.length === 1 ? ports[0]!.port.number : dst.port);
         if (picked === undefined) {
@@ -359,12 +413,31 @@ export function meshRouter(table: MeshRouteTable, set: ClusterSet, clusterDomain
         const traffic = routeTraffic({ retries: d.retries, timeoutMs: d.timeoutMs, fault: d.fault }, {
           consistentHash: target.cluster.policy.loadBalancer.kind === 'consistentHash', retry503: opts.retry503 === true,
         });
+        const chosen = d.mirrors === undefined ? undefined : chooseMirrors(d.mirrors);
+        let mirrors: string[] | undefined;
+        if (chosen !== undefined) {
+          for (const m of chosen) {
+            const to = resolveDestination(set, m.destination, dst.port, vsNamespace, clusterDomain);
+            if (to.kind === 'cluster') (mirrors ??= []).push(to.cluster.name);
+          }
+        }
+        const edits = routeEdits(d, picked.destination);
         return {
           kind: 'cluster', cluster: target.cluster.name, retry: traffic.retry, timeoutMs: traffic.timeoutMs, route: d.reason,
-          forward: routeEdits(d, picked.destination), fault: d.fault,
+          forward: corsLines === undefined ? edits : withCorsLines(edits, corsLines),
+          fault: d.fault, mirrors,
         };
       }
     }
+  };
+}
+
+/** What CORS reads of a request. */
+export function corsFacts(req: IncomingMessage): import('../routing/index.js').CorsRequest {
+  const h = req.headers;
+  return {
+    method: req.method ?? 'GET', origin: h.origin, requestMethod: h['access-control-request-method'] as string | undefined,
+    requestHeaders: h['access-control-request-headers'] as string | undefined,
   };
 }
 

@@ -185,6 +185,31 @@ export interface HttpRoute {
   /** Absent: Istio's default policy (src/traffic/clusters.ts `routeTraffic`). */
   readonly retries?: HttpRetry;
   readonly fault?: HttpFault;
+  /** Where copies of the rule's requests go (`mirror` + its percentage, or `mirrors`); absent: none. */
+  readonly mirrors?: readonly HttpMirror[];
+  readonly corsPolicy?: CorsPolicy;
+}
+
+/** One mirror of a rule: a copy of a share of its requests goes to `destination`, its answer discarded. */
+export interface HttpMirror {
+  /** `weight` is unused (100): the shape a route destination has, so the same resolution applies. */
+  readonly destination: HttpRouteDestination;
+  /** Share of requests copied, 0–100 (Istio's default 100; 0 turns the mirror off). */
+  readonly percent: number;
+}
+
+/** A rule's corsPolicy, as Envoy's CORS filter is configured from it (lists already joined with `,`). */
+export interface CorsPolicy {
+  /** `allowOrigins`, else the deprecated `allowOrigin` read as exact matches. Empty: no origin is allowed. */
+  readonly allowOrigins: readonly StringMatch[];
+  readonly allowMethods?: string;
+  readonly allowHeaders?: string;
+  readonly exposeHeaders?: string;
+  /** Whole seconds, as text. */
+  readonly maxAge?: string;
+  readonly allowCredentials?: boolean;
+  /** A preflight from an origin not allowed: forwarded upstream (Istio's default), or answered here without CORS headers. */
+  readonly unmatchedPreflights: 'FORWARD' | 'IGNORE';
 }
 
 /** Istio's L4MatchAttributes: what a `tcp` route's match compares (the connection's, and the workload's own). */

@@ -2,11 +2,13 @@
 // mesh (sidecars). Header matchers whose key is `@request.auth.claims...` match validated JWT claims
 // instead of headers (gateways only, as in Istio). Timeouts and retries are read here and turned
 // into each route's traffic settings by src/traffic/clusters.ts; fault injection, header edits
-// (request and response, per route and per destination), rewrites and redirects are read into the
-// typed route; the rest of Istio's HTTPRoute (mirroring, CORS, delegation...) is refused as "not
-// supported yet" rather than accepted and ignored. `tcp` and `tls` routes: validate-l4-routes.ts.
+// (request and response, per route and per destination), rewrites, redirects, mirrors and corsPolicy
+// are read into the typed route and carried out by the sidecar and the gateway; the rest of Istio's
+// HTTPRoute (delegation, per-route statistics) is refused as "not supported yet" rather than accepted
+// and ignored. `tcp` and `tls` routes: validate-l4-routes.ts.
 import type {
-  HeaderMatch, HeaderOperations, HttpFault, HttpMatchRequest, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta, RetryOnPolicy, StringMatch, VirtualService,
+  CorsPolicy, HeaderMatch, HeaderOperations, HttpFault, HttpMatchRequest, HttpMirror, HttpRetry, HttpRoute, HttpRouteDestination, ResourceMeta,
+  RetryOnPolicy, StringMatch, VirtualService,
 } from './types.js';
 import { isRouteClaimKey, parseRouteClaimKey } from '../../security/claims.js';
 import {
@@ -26,8 +28,6 @@ const REDIRECT_CODES = [301, 302, 303, 307, 308];
 
 /** What each field refused as "not supported yet" would do. */
 const LATER = {
-  mirror: 'mirroring requests to another destination',
-  corsPolicy: 'CORS handling',
   delegate: 'delegating routes to another VirtualService',
   statPrefix: 'per-route statistics',
 } as const;
@@ -129,8 +129,16 @@ function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestinatio
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['destination', 'weight', 'headers'] });
   const headers = parseHeaderEdits(o['headers'], child(field, 'headers'));
-  const dField = child(field, 'destination');
-  const d = obj(o['destination'], dField);
+  const weight = optInt(o['weight'], child(field, 'weight'), 0, INT32_MAX);
+  return {
+    ...parseDestinationRef(o['destination'], child(field, 'destination')), ...(weight !== undefined ? { weight } : {}),
+    ...(headers?.request || headers?.response ? { headers } : {}),
+  };
+}
+
+/** A Destination (host, subset, port): a route's, or a mirror's. */
+function parseDestinationRef(raw: unknown, dField: string): Omit<HttpRouteDestination, 'weight'> {
+  const d = obj(raw, dField);
   checkFields(d, dField, { supported: ['host', 'subset', 'port'] });
   const host = checkHostPattern(str(d['host'], child(dField, 'host'), { nonEmpty: true }), child(dField, 'host'));
   if (host.includes('*')) throw new FieldError(child(dField, 'host'), `${show(host)}: a destination host cannot be a wildcard`);
@@ -143,11 +151,7 @@ function parseDestination(raw: unknown, field: string): Omit<HttpRouteDestinatio
     checkFields(p, pField, { supported: ['number'] });
     port = int(p['number'], child(pField, 'number'), 1, 65535);
   }
-  const weight = optInt(o['weight'], child(field, 'weight'), 0, INT32_MAX);
-  return {
-    host, ...(port !== undefined ? { port } : {}), ...(subset !== undefined ? { subset } : {}), ...(weight !== undefined ? { weight } : {}),
-    ...(headers?.request || headers?.response ? { headers } : {}),
-  };
+  return { host, ...(port !== undefined ? { port } : {}), ...(subset !== undefined ? { subset } : {}) };
 }
 
 /**
@@ -379,14 +383,111 @@ function parseDirectResponse(raw: unknown, field: string): HttpRoute['directResp
   return { status, body: str(b['string'], child(bField, 'string')) };
 }
 
+/** Istio's Percent: `{value: <0..100>}`, a double. */
+function parsePercent(raw: unknown, field: string): number {
+  const o = obj(raw, field);
+  checkFields(o, field, { supported: ['value'] });
+  const v = o['value'] ?? 0;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw new FieldError(child(field, 'value'), `expected a number from 0 to 100, got ${show(v)}`);
+  if (v < 0 || v > 100) throw new FieldError(child(field, 'value'), `${v} is not a percentage from 0 to 100`);
+  return v;
+}
+
+/**
+ * `mirror` with `mirrorPercentage` (or the deprecated `mirrorPercent`), or the list `mirrors`: 100%
+ * when no percentage is given, an explicit 0 turns a mirror off (Istio's reading).
+ */
+function parseMirrors(o: Record<string, unknown>, at: (k: string) => string, warn: Warn): HttpMirror[] | undefined {
+  const percentKey = o['mirrorPercent'] !== undefined ? 'mirrorPercent' : o['mirror_percent'] !== undefined ? 'mirror_percent' : undefined;
+  if (o['mirror'] !== undefined && o['mirrors'] !== undefined) throw new FieldError(at('mirrors'), 'is given with mirror: use one of them (Istio refuses both)');
+  if (o['mirror'] === undefined) {
+    const stray = o['mirrorPercentage'] !== undefined ? 'mirrorPercentage' : percentKey;
+    if (stray !== undefined) throw new FieldError(at(stray), 'only applies with mirror');
+  }
+  if (o['mirror'] !== undefined) {
+    const destination = { ...parseDestinationRef(o['mirror'], at('mirror')), weight: 100 };
+    let percent = 100;
+    if (percentKey !== undefined) {
+      const old = int(o[percentKey], at(percentKey), 0, 100);
+      if (o['mirrorPercentage'] !== undefined) warn(at(percentKey), 'is deprecated and ignored beside mirrorPercentage, as Istio ignores it');
+      else {
+        warn(at(percentKey), 'is deprecated: use mirrorPercentage');
+        percent = old;
+      }
+    }
+    if (o['mirrorPercentage'] !== undefined) percent = parsePercent(o['mirrorPercentage'], at('mirrorPercentage'));
+    return [{ destination, percent }];
+  }
+  if (o['mirrors'] === undefined) return undefined;
+  return list(o['mirrors'], at('mirrors')).map((m, i) => {
+    const field = item(at('mirrors'), i);
+    const mo = obj(m, field);
+    checkFields(mo, field, { supported: ['destination', 'percentage'] });
+    if (mo['destination'] === undefined) throw new FieldError(child(field, 'destination'), 'required');
+    const destination = { ...parseDestinationRef(mo['destination'], child(field, 'destination')), weight: 100 };
+    const percent = mo['percentage'] === undefined ? 100 : parsePercent(mo['percentage'], child(field, 'percentage'));
+    return { destination, percent };
+  });
+}
+
+/** The methods Istio accepts in corsPolicy.allowMethods. */
+const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'];
+
+function parseCorsPolicy(raw: unknown, field: string, warn: Warn): CorsPolicy | undefined {
+  const o = optObj(raw, field);
+  if (o === undefined) return undefined;
+  checkFields(o, field, {
+    supported: ['allowOrigins', 'allowOrigin', 'allowMethods', 'allowHeaders', 'exposeHeaders', 'maxAge', 'allowCredentials', 'unmatchedPreflights'],
+  });
+  const at = (k: string): string => child(field, k);
+  let allowOrigins: StringMatch[] = optList(o['allowOrigins'], at('allowOrigins')).map((m, i) => {
+    const where = item(at('allowOrigins'), i);
+    const match = parseStringMatch(m, where);
+    if (match.kind !== 'present' && match.value === '') throw new FieldError(where, 'an empty origin matcher is not accepted (Istio)');
+    return match;
+  });
+  if (o['allowOrigin'] !== undefined) {
+    const exact = strList(o['allowOrigin'], at('allowOrigin'), { nonEmptyItems: true });
+    if (allowOrigins.length > 0) warn(at('allowOrigin'), 'is deprecated and ignored beside allowOrigins, as Istio ignores it');
+    else {
+      warn(at('allowOrigin'), 'is deprecated: use allowOrigins (each entry here is an exact match)');
+      allowOrigins = exact.map((value) => ({ kind: 'exact', value }));
+    }
+  }
+  const methods = o['allowMethods'] === undefined ? undefined : strList(o['allowMethods'], at('allowMethods')).map((m, i) => {
+    if (!CORS_METHODS.includes(m)) throw new FieldError(item(at('allowMethods'), i), `${show(m)} is not a supported HTTP method (one of ${CORS_METHODS.join(', ')})`);
+    return m;
+  });
+  const names = (k: string): string[] | undefined => o[k] === undefined ? undefined
+    : strList(o[k], at(k)).map((h, i) => checkHeaderName(h, item(at(k), i)));
+  const allowHeaders = names('allowHeaders');
+  const exposeHeaders = names('exposeHeaders');
+  let maxAge: string | undefined;
+  if (o['maxAge'] !== undefined) {
+    const ms = optDuration(o['maxAge'], at('maxAge'))!;
+    if (ms % 1000 !== 0) throw new FieldError(at('maxAge'), `${show(o['maxAge'])} is not a whole number of seconds (Istio: max_age is accurate only to seconds)`);
+    maxAge = String(ms / 1000);
+  }
+  const allowCredentials = optBool(o['allowCredentials'], at('allowCredentials'));
+  const unmatched = o['unmatchedPreflights'] === undefined ? 'UNSPECIFIED'
+    : oneOf(o['unmatchedPreflights'], at('unmatchedPreflights'), ['UNSPECIFIED', 'FORWARD', 'IGNORE'] as const);
+  return {
+    allowOrigins,
+    ...(methods !== undefined && methods.length > 0 ? { allowMethods: methods.join(',') } : {}),
+    ...(allowHeaders !== undefined && allowHeaders.length > 0 ? { allowHeaders: allowHeaders.join(',') } : {}),
+    ...(exposeHeaders !== undefined && exposeHeaders.length > 0 ? { exposeHeaders: exposeHeaders.join(',') } : {}),
+    ...(maxAge !== undefined ? { maxAge } : {}),
+    ...(allowCredentials !== undefined ? { allowCredentials } : {}),
+    unmatchedPreflights: unmatched === 'IGNORE' ? 'IGNORE' : 'FORWARD',
+  };
+}
+
 function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: readonly string[], warn: Warn): HttpRoute {
   const o = obj(raw, field);
   checkFields(o, field, {
-    supported: ['name', 'match', 'route', 'redirect', 'directResponse', 'rewrite', 'timeout', 'headers', 'retries', 'fault'],
-    pending: {
-      mirror: LATER.mirror, mirrors: LATER.mirror, mirrorPercentage: LATER.mirror, mirrorPercent: LATER.mirror,
-      mirror_percent: LATER.mirror, corsPolicy: LATER.corsPolicy, delegate: LATER.delegate,
-    },
+    supported: ['name', 'match', 'route', 'redirect', 'directResponse', 'rewrite', 'timeout', 'headers', 'retries', 'fault', 'mirror', 'mirrors',
+      'mirrorPercentage', 'mirrorPercent', 'mirror_percent', 'corsPolicy'],
+    pending: { delegate: LATER.delegate },
   });
   const at = (k: string): string => child(field, k);
   const name = optStr(o['name'], at('name'));
@@ -405,6 +506,12 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   if (actions.length === 0) throw new FieldError(field, 'needs one of route, redirect or directResponse');
   if (actions.length > 1) throw new FieldError(field, `takes only one of route, redirect or directResponse, got ${actions.join(' and ')}`);
   if (rewrite && !route.length) throw new FieldError(at('rewrite'), 'only applies with route');
+  const mirrors = parseMirrors(o, at, warn);
+  if (mirrors !== undefined && !route.length) throw new FieldError(at(o['mirrors'] !== undefined ? 'mirrors' : 'mirror'), 'only applies with route (a copy of what is forwarded)');
+  const corsPolicy = parseCorsPolicy(o['corsPolicy'], at('corsPolicy'), warn);
+  if (corsPolicy !== undefined && !route.length) {
+    warn(at('corsPolicy'), 'has no effect on a rule that redirects or answers directly: Envoy\'s CORS filter skips such routes');
+  }
   return {
     ...(name !== undefined ? { name } : {}),
     match,
@@ -417,6 +524,8 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(retries !== undefined ? { retries } : {}),
     ...(fault !== undefined ? { fault } : {}),
+    ...(mirrors !== undefined ? { mirrors } : {}),
+    ...(corsPolicy !== undefined && route.length > 0 ? { corsPolicy } : {}),
   };
 }
 

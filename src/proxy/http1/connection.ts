@@ -23,6 +23,7 @@ import { decisionFailed, httpDate, isConnectFailure, refusal, replyBytes, upstre
 import { RequestParseError, RequestParser, type RequestHead, type RequestLimits } from './request-parser.js';
 import { ResponseError, withoutHeaderLines, type ResponseHead, type SwitchRequest } from './response-parser.js';
 import { runTunnel } from './tunnel.js';
+import { MirrorCopy, mirrorSender } from './mirror.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
@@ -79,6 +80,8 @@ class Exchange implements ResponseSink, AttemptSender {
   verdict: Verdict | undefined;
   /** Traffic management: the request's attempts on its cluster's endpoints. */
   attempts: Attempts | undefined = undefined;
+  /** The route's mirrors: the copy being gathered (undefined: none, the common case). */
+  mirror: MirrorCopy | undefined = undefined;
   /** The body sent so far, held while it fits REPLAYABLE_BODY_LIMIT (a retry sends it again); undefined past it. */
   replay: Buffer[] | undefined = undefined;
   replayBytes = 0;
@@ -333,6 +336,7 @@ export class Connection {
     this.owner.stats.rqBodyBytes += view.length;
     ex.hasBody = true;
     ex.bytesIn += view.length;
+    if (ex.mirror !== undefined) ex.mirror.body(view, true);
     if (ex.done) return; // answered already: the rest is dropped
     if (ex.up) {
       this.bodyToUpstream(ex, view);
@@ -352,6 +356,7 @@ export class Connection {
       this.receiving = undefined;
       ex.view.complete = true;
       if (ex.up && !ex.done && ex.msg?.framing === 'chunked') this.toUpstream(ex, LAST_CHUNK);
+      if (ex.mirror !== undefined) ex.mirror.end();
     }
     this.holdParse = !this.mayParse();
     return this.holdParse;
@@ -499,6 +504,8 @@ export class Connection {
     const forwardExpect = this.owner.settings.forward100Continue;
     ex.upHead = upstreamHead(msg, edited || t.path !== undefined ? t : undefined, forwardExpect);
     ex.target = t;
+    // A copy for each mirror drawn: the head as forwarded, the body as it comes (a protocol switch is not copied).
+    if (t.mirrors !== undefined && msg.tunnel === undefined) this.startMirror(ex, t);
     // The client waits for a 100 before it sends the body: the proxy says it, now that the request goes on.
     if (msg.expectContinue && !forwardExpect && !ex.reqComplete) this.push(CONTINUE);
     if (t.timeoutMs) ex.timer = setTimeout(() => this.timedOut(ex), t.timeoutMs);
@@ -510,6 +517,14 @@ export class Connection {
       return;
     }
     this.send(ex, ex.switching !== undefined);
+  }
+
+  private startMirror(ex: Exchange, t: ForwardTarget): void {
+    const msg = ex.msg!;
+    const copy = new MirrorCopy(mirrorSender(this.owner.pool), t.mirrors!, { text: ex.upHead, chunked: msg.framing === 'chunked', headRequest: ex.headRequest });
+    if (ex.held) for (const b of ex.held) copy.body(b, false);
+    if (ex.reqComplete) copy.end();
+    else ex.mirror = copy;
   }
 
   /** An attempt of a request sent to a cluster: a pooled connection to the endpoint, or a new one within the cluster's limit. */

@@ -33,7 +33,8 @@ export interface ResponseHead {
 
 /**
  * A response head's parts (as ResponseHead carries them: the status line's rest first) without the
- * header lines named in `lowerNames`; slices of the same bytes, nothing copied.
+ * header lines named in `lowerNames`; slices of the same bytes, nothing copied. Used for the names
+ * `Connection` lists, a route's response header edits, and the lines CORS sets in place of the app's.
  */
 export function withoutHeaderLines(parts: readonly Buffer[], lowerNames: readonly string[]): Buffer[] {
   const kept: Buffer[] = [];
@@ -426,3 +427,4 @@ export function keepAliveTimeout(value: string): number | undefined {
   const m = /(?:^|[,;\s])timeout\s*=\s*(\d{1,6})(?:$|[,;\s])/i.exec(value);
   return m ? Number(m[1]) * 1000 : undefined;
 }
+

@@ -30,6 +30,7 @@ import {
   downstreamResponseHeaders, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Headers, type Http2Request,
 } from './request-headers.js';
 import type { LegConnectError } from './http1-upstream.js';
+import { http1HeadText, MirrorCopy, mirrorSenderOf } from '../http1/mirror.js';
 import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
 
 const log = scope('default');
@@ -179,6 +180,8 @@ export class Http2Exchange implements AttemptSender {
   private respHeaders: string[] | undefined;
   /** The request's HEADERS ended the stream: there is no body to send on. */
   private readonly bodyless: boolean;
+  /** The route's mirrors: the copy, until the body's reader is in place (undefined: none, the common case). */
+  private mirror: MirrorCopy | undefined = undefined;
   /** Traffic management: the request's attempts on its cluster's endpoints, and its body kept for them. */
   private attempts: Attempts | undefined;
   private body: BodyPipe | undefined;
@@ -208,6 +211,21 @@ export class Http2Exchange implements AttemptSender {
       // cancelled when the stream closes, never ended here as if its body were whole.
       if (endedWhole(stream)) up.end();
     });
+    if (this.mirror !== undefined) this.tapMirror();
+  }
+
+  /**
+   * The route's mirrors get the body too, once the stream's reader is in place (a listener added
+   * earlier would start the flow before the upstream takes it). A reset stream is not copied.
+   */
+  private tapMirror(): void {
+    const copy = this.mirror!;
+    this.mirror = undefined;
+    const stream = this.stream;
+    stream.on('data', (chunk: Buffer) => copy.body(chunk, false));
+    const end = (): void => { if (endedWhole(stream)) copy.end(); };
+    if (stream.readableEnded) end();
+    else stream.once('end', end);
   }
 
   start(): void {
@@ -314,15 +332,27 @@ export class Http2Exchange implements AttemptSender {
     if (t.timeoutMs) this.timer = setTimeout(() => this.timedOut(), t.timeoutMs);
     this.lines = editedLines(req, t);
     this.path = t.path ?? req.url;
+    if (t.mirrors !== undefined) this.startMirror(t);
     if (t.cluster) {
       // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
       const s = this.owner.stats;
       if (!this.bodyless) this.body = new BodyPipe(this.stream, (n) => { this.bytesIn += n; s.rqBodyBytes += n; });
+      if (this.mirror !== undefined) this.tapMirror();
       this.attempts = new Attempts(t.cluster, this, s, this.owner.decider?.completed !== undefined);
       this.attempts.start();
       return;
     }
     this.sendTo(t.address, t.port, t.tls);
+  }
+
+  /** The route's mirrors: a copy as HTTP/1.1 (the head as forwarded on an HTTP/1.1 leg), sent once the body is whole. */
+  private startMirror(t: ForwardTarget): void {
+    const req = this.req!;
+    const o = this.owner;
+    const head = http1HeadText(req.method, this.path, upstreamHttp1Headers(req, this.lines, !this.bodyless) as Record<string, string | number | string[]>);
+    const copy = new MirrorCopy(mirrorSenderOf(o, o.upstreamMode, o.stats), t.mirrors!, head);
+    if (this.bodyless) copy.end();
+    else this.mirror = copy;
   }
 
   /** Sends the request to `address:port` over a shared HTTP/2 session, or an HTTP/1.1 leg when it speaks only that. */

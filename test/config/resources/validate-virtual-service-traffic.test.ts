@@ -139,10 +139,6 @@ it('reads response header edits and header edits per destination; refuses edits 
 it('refuses, naming the field, what is not supported yet (no field is silently ignored)', () => {
   const at = 'spec.http[0]';
   assertRejections([
-    { name: 'mirror', yaml: mesh('mirror: {host: shadow}'), field: `${at}.mirror`, message: /^is not supported yet: mirroring/ },
-    { name: 'mirrors', yaml: mesh('mirrors: [{destination: {host: shadow}}]'), field: `${at}.mirrors`, message: /^is not supported yet: mirroring/ },
-    { name: 'mirrorPercentage', yaml: mesh('mirrorPercentage: {value: 5}'), field: `${at}.mirrorPercentage`, message: /^is not supported yet: mirroring/ },
-    { name: 'corsPolicy', yaml: mesh('corsPolicy: {allowOrigins: [{exact: a}]}'), field: `${at}.corsPolicy`, message: /^is not supported yet: CORS/ },
     { name: 'delegate', yaml: mesh('delegate: {name: other}'), field: `${at}.delegate`, message: /^is not supported yet: delegating/ },
     { name: 'statPrefix', yaml: mesh('match: [{statPrefix: x, uri: {prefix: /}}]'), field: `${at}.match[0].statPrefix`, message: /^is not supported yet: per-route statistics$/ },
   ]);
