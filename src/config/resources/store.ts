@@ -199,7 +199,7 @@ export class ResourceStore {
         fresh.push({
           file: meta.origin.file, index: meta.origin.index, kind: meta.kind, name: meta.name, namespace: meta.namespace,
           field: 'metadata.name',
-          message: `${resourceKey(meta.kind, meta.namespace, meta.name)} is already defined by ${at.file}[${at.index}], which comes first in file order and stays in force; this one is ignored`,
+          message: `${resourceKey(meta.kind, meta.namespace, meta.name)} is already defined by ${at.file}[${at.index}]${otherGroup(first.value.resource.meta.apiVersion, meta.apiVersion)}, which comes first in file order and stays in force; this one is ignored`,
         });
       }
     }
@@ -222,6 +222,12 @@ export class ResourceStore {
     }
     return fresh;
   }
+}
+
+/** A duplicate under the other group (Istio's and the spec's) is the same resource: say so, it is easy to miss. */
+function otherGroup(winner: string, loser: string): string {
+  const group = (apiVersion: string): string => apiVersion.split('/')[0]!;
+  return group(winner) === group(loser) ? '' : ` (as ${winner}; ${loser} names the same resource: the group does not make it another one)`;
 }
 
 /** Plain code-unit order: the same on every machine, whatever the locale. */

@@ -15,7 +15,7 @@ export type ResourceKind =
 
 export interface ResourceMeta {
   readonly kind: ResourceKind;
-  /** As written (`networking.mesh.io/v1` or the `v1beta1` alias). */
+  /** As written (`networking.mesh.io/v1`, its `v1beta1` alias, or one of Istio's: `networking.istio.io/v1alpha3`...). */
   readonly apiVersion: string;
   readonly name: string;
   /** metadata.namespace, or the agent's own namespace (POD_NAMESPACE) when absent. */
@@ -162,9 +162,17 @@ export interface VirtualService {
 
 // ---- networking.mesh.io: ServiceEntry (services: names for the DNS proxy, endpoints, auto mTLS) ----
 
-/** The endpoint label that says "this endpoint speaks mesh mTLS" (Istio's `security.istio.io/tlsMode: istio`). */
+/** The endpoint label that says "this endpoint speaks mesh mTLS". */
 export const TLS_MODE_LABEL = 'security.mesh.io/tlsMode';
 export const TLS_MODE_MESH = 'mesh';
+/** Istio's spelling of the same label, read too: WorkloadEntries and endpoints written for Istio carry it. */
+export const ISTIO_TLS_MODE_LABEL = 'security.istio.io/tlsMode';
+export const ISTIO_TLS_MODE_MESH = 'istio';
+
+/** Whether an endpoint's labels say it speaks mesh mTLS, in the spec's spelling or Istio's. */
+export function hasMeshTlsLabel(labels: Readonly<Record<string, string>>): boolean {
+  return labels[TLS_MODE_LABEL] === TLS_MODE_MESH || labels[ISTIO_TLS_MODE_LABEL] === ISTIO_TLS_MODE_MESH;
+}
 
 /** One of a ServiceEntry's `endpoints` (Istio's WorkloadEntry fields). */
 export interface ServiceEntryEndpoint {

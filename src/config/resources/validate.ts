@@ -19,9 +19,10 @@ import { validateWorkloadEntry } from './validate-workload-entry.js';
 
 export const NETWORKING_GROUP = 'networking.mesh.io';
 export const SECURITY_GROUP = 'security.mesh.io';
-/** `v1`, and `v1beta1` as an alias (DESIGN "Configuration"). */
+/** The spec's groups: `v1`, and `v1beta1` as an alias (DESIGN "Configuration"). */
 export const API_VERSIONS: readonly string[] = ['v1', 'v1beta1'];
 
+/** The spec's group of each kind. */
 export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   Gateway: NETWORKING_GROUP,
   VirtualService: NETWORKING_GROUP,
@@ -33,6 +34,30 @@ export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   PeerAuthentication: SECURITY_GROUP,
 };
 export const RESOURCE_KINDS = Object.keys(KIND_GROUPS) as readonly ResourceKind[];
+
+/**
+ * Istio's own group for each kind and every version Istio serves it under: an operator's Istio YAML
+ * is read unchanged, with the same meaning as the spec's group (the versions differ in name only).
+ */
+export const ISTIO_KIND_GROUPS: Readonly<Record<ResourceKind, { readonly group: string; readonly versions: readonly string[] }>> = (() => {
+  const networking = { group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'] } as const;
+  const security = { group: 'security.istio.io', versions: ['v1', 'v1beta1'] } as const;
+  return {
+    Gateway: networking, VirtualService: networking, ServiceEntry: networking, DestinationRule: networking, WorkloadEntry: networking,
+    RequestAuthentication: security, AuthorizationPolicy: security, PeerAuthentication: security,
+  };
+})();
+
+/**
+ * Kinds Istio has that this agent refuses whole, with the reason (a known kind is never reported as
+ * a typo). Any group and version.
+ */
+export const REFUSED_KINDS: Readonly<Record<string, string>> = {
+  EnvoyFilter: 'is not supported by this agent: an EnvoyFilter patches the Envoy configuration istiod generates (listeners, filter chains, clusters), and this proxy has no Envoy configuration to patch; express the behaviour with VirtualService, DestinationRule or AuthorizationPolicy fields instead',
+  WasmPlugin: 'is not supported by this agent: it loads WebAssembly filters into Envoy, which this proxy does not run',
+  WorkloadGroup: 'is not supported by this agent: it is the template istiod uses to register VMs as WorkloadEntries; write the WorkloadEntry instead',
+  ProxyConfig: 'is not supported by this agent: set the proxy settings in the mesh config (defaultConfig) or PROXY_CONFIG instead',
+};
 
 export type ValidatedResource =
   | { readonly kind: 'Gateway'; readonly resource: Gateway }
@@ -58,7 +83,7 @@ export type ValidationResult =
   /** `key`: the resource's identity when the document got far enough to name it. */
   | { readonly ok: false; readonly rejection: Rejection; readonly key?: string };
 
-/** A resource's identity: two resources with the same key are the same resource. */
+/** A resource's identity: two resources with the same key are the same resource, whichever group names them. */
 export function resourceKey(kind: string, namespace: string, name: string): string {
   return `${kind}/${namespace}/${name}`;
 }
@@ -67,13 +92,24 @@ export function isResourceKind(kind: unknown): kind is ResourceKind {
   return typeof kind === 'string' && Object.hasOwn(KIND_GROUPS, kind);
 }
 
-function acceptedApiVersions(kind: ResourceKind): string[] {
-  return API_VERSIONS.map((v) => `${KIND_GROUPS[kind]}/${v}`);
+/** Every apiVersion a kind is read under: the spec's group first, then Istio's. */
+export function acceptedApiVersions(kind: ResourceKind): string[] {
+  const istio = ISTIO_KIND_GROUPS[kind];
+  return [...API_VERSIONS.map((v) => `${KIND_GROUPS[kind]}/${v}`), ...istio.versions.map((v) => `${istio.group}/${v}`)];
+}
+
+/** True for an apiVersion of one of Istio's groups (as opposed to the spec's `*.mesh.io`). */
+export function isIstioApiVersion(apiVersion: string): boolean {
+  return apiVersion.split('/')[0]!.endsWith('.istio.io');
 }
 
 function kindList(): string {
-  const byGroup = [NETWORKING_GROUP, SECURITY_GROUP].map((g) =>
-    `${RESOURCE_KINDS.filter((k) => KIND_GROUPS[k] === g).join(', ')} (${g}/${API_VERSIONS.join(' or ')})`);
+  const groups = [...new Set(Object.values(KIND_GROUPS))];
+  const byGroup = groups.map((g) => {
+    const kinds = RESOURCE_KINDS.filter((k) => KIND_GROUPS[k] === g);
+    const istio = ISTIO_KIND_GROUPS[kinds[0]!];
+    return `${kinds.join(', ')} (${g}/${API_VERSIONS.join(' or ')}, or ${istio.group}/${istio.versions.join(', ')})`;
+  });
   return byGroup.join('; ');
 }
 
@@ -104,6 +140,8 @@ export function validateDocument(doc: unknown, ctx: ValidateContext): Validation
       who.namespace = typeof metadata['namespace'] === 'string' && metadata['namespace'] !== '' ? metadata['namespace'] : ctx.defaultNamespace;
     }
     const kind = str(doc['kind'], 'kind', { nonEmpty: true });
+    const refused = Object.hasOwn(REFUSED_KINDS, kind) ? REFUSED_KINDS[kind] : undefined;
+    if (refused !== undefined) throw new FieldError('kind', `${kind} ${refused}`);
     if (!isResourceKind(kind)) throw new FieldError('kind', `unknown kind ${show(kind)}; accepted: ${kindList()}`);
     // The identity as written: enough for the store to keep the last good version of this resource.
     if (who.name !== undefined) key = resourceKey(kind, who.namespace ?? ctx.defaultNamespace, who.name);

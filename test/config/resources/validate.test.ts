@@ -31,13 +31,43 @@ it('dispatches every kind under v1 and the v1beta1 alias of its group', () => {
   }
 });
 
+it('reads every kind under Istio\'s group and every version Istio serves it, as the same resource', () => {
+  const istioVersions = { networking: ['v1', 'v1beta1', 'v1alpha3'], security: ['v1', 'v1beta1'] };
+  for (const [kind, s] of Object.entries(spec)) {
+    const group = groups[kind as keyof typeof groups];
+    const ours = validateYaml(`apiVersion: ${group}.mesh.io/v1\nkind: ${kind}\nmetadata: {name: x}\n${s}\n`, 'team-a');
+    assert.ok(ours.ok);
+    for (const version of istioVersions[group as keyof typeof istioVersions]) {
+      const apiVersion = `${group}.istio.io/${version}`;
+      const r = validateYaml(`apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: {name: x}\n${s}\n`, 'team-a');
+      assert.ok(r.ok, `${kind} ${apiVersion}: ${r.ok ? '' : formatRejection(r.rejection)}`);
+      assert.equal(r.key, ours.key);
+      const { meta, ...rest } = r.value.resource as unknown as Record<string, unknown> & { meta: Record<string, unknown> };
+      const { meta: oursMeta, ...oursRest } = ours.value.resource as unknown as Record<string, unknown> & { meta: Record<string, unknown> };
+      assert.deepEqual({ ...meta, apiVersion: oursMeta['apiVersion'] }, oursMeta);
+      assert.deepEqual(rest, oursRest, `${kind} ${apiVersion} means what the spec's group means`);
+    }
+  }
+});
+
+it('refuses Istio kinds this agent has no use for, with the reason', () => {
+  assertRejections([
+    { name: 'EnvoyFilter', yaml: 'apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: x}\nspec: {configPatches: []}\n',
+      field: 'kind', message: /^EnvoyFilter is not supported by this agent: an EnvoyFilter patches the Envoy configuration .* this proxy has no Envoy configuration to patch/ },
+    { name: 'WasmPlugin', yaml: 'apiVersion: extensions.istio.io/v1alpha1\nkind: WasmPlugin\nmetadata: {name: x}\nspec: {}\n',
+      field: 'kind', message: /^WasmPlugin is not supported by this agent/ },
+  ]);
+});
+
 it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
   const vsSpec = spec.VirtualService;
   assertRejections([
-    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: x}\nspec: {}\n`,
-      field: 'kind', message: /^unknown kind "Sidecar"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1\)$/ },
-    { name: 'Istio group', yaml: `apiVersion: networking.istio.io/v1beta1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
-      field: 'apiVersion', message: /"networking.istio.io\/v1beta1" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1/ },
+    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Frobnicator\nmetadata: {name: x}\nspec: {}\n`,
+      field: 'kind', message: /^unknown kind "Frobnicator"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry \(networking.mesh.io\/v1 or v1beta1, or networking.istio.io\/v1, v1beta1, v1alpha3\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1, or security.istio.io\/v1, v1beta1\)/ },
+    { name: 'a version Istio does not serve', yaml: `apiVersion: networking.istio.io/v1alpha2\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /"networking.istio.io\/v1alpha2" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1, networking.istio.io\/v1, networking.istio.io\/v1beta1, networking.istio.io\/v1alpha3$/ },
+    { name: 'Istio group of another kind', yaml: `apiVersion: security.istio.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /not an accepted version of VirtualService/ },
     { name: 'wrong group for the kind', yaml: `apiVersion: security.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
       field: 'apiVersion', message: /not an accepted version of VirtualService/ },
     { name: 'v1alpha3', yaml: `apiVersion: networking.mesh.io/v1alpha3\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
@@ -64,8 +94,8 @@ it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
 });
 
 it('names as much of the resource as the document gives in the rejection line', () => {
-  assert.equal(formatRejection(reject(`apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: ns1}\nspec: {}\n`)).split(':')[0],
-    'etc/mesh/resources/test.yaml[0] Sidecar ns1/s');
+  assert.equal(formatRejection(reject(`apiVersion: networking.mesh.io/v1\nkind: Frobnicator\nmetadata: {name: s, namespace: ns1}\nspec: {}\n`)).split(':')[0],
+    'etc/mesh/resources/test.yaml[0] Frobnicator ns1/s');
   assert.match(formatRejection(reject(`just a string\n`)), /^etc\/mesh\/resources\/test\.yaml\[0\]: expected a mapping/);
   const r = validateDocument({ apiVersion: 'networking.mesh.io/v1', kind: 'Gateway', metadata: { name: 'gw' }, spec: { selector: {} } }, { file: 'f.json', index: 3, defaultNamespace: 'ns' });
   assert.ok(!r.ok);
