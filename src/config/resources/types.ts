@@ -395,6 +395,9 @@ export interface AuthorizationSource {
   readonly notIpBlocks?: readonly string[];
   readonly remoteIpBlocks?: readonly string[];
   readonly notRemoteIpBlocks?: readonly string[];
+  /** `ns/sa`, resolved (a bare `sa` is in the policy's namespace); matched exactly against the peer's principal, any trust domain. */
+  readonly serviceAccounts?: readonly string[];
+  readonly notServiceAccounts?: readonly string[];
 }
 
 export interface AuthorizationOperation {
@@ -413,7 +416,7 @@ export interface AuthorizationCondition {
   readonly key: string;
   /** For `request.auth.claims[...]` keys: the parsed claim path. */
   readonly claimPath?: readonly string[];
-  /** For `request.headers[...]` keys: the lower-cased header name. */
+  /** For `request.headers[...]` keys: the lower-cased header name (`:authority`, `:method`, `:path` included). */
   readonly header?: string;
   readonly values?: readonly string[];
   readonly notValues?: readonly string[];
