@@ -10,6 +10,7 @@ import { localAddresses } from '../net/local-addresses.js';
 import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
 import { readWorkload, serviceEntriesFor } from '../config/resources/workload.js';
+import { outboundTrafficMode, scopeSnapshot } from '../traffic/sidecar-scope.js';
 import type { DestinationRule, ServiceEntry, Workload } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
@@ -330,6 +331,8 @@ export class DataPlane {
       ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),
       ...(o.primary?.dns ? { dns: o.primary.dns } : {}),
       onApplied: (snapshot) => this.applyTraffic(snapshot),
+      // A sidecar sees what its Sidecar resource's egress hosts let it see; a gateway is not scoped (Istio).
+      ...(this.router ? {} : { scope: (snapshot: ResourceSnapshot) => scopeSnapshot(snapshot, this.resources.workload, this.clusterDomain) }),
     });
   }
 
@@ -351,8 +354,10 @@ export class DataPlane {
     const clusters = this.clusters;
     // EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY (default true): false puts 503 back into Istio's default retry policy.
     const retry503 = !this.o.env.EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY;
+    // REGISTRY_ONLY is a sidecar's (a gateway routes by VirtualService only): its Sidecar's mode, else the mesh config's.
+    const registryOnly = !this.router && outboundTrafficMode(snapshot, workload, this.o.mesh.outboundTrafficPolicy) === 'REGISTRY_ONLY';
     this.traffic = {
-      set, clusters, retry503,
+      set, clusters, retry503, registryOnly,
       index: ServiceIndex.build(set, {
         namespace: workload.namespace, clusterDomain: domain,
         // A service without addresses: a connection to one of its endpoints now takes its port's protocol.

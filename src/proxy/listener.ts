@@ -19,6 +19,7 @@ import {
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
 import type { ClusterTarget, ConnectionFacts, ConnectionVerdict, RequestDecider } from './decider.js';
+import { BLACK_HOLE_CLUSTER } from './decider.js';
 import { isPickFailure, type Endpoint as TrafficEndpoint } from '../traffic/cluster.js';
 import { OUTCOME } from '../traffic/retry.js';
 import { setTcpKeepalive } from './socket-options.js';
@@ -409,9 +410,16 @@ export class CaptureListener {
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
       if (connectFailed || !upstream || upstream.destroyed) {
+        upstream?.destroy();
+        if (connectError?.startsWith(BLACK_HOLE_CLUSTER) === true) { // REGISTRY_ONLY: no service covers it; nothing was dialled
+          stats.blackHoleCx++;
+          log.debug(`outbound connection to ${dst.address}:${dst.port} closed: ${connectError}`);
+          tcpLog?.write(FLAG.UH, BLACK_HOLE_CLUSTER);
+          downstream.destroy();
+          return;
+        }
         stats.upstreamCxConnectFail++;
         if (pool !== undefined) stats.routedCxConnectFail++;
-        upstream?.destroy();
         tcpLog?.write(failFlag, connectError);
         resetSocket(downstream);
         return;

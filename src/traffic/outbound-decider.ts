@@ -11,7 +11,7 @@ import type { HttpRouteDestination } from '../config/resources/types.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, RequestDecider, Verdict } from '../proxy/decider.js';
-import { NO_DESTINATION } from '../proxy/decider.js';
+import { BLACK_HOLE_CLUSTER, BLACK_HOLE_CONNECTION, BLACK_HOLE_REPLY, NO_DESTINATION } from '../proxy/decider.js';
 import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
@@ -39,6 +39,8 @@ export interface MeshTraffic {
   route?(service: ServiceSpec, req: IncomingMessage, dst: Endpoint): MeshRouteResult | undefined;
   /** EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY=false: Istio's default retry policy retries a 503 too. */
   readonly retry503?: boolean;
+  /** outboundTrafficPolicy REGISTRY_ONLY: what no service covers goes to the BlackHoleCluster, not its original destination. */
+  readonly registryOnly?: boolean;
 }
 
 export interface OutboundTrafficOptions {
@@ -112,9 +114,11 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     decide(req, dst): Verdict | Promise<Verdict> {
       if (!dst) return NO_DESTINATION;
       const t = o.traffic();
-      if (t === undefined || t.set.services.length === 0) return o.base.decide(req, dst);
+      if (t === undefined) return o.base.decide(req, dst);
+      // Only a destination no service covers pays for the REGISTRY_ONLY check (one property read).
+      if (t.set.services.length === 0) return t.registryOnly === true ? blackHole(req) : o.base.decide(req, dst);
       const service = t.index.forRequest(authorityOf(req), dst.address, dst.port);
-      if (service === undefined) return o.base.decide(req, dst);
+      if (service === undefined) return t.registryOnly === true ? blackHole(req) : o.base.decide(req, dst);
       let runtime: ClusterRuntime | undefined;
       const baseRetry = defaultRetry(t.retry503);
       let retry = baseRetry;
@@ -179,10 +183,20 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     admitConnection: o.base.admitConnection?.bind(o.base),
     connectionDecided: o.base.connectionDecided?.bind(o.base),
     policesConnections: o.base.policesConnections,
-    connectionUpstream: o.base.connectionUpstream?.bind(o.base),
+    connectionUpstream(facts: ConnectionFacts) {
+      const t = o.traffic();
+      if (t?.registryOnly === true && uncovered(t, facts.destination)) return BLACK_HOLE_CONNECTION;
+      return o.base.connectionUpstream?.(facts);
+    },
 
     connectionProtocol(destination: Endpoint): 'tcp' | 'http' | undefined {
-      return o.traffic()?.index.protocolAt(destination.address, destination.port);
+      const t = o.traffic();
+      if (t === undefined) return undefined;
+      const declared = t.index.protocolAt(destination.address, destination.port);
+      // REGISTRY_ONLY, and no service can be reached here, not even by a Host: carried as TCP, which
+      // closes it at once (BlackHoleCluster) rather than waiting for bytes that cannot change that.
+      if (declared === undefined && t.registryOnly === true && !t.index.mayRouteByHost(destination.port) && uncovered(t, destination)) return 'tcp';
+      return declared;
     },
 
     connectionCluster(facts: ConnectionFacts): ClusterTarget | undefined {
@@ -197,6 +211,18 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       return { ...made, hash: requestHash(runtime.hashKey, connectionFacts(facts.source)) };
     },
   };
+}
+
+/** No service holds this destination: not by address, nor as an endpoint of a service without addresses. */
+function uncovered(t: MeshTraffic, dst: Endpoint): boolean {
+  return t.index.byDestination(dst.address, dst.port) === undefined && t.index.protocolAt(dst.address, dst.port) === undefined;
+}
+
+/** A request no service covers under REGISTRY_ONLY: 502 NR, recorded as the BlackHoleCluster's in /debug/decisions. */
+function blackHole(req: IncomingMessage): LocalReply {
+  (req as RoutedView).routedCluster = BLACK_HOLE_CLUSTER;
+  (req as RoutedView).routedRoute = 'block_all';
+  return BLACK_HOLE_REPLY;
 }
 
 const nothing = (): undefined => undefined;

@@ -8,7 +8,7 @@
 // Pure: the watcher feeds it file texts; it does no I/O.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceSnapshot,
-  ResourceWarning, ServiceEntry, VirtualService, WorkloadEntry,
+  ResourceWarning, ServiceEntry, Sidecar, VirtualService, WorkloadEntry,
 } from './types.js';
 import { parseDocuments } from './documents.js';
 import { isResourceKind, resourceKey, validateDocument, type ValidatedResource } from './validate.js';
@@ -46,6 +46,7 @@ interface Lists {
   requestAuthentications: RequestAuthentication[];
   authorizationPolicies: AuthorizationPolicy[];
   peerAuthentications: PeerAuthentication[];
+  sidecars: Sidecar[];
 }
 
 function add(lists: Lists, v: ValidatedResource): void {
@@ -58,6 +59,7 @@ function add(lists: Lists, v: ValidatedResource): void {
     case 'RequestAuthentication': lists.requestAuthentications.push(v.resource); break;
     case 'AuthorizationPolicy': lists.authorizationPolicies.push(v.resource); break;
     case 'PeerAuthentication': lists.peerAuthentications.push(v.resource); break;
+    case 'Sidecar': lists.sidecars.push(v.resource); break;
   }
 }
 
@@ -71,6 +73,7 @@ const EMPTY: ResourceSnapshot = Object.freeze({
   requestAuthentications: Object.freeze([]),
   authorizationPolicies: Object.freeze([]),
   peerAuthentications: Object.freeze([]),
+  sidecars: Object.freeze([]),
 });
 
 export class ResourceStore {
@@ -175,7 +178,7 @@ export class ResourceStore {
     const winners = new Map<string, Entry>();
     const lists: Lists = {
       gateways: [], virtualServices: [], serviceEntries: [], destinationRules: [], workloadEntries: [], requestAuthentications: [],
-      authorizationPolicies: [], peerAuthentications: [],
+      authorizationPolicies: [], peerAuthentications: [], sidecars: [],
     };
     const warnings: ResourceWarning[] = [];
     const prints: string[] = [];
@@ -218,6 +221,7 @@ export class ResourceStore {
         requestAuthentications: Object.freeze(lists.requestAuthentications),
         authorizationPolicies: Object.freeze(lists.authorizationPolicies),
         peerAuthentications: Object.freeze(lists.peerAuthentications),
+        sidecars: Object.freeze(lists.sidecars),
       });
     }
     return fresh;

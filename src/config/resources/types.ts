@@ -10,7 +10,7 @@ export interface ResourceOrigin {
 }
 
 export type ResourceKind =
-  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule' | 'WorkloadEntry'
+  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule' | 'WorkloadEntry' | 'Sidecar'
   | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication';
 
 export interface ResourceMeta {
@@ -454,6 +454,29 @@ export interface PeerAuthentication {
   readonly portLevelMtls: readonly { readonly port: number; readonly mode: PeerAuthenticationMode }[];
 }
 
+// ---- networking.mesh.io: Sidecar (what a sidecar sees of the mesh, and what it does with the rest) ----
+
+/** Istio's outboundTrafficPolicy.mode: pass unknown destinations through, or refuse them (BlackHoleCluster). */
+export type OutboundTrafficMode = 'ALLOW_ANY' | 'REGISTRY_ONLY';
+
+/** One `egress[].hosts` entry, `namespace/dnsName`, split (`.` resolved to the Sidecar's namespace). */
+export interface SidecarEgressHost {
+  /** A namespace, `*` (any) or `~` (none). */
+  readonly namespace: string;
+  /** Lower-cased host pattern: `*`, `*.suffix` or a name. */
+  readonly host: string;
+}
+
+export interface Sidecar {
+  readonly meta: ResourceMeta;
+  /** `workloadSelector.labels`; absent: every workload of the namespace (the root namespace's: the mesh default). */
+  readonly selector?: LabelSelector;
+  /** The services and VirtualServices the workload sees; absent: every one exported to its namespace. */
+  readonly egressHosts?: readonly SidecarEgressHost[];
+  /** Absent: the mesh config's. */
+  readonly outboundTrafficPolicy?: OutboundTrafficMode;
+}
+
 // ---- the whole set ----
 
 /** An accepted resource's field worth a word to the operator (Istio ignores it, or warns about it too). */
@@ -491,6 +514,7 @@ export interface ResourceSnapshot {
   readonly requestAuthentications: readonly RequestAuthentication[];
   readonly authorizationPolicies: readonly AuthorizationPolicy[];
   readonly peerAuthentications: readonly PeerAuthentication[];
+  readonly sidecars: readonly Sidecar[];
 }
 
 /** The workload this agent serves: its namespace (POD_NAMESPACE) and labels (./etc/mesh/pod/labels). */

@@ -3,7 +3,7 @@
 // names the file, the document, the resource and the field.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceKind,
-  ResourceMeta, ResourceWarning, ServiceEntry, VirtualService, WorkloadEntry,
+  ResourceMeta, ResourceWarning, ServiceEntry, Sidecar, VirtualService, WorkloadEntry,
 } from './types.js';
 import { checkFields, FieldError, isObj, show, str, type Warn } from './fields.js';
 export { formatRejection } from './format.js';
@@ -14,6 +14,7 @@ import { validateGateway } from './validate-gateway.js';
 import { validatePeerAuthentication } from './validate-peer-authentication.js';
 import { validateRequestAuthentication } from './validate-request-authentication.js';
 import { validateServiceEntry } from './validate-service-entry.js';
+import { validateSidecar } from './validate-sidecar.js';
 import { validateVirtualService } from './validate-virtual-service.js';
 import { validateWorkloadEntry } from './validate-workload-entry.js';
 
@@ -29,6 +30,7 @@ export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   ServiceEntry: NETWORKING_GROUP,
   DestinationRule: NETWORKING_GROUP,
   WorkloadEntry: NETWORKING_GROUP,
+  Sidecar: NETWORKING_GROUP,
   RequestAuthentication: SECURITY_GROUP,
   AuthorizationPolicy: SECURITY_GROUP,
   PeerAuthentication: SECURITY_GROUP,
@@ -44,7 +46,7 @@ export const ISTIO_KIND_GROUPS: Readonly<Record<ResourceKind, { readonly group: 
   const security = { group: 'security.istio.io', versions: ['v1', 'v1beta1'] } as const;
   return {
     Gateway: networking, VirtualService: networking, ServiceEntry: networking, DestinationRule: networking, WorkloadEntry: networking,
-    RequestAuthentication: security, AuthorizationPolicy: security, PeerAuthentication: security,
+    Sidecar: networking, RequestAuthentication: security, AuthorizationPolicy: security, PeerAuthentication: security,
   };
 })();
 
@@ -65,6 +67,7 @@ export type ValidatedResource =
   | { readonly kind: 'ServiceEntry'; readonly resource: ServiceEntry }
   | { readonly kind: 'DestinationRule'; readonly resource: DestinationRule }
   | { readonly kind: 'WorkloadEntry'; readonly resource: WorkloadEntry }
+  | { readonly kind: 'Sidecar'; readonly resource: Sidecar }
   | { readonly kind: 'RequestAuthentication'; readonly resource: RequestAuthentication }
   | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy }
   | { readonly kind: 'PeerAuthentication'; readonly resource: PeerAuthentication };
@@ -120,6 +123,7 @@ function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceM
     case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta, warn) };
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
     case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta, warn) };
+    case 'Sidecar': return { kind: value, resource: validateSidecar(spec, meta, warn) };
     case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta, warn) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta, warn) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };

@@ -63,7 +63,7 @@ it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
   const vsSpec = spec.VirtualService;
   assertRejections([
     { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Frobnicator\nmetadata: {name: x}\nspec: {}\n`,
-      field: 'kind', message: /^unknown kind "Frobnicator"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry \(networking.mesh.io\/v1 or v1beta1, or networking.istio.io\/v1, v1beta1, v1alpha3\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1, or security.istio.io\/v1, v1beta1\)/ },
+      field: 'kind', message: /^unknown kind "Frobnicator"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry, Sidecar \(networking.mesh.io\/v1 or v1beta1, or networking.istio.io\/v1, v1beta1, v1alpha3\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1, or security.istio.io\/v1, v1beta1\)/ },
     { name: 'a version Istio does not serve', yaml: `apiVersion: networking.istio.io/v1alpha2\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
       field: 'apiVersion', message: /"networking.istio.io\/v1alpha2" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1, networking.istio.io\/v1, networking.istio.io\/v1beta1, networking.istio.io\/v1alpha3$/ },
     { name: 'Istio group of another kind', yaml: `apiVersion: security.istio.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
