@@ -8,7 +8,7 @@
 // Pure: the watcher feeds it file texts; it does no I/O.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceSnapshot,
-  ResourceWarning, ServiceEntry, Sidecar, VirtualService, WorkloadEntry,
+  ResourceWarning, ServiceEntry, Sidecar, Telemetry, VirtualService, WorkloadEntry,
 } from './types.js';
 import { parseDocuments } from './documents.js';
 import { isResourceKind, resourceKey, validateDocument, type ValidatedResource } from './validate.js';
@@ -47,6 +47,7 @@ interface Lists {
   authorizationPolicies: AuthorizationPolicy[];
   peerAuthentications: PeerAuthentication[];
   sidecars: Sidecar[];
+  telemetries: Telemetry[];
 }
 
 function add(lists: Lists, v: ValidatedResource): void {
@@ -60,6 +61,7 @@ function add(lists: Lists, v: ValidatedResource): void {
     case 'AuthorizationPolicy': lists.authorizationPolicies.push(v.resource); break;
     case 'PeerAuthentication': lists.peerAuthentications.push(v.resource); break;
     case 'Sidecar': lists.sidecars.push(v.resource); break;
+    case 'Telemetry': lists.telemetries.push(v.resource); break;
   }
 }
 
@@ -74,6 +76,7 @@ const EMPTY: ResourceSnapshot = Object.freeze({
   authorizationPolicies: Object.freeze([]),
   peerAuthentications: Object.freeze([]),
   sidecars: Object.freeze([]),
+  telemetries: Object.freeze([]),
 });
 
 export class ResourceStore {
@@ -178,7 +181,7 @@ export class ResourceStore {
     const winners = new Map<string, Entry>();
     const lists: Lists = {
       gateways: [], virtualServices: [], serviceEntries: [], destinationRules: [], workloadEntries: [], requestAuthentications: [],
-      authorizationPolicies: [], peerAuthentications: [], sidecars: [],
+      authorizationPolicies: [], peerAuthentications: [], sidecars: [], telemetries: [],
     };
     const warnings: ResourceWarning[] = [];
     const prints: string[] = [];
@@ -222,6 +225,7 @@ export class ResourceStore {
         authorizationPolicies: Object.freeze(lists.authorizationPolicies),
         peerAuthentications: Object.freeze(lists.peerAuthentications),
         sidecars: Object.freeze(lists.sidecars),
+        telemetries: Object.freeze(lists.telemetries),
       });
     }
     return fresh;

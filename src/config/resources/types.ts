@@ -11,7 +11,7 @@ export interface ResourceOrigin {
 
 export type ResourceKind =
   | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule' | 'WorkloadEntry' | 'Sidecar'
-  | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication';
+  | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication' | 'Telemetry';
 
 export interface ResourceMeta {
   readonly kind: ResourceKind;
@@ -477,6 +477,13 @@ export interface Sidecar {
   readonly outboundTrafficPolicy?: OutboundTrafficMode;
 }
 
+// ---- telemetry.mesh.io: Telemetry (only its selector is read: every override is refused at load) ----
+
+export interface Telemetry {
+  readonly meta: ResourceMeta;
+  readonly selector?: LabelSelector;
+}
+
 // ---- the whole set ----
 
 /** An accepted resource's field worth a word to the operator (Istio ignores it, or warns about it too). */
@@ -515,6 +522,7 @@ export interface ResourceSnapshot {
   readonly authorizationPolicies: readonly AuthorizationPolicy[];
   readonly peerAuthentications: readonly PeerAuthentication[];
   readonly sidecars: readonly Sidecar[];
+  readonly telemetries: readonly Telemetry[];
 }
 
 /** The workload this agent serves: its namespace (POD_NAMESPACE) and labels (./etc/mesh/pod/labels). */

@@ -3,7 +3,7 @@
 // names the file, the document, the resource and the field.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceKind,
-  ResourceMeta, ResourceWarning, ServiceEntry, Sidecar, VirtualService, WorkloadEntry,
+  ResourceMeta, ResourceWarning, ServiceEntry, Sidecar, Telemetry, VirtualService, WorkloadEntry,
 } from './types.js';
 import { checkFields, FieldError, isObj, show, str, type Warn } from './fields.js';
 export { formatRejection } from './format.js';
@@ -15,13 +15,16 @@ import { validatePeerAuthentication } from './validate-peer-authentication.js';
 import { validateRequestAuthentication } from './validate-request-authentication.js';
 import { validateServiceEntry } from './validate-service-entry.js';
 import { validateSidecar } from './validate-sidecar.js';
+import { validateTelemetry } from './validate-telemetry.js';
 import { validateVirtualService } from './validate-virtual-service.js';
 import { validateWorkloadEntry } from './validate-workload-entry.js';
 
 export const NETWORKING_GROUP = 'networking.mesh.io';
 export const SECURITY_GROUP = 'security.mesh.io';
-/** The spec's groups: `v1`, and `v1beta1` as an alias (DESIGN "Configuration"). */
+export const TELEMETRY_GROUP = 'telemetry.mesh.io';
+/** The spec's groups: `v1`, and `v1beta1` as an alias (DESIGN "Configuration"); Telemetry's alias is Istio's `v1alpha1`. */
 export const API_VERSIONS: readonly string[] = ['v1', 'v1beta1'];
+const TELEMETRY_VERSIONS: readonly string[] = ['v1', 'v1alpha1'];
 
 /** The spec's group of each kind. */
 export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
@@ -34,6 +37,7 @@ export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   RequestAuthentication: SECURITY_GROUP,
   AuthorizationPolicy: SECURITY_GROUP,
   PeerAuthentication: SECURITY_GROUP,
+  Telemetry: TELEMETRY_GROUP,
 };
 export const RESOURCE_KINDS = Object.keys(KIND_GROUPS) as readonly ResourceKind[];
 
@@ -44,7 +48,9 @@ export const RESOURCE_KINDS = Object.keys(KIND_GROUPS) as readonly ResourceKind[
 export const ISTIO_KIND_GROUPS: Readonly<Record<ResourceKind, { readonly group: string; readonly versions: readonly string[] }>> = (() => {
   const networking = { group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'] } as const;
   const security = { group: 'security.istio.io', versions: ['v1', 'v1beta1'] } as const;
+  const telemetry = { group: 'telemetry.istio.io', versions: TELEMETRY_VERSIONS } as const;
   return {
+    Telemetry: telemetry,
     Gateway: networking, VirtualService: networking, ServiceEntry: networking, DestinationRule: networking, WorkloadEntry: networking,
     Sidecar: networking, RequestAuthentication: security, AuthorizationPolicy: security, PeerAuthentication: security,
   };
@@ -68,6 +74,7 @@ export type ValidatedResource =
   | { readonly kind: 'DestinationRule'; readonly resource: DestinationRule }
   | { readonly kind: 'WorkloadEntry'; readonly resource: WorkloadEntry }
   | { readonly kind: 'Sidecar'; readonly resource: Sidecar }
+  | { readonly kind: 'Telemetry'; readonly resource: Telemetry }
   | { readonly kind: 'RequestAuthentication'; readonly resource: RequestAuthentication }
   | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy }
   | { readonly kind: 'PeerAuthentication'; readonly resource: PeerAuthentication };
@@ -98,7 +105,8 @@ export function isResourceKind(kind: unknown): kind is ResourceKind {
 /** Every apiVersion a kind is read under: the spec's group first, then Istio's. */
 export function acceptedApiVersions(kind: ResourceKind): string[] {
   const istio = ISTIO_KIND_GROUPS[kind];
-  return [...API_VERSIONS.map((v) => `${KIND_GROUPS[kind]}/${v}`), ...istio.versions.map((v) => `${istio.group}/${v}`)];
+  const ours = kind === 'Telemetry' ? TELEMETRY_VERSIONS : API_VERSIONS;
+  return [...ours.map((v) => `${KIND_GROUPS[kind]}/${v}`), ...istio.versions.map((v) => `${istio.group}/${v}`)];
 }
 
 /** True for an apiVersion of one of Istio's groups (as opposed to the spec's `*.mesh.io`). */
@@ -111,7 +119,8 @@ function kindList(): string {
   const byGroup = groups.map((g) => {
     const kinds = RESOURCE_KINDS.filter((k) => KIND_GROUPS[k] === g);
     const istio = ISTIO_KIND_GROUPS[kinds[0]!];
-    return `${kinds.join(', ')} (${g}/${API_VERSIONS.join(' or ')}, or ${istio.group}/${istio.versions.join(', ')})`;
+    const ours = g === TELEMETRY_GROUP ? TELEMETRY_VERSIONS : API_VERSIONS;
+    return `${kinds.join(', ')} (${g}/${ours.join(' or ')}, or ${istio.group}/${istio.versions.join(', ')})`;
   });
   return byGroup.join('; ');
 }
@@ -124,6 +133,7 @@ function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceM
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
     case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta, warn) };
     case 'Sidecar': return { kind: value, resource: validateSidecar(spec, meta, warn) };
+    case 'Telemetry': return { kind: value, resource: validateTelemetry(spec, meta, warn) };
     case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta, warn) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta, warn) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };

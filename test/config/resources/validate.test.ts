@@ -63,7 +63,7 @@ it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
   const vsSpec = spec.VirtualService;
   assertRejections([
     { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Frobnicator\nmetadata: {name: x}\nspec: {}\n`,
-      field: 'kind', message: /^unknown kind "Frobnicator"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry, Sidecar \(networking.mesh.io\/v1 or v1beta1, or networking.istio.io\/v1, v1beta1, v1alpha3\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1, or security.istio.io\/v1, v1beta1\)/ },
+      field: 'kind', message: /^unknown kind "Frobnicator"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry, Sidecar \(networking.mesh.io\/v1 or v1beta1, or networking.istio.io\/v1, v1beta1, v1alpha3\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1, or security.istio.io\/v1, v1beta1\); Telemetry \(telemetry.mesh.io\/v1 or v1alpha1, or telemetry.istio.io\/v1, v1alpha1\)$/ },
     { name: 'a version Istio does not serve', yaml: `apiVersion: networking.istio.io/v1alpha2\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
       field: 'apiVersion', message: /"networking.istio.io\/v1alpha2" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1, networking.istio.io\/v1, networking.istio.io\/v1beta1, networking.istio.io\/v1alpha3$/ },
     { name: 'Istio group of another kind', yaml: `apiVersion: security.istio.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
@@ -117,4 +117,18 @@ status: {}
 `);
   assert.ok(r.ok);
   assert.equal(r.value.resource.meta.namespace, 'default');
+});
+
+it('Telemetry (telemetry.istio.io v1, v1alpha1): the selector is read; every override is refused, naming it', () => {
+  for (const v of ['telemetry.istio.io/v1', 'telemetry.istio.io/v1alpha1', 'telemetry.mesh.io/v1']) {
+    const r = validateYaml(`apiVersion: ${v}\nkind: Telemetry\nmetadata: {name: t}\nspec: {selector: {matchLabels: {app: web}}}\n`);
+    assert.ok(r.ok, v);
+  }
+  const t = (spec: string): string => `apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\nspec: ${spec}\n`;
+  assertRejections([
+    { name: 'accessLogging', yaml: t('{accessLogging: [{providers: [{name: envoy}]}]}'), field: 'spec.accessLogging', message: /is not supported yet: switching the access log per workload/ },
+    { name: 'metrics', yaml: t('{metrics: [{overrides: [{disabled: true}]}]}'), field: 'spec.metrics', message: /is not supported yet: metric overrides/ },
+    { name: 'tracing', yaml: t('{tracing: [{randomSamplingPercentage: 10}]}'), field: 'spec.tracing', message: /is not supported by this agent/ },
+    { name: 'telemetry.istio.io/v1beta1', yaml: 'apiVersion: telemetry.istio.io/v1beta1\nkind: Telemetry\nmetadata: {name: t}\nspec: {}\n', field: 'apiVersion', message: /not an accepted version of Telemetry/ },
+  ]);
 });
