@@ -398,6 +398,9 @@ export interface AuthorizationSource {
   /** `ns/sa`, resolved (a bare `sa` is in the policy's namespace); matched exactly against the peer's principal, any trust domain. */
   readonly serviceAccounts?: readonly string[];
   readonly notServiceAccounts?: readonly string[];
+  /** Lower-cased patterns (`*` any run of characters) matched against the peer principal's trust domain. */
+  readonly trustDomains?: readonly string[];
+  readonly notTrustDomains?: readonly string[];
 }
 
 export interface AuthorizationOperation {

@@ -14,7 +14,7 @@ import { parseWorkloadSelector } from './selector.js';
 const ACTIONS: readonly AuthorizationAction[] = ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'];
 
 const SOURCE_FIELDS = ['principals', 'notPrincipals', 'requestPrincipals', 'notRequestPrincipals', 'namespaces',
-  'notNamespaces', 'ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks', 'serviceAccounts', 'notServiceAccounts'] as const;
+  'notNamespaces', 'ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks', 'serviceAccounts', 'notServiceAccounts', 'trustDomains', 'notTrustDomains'] as const;
 /** Istio: `serviceAccounts` says the same thing as principals/namespaces in another form; one form per source. */
 const SERVICE_ACCOUNT_EXCLUDES: Readonly<Record<string, readonly string[]>> = {
   serviceAccounts: ['principals', 'namespaces'],
@@ -99,13 +99,20 @@ function serviceAccountOf(namespace: string): (value: string, at: string) => str
   };
 }
 
+/** A trust domain pattern: a trust domain's characters, `*` standing for any run of them (Istio: `[^/]*`). */
+function checkTrustDomain(value: string, at: string): string {
+  if (!/^[A-Za-z0-9._*-]+$/.test(value)) throw new FieldError(at, `${show(value)} is not a trust domain (letters, digits, ".", "-", "_", and "*" for any run of them)`);
+  return value.toLowerCase();
+}
+
 function parseSource(raw: unknown, field: string, namespace: string): AuthorizationSource {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['source'] });
   const at = child(field, 'source');
   const accounts = serviceAccountOf(namespace);
   const source = parseFields(o['source'], at, SOURCE_FIELDS,
-    (name) => (IP_SOURCE_FIELDS.includes(name) ? checkIpOrCidr : name === 'serviceAccounts' || name === 'notServiceAccounts' ? accounts : undefined));
+    (name) => (IP_SOURCE_FIELDS.includes(name) ? checkIpOrCidr : name === 'serviceAccounts' || name === 'notServiceAccounts' ? accounts
+      : name === 'trustDomains' || name === 'notTrustDomains' ? checkTrustDomain : undefined));
   for (const [name, excluded] of Object.entries(SERVICE_ACCOUNT_EXCLUDES)) {
     const other = excluded.find((e) => source[e as keyof typeof source] !== undefined);
     if (source[name as keyof typeof source] !== undefined && other !== undefined) {

@@ -230,10 +230,42 @@ function sourceMatches(s: AuthorizationSource, view: AuthzView): boolean {
     // Exact comparison (Istio quotes the account in its matcher): no wildcards here.
     && (!set(s.serviceAccounts) || (view.serviceAccount !== undefined && s.serviceAccounts.includes(view.serviceAccount)))
     && (!set(s.notServiceAccounts) || view.serviceAccount === undefined || !s.notServiceAccounts.includes(view.serviceAccount))
+    && (!set(s.trustDomains) || anyGlob(s.trustDomains, trustDomainOf(r.sourcePrincipal)))
+    && (!set(s.notTrustDomains) || !anyGlob(s.notTrustDomains, trustDomainOf(r.sourcePrincipal)))
     && (!set(s.ipBlocks) || ipInBlocks(s.ipBlocks, view.sourceIp))
     && (!set(s.notIpBlocks) || !ipInBlocks(s.notIpBlocks, view.sourceIp))
     && (!set(s.remoteIpBlocks) || ipInBlocks(s.remoteIpBlocks, view.remoteIp))
     && (!set(s.notRemoteIpBlocks) || !ipInBlocks(s.notRemoteIpBlocks, view.remoteIp));
+}
+
+/** The trust domain of an Istio principal (`<trust domain>/ns/...`), lower-case; undefined without one. */
+function trustDomainOf(principal: string | undefined): string | undefined {
+  if (principal === undefined) return undefined;
+  const slash = principal.indexOf('/');
+  return slash > 0 ? principal.slice(0, slash).toLowerCase() : undefined;
+}
+
+/** `*` stands for any run of characters (a trust domain has no `/`, so this is Istio's `[^/]*`). */
+export function globMatches(pattern: string, value: string): boolean {
+  const parts = pattern.split('*');
+  if (parts.length === 1) return pattern === value;
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (value.length < first.length + last.length || !value.startsWith(first) || !value.endsWith(last)) return false;
+  let at = first.length;
+  const end = value.length - last.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const found = value.indexOf(parts[i]!, at);
+    if (found < 0 || found + parts[i]!.length > end) return false;
+    at = found + parts[i]!.length;
+  }
+  return true;
+}
+
+function anyGlob(patterns: readonly string[], value: string | undefined): boolean {
+  if (value === undefined) return false;
+  for (const p of patterns) if (globMatches(p, value)) return true;
+  return false;
 }
 
 /** Host values are compared case-insensitively, against the host bare and with its port. */

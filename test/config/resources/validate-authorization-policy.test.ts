@@ -140,3 +140,12 @@ it('when: request.headers takes any name Istio takes; experimental.envoy.filters
       field: 'spec.rules[0].when[0].key', message: /":scheme" is not supported yet/ },
   ]);
 });
+
+it('trustDomains / notTrustDomains: trust domain patterns, lower-cased; anything else refused', () => {
+  const p = accept(ap(`rules: [{from: [{source: {trustDomains: [Cluster.Local, "*.example.org"], notTrustDomains: [old.example]}}]}]`)).resource as AuthorizationPolicy;
+  assert.deepEqual(p.rules[0]!.from[0], { trustDomains: ['cluster.local', '*.example.org'], notTrustDomains: ['old.example'] });
+  assertRejections([
+    { name: 'a path', yaml: ap(`rules: [{from: [{source: {trustDomains: ["cluster.local/ns/a"]}}]}]`),
+      field: 'spec.rules[0].from[0].source.trustDomains[0]', message: /is not a trust domain/ },
+  ]);
+});

@@ -297,3 +297,20 @@ describe('serviceAccounts and pseudo-header conditions', () => {
     assert.equal(allowedBy({ to: { paths: ['/a'] } }, { path: '/a?x=1' }), true);
   });
 });
+
+describe('trustDomains and notTrustDomains', () => {
+  it('match the peer principal\'s trust domain, `*` standing for any run of its characters', () => {
+    const p = 'cluster.local/ns/shop/sa/web';
+    const cases: { name: string; from: AuthorizationSource; principal?: string; want: boolean }[] = [
+      { name: 'exact', from: { trustDomains: ['cluster.local'] }, principal: p, want: true },
+      { name: 'another', from: { trustDomains: ['example.org'] }, principal: p, want: false },
+      { name: 'a wildcard inside', from: { trustDomains: ['cluster.*'] }, principal: p, want: true },
+      { name: 'a wildcard never reaches past the trust domain', from: { trustDomains: ['cluster.local/ns*'] }, principal: p, want: false },
+      { name: 'middle star', from: { trustDomains: ['c*r.l*l'] }, principal: p, want: true },
+      { name: 'no peer identity', from: { trustDomains: ['*'] }, want: false },
+      { name: 'not: the domain', from: { notTrustDomains: ['cluster.local'] }, principal: p, want: false },
+      { name: 'not: no peer identity', from: { notTrustDomains: ['cluster.local'] }, want: true },
+    ];
+    for (const c of cases) assert.equal(allowedBy({ from: c.from }, c.principal !== undefined ? { sourcePrincipal: c.principal } : {}), c.want, c.name);
+  });
+});
