@@ -133,3 +133,32 @@ describe('outboundTrafficPolicy: ALLOW_ANY passes unknown destinations through, 
     assert.match(curl(`http://${UNKNOWN}:8080/`).body, /"backend":"unknown"/);
   });
 });
+
+describe('outboundTrafficPolicy REGISTRY_ONLY from the mesh config (no Sidecar)', { skip: netnsSkip }, () => {
+  let sp: SidecarPod;
+  before(async () => {
+    sp = await startSidecarPod({
+      files: {
+        'etc/mesh/config/mesh': 'outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n',
+        'etc/mesh/resources/r.yaml': SERVICE,
+      },
+      env: ['POD_NAMESPACE=default'],
+      prepare: async (pod) => {
+        pod.peer.exec('ip', ['addr', 'add', `${UNKNOWN}/24`, 'dev', 'peer0']);
+        const backends = pod.peer.start(process.execPath, [join(FIXTURES, 'traffic-backends.mjs'), JSON.stringify([{ name: 'unknown', address: UNKNOWN }])]);
+        let out = '';
+        backends.stdout!.setEncoding('utf8').on('data', (d: string) => { out += d; });
+        await waitFor('the backend listening', () => out.includes('listening') || undefined, 15_000);
+      },
+    });
+  });
+  after(() => sp?.close());
+
+  it('an unknown destination gets 502 on a service port and a closed connection elsewhere; the mesh config is not warned about', () => {
+    const on80 = sp.pod.exec('curl', ['-sS', '--max-time', '5', '-o', '/dev/null', '-w', '%{http_code}', `http://${UNKNOWN}/`], { allowFailure: true });
+    assert.equal(on80.stdout, '502');
+    const on8080 = sp.pod.exec('curl', ['-sS', '--max-time', '5', '-o', '/dev/null', '-w', '%{http_code}', `http://${UNKNOWN}:8080/`], { allowFailure: true });
+    assert.equal(on8080.stdout, '000', 'closed: the backend listening there is not reached');
+    assert.doesNotMatch(sp.stdout() + sp.stderr(), /meshConfig\.outboundTrafficPolicy/);
+  });
+});
