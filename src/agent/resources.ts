@@ -147,13 +147,13 @@ export class MeshResources {
 function summary(s: ResourceSnapshot): string {
   return `${s.gateways.length} Gateway, ${s.virtualServices.length} VirtualService, ${s.serviceEntries.length} ServiceEntry, `
     + `${s.workloadEntries.length} WorkloadEntry, ${s.destinationRules.length} DestinationRule, ${s.requestAuthentications.length} RequestAuthentication, `
-    + `${s.authorizationPolicies.length} AuthorizationPolicy, ${s.peerAuthentications.length} PeerAuthentication, ${s.sidecars.length} Sidecar`;
+    + `${s.authorizationPolicies.length} AuthorizationPolicy, ${s.peerAuthentications.length} PeerAuthentication, ${s.sidecars.length} Sidecar, ${s.telemetries.length} Telemetry`;
 }
 
 /** The loaded resources as /config_dump lists them. */
 export function loadedResources(s: ResourceSnapshot | undefined): { kind: string; namespace: string; name: string; file: string }[] {
   if (!s) return [];
   return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.workloadEntries, ...s.destinationRules, ...s.requestAuthentications,
-    ...s.authorizationPolicies, ...s.peerAuthentications]
+    ...s.authorizationPolicies, ...s.peerAuthentications, ...s.sidecars, ...s.telemetries]
     .map((r) => ({ kind: r.meta.kind, namespace: r.meta.namespace, name: r.meta.name, file: `${r.meta.origin.file}[${r.meta.origin.index}]` }));
 }
