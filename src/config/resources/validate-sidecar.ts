@@ -1,7 +1,7 @@
 // Sidecar (networking.mesh.io): which services and VirtualServices a sidecar sees (`egress[].hosts`)
 // and what it does with a destination none of them covers (`outboundTrafficPolicy.mode`). Which
 // Sidecar applies to a workload, and what it scopes, is src/config/resources/sidecar-scope.ts.
-import type { OutboundTrafficMode, ResourceMeta, Sidecar, SidecarEgressHost } from './types.js';
+import { ROOT_NAMESPACE, type OutboundTrafficMode, type ResourceMeta, type Sidecar, type SidecarEgressHost } from './types.js';
 import { checkFields, child, FieldError, item, list, obj, oneOf, optObj, show, strList, type Warn } from './fields.js';
 import { checkHostPattern, checkNamespace } from './names.js';
 import { checkSelectorLabels, labelMap } from './selector.js';
@@ -43,6 +43,9 @@ export function validateSidecar(spec: unknown, meta: ResourceMeta, warn: Warn): 
     checkFields(ws, 'spec.workloadSelector', { supported: ['labels'] });
     selector = ws['labels'] === undefined ? {} : labelMap(ws['labels'], 'spec.workloadSelector.labels');
     checkSelectorLabels(selector, 'spec.workloadSelector.labels', warn, 'has no labels: it selects every workload of the namespace');
+    if (meta.namespace === ROOT_NAMESPACE && Object.keys(selector).length > 0) {
+      warn('spec.workloadSelector', `makes this Sidecar apply to matching workloads of ${ROOT_NAMESPACE} only: the mesh-wide default Sidecar is one without a selector (Istio reads it so too)`);
+    }
   }
   let egressHosts: SidecarEgressHost[] | undefined;
   if (s['egress'] !== undefined) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { Sidecar } from '../../../src/config/resources/types.js';
-import { accept, assertRejections } from './helpers.js';
+import { accept, acceptWarned, assertRejections } from './helpers.js';
 
 const sc = (spec: string): string => `apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: shop}\nspec:\n${spec}\n`;
 
@@ -38,4 +38,9 @@ it('refuses what it does not honour, naming the field', () => {
     { name: 'unknown mode', yaml: sc('  outboundTrafficPolicy: {mode: BLOCK_ALL}'),
       field: 'spec.outboundTrafficPolicy.mode', message: /"BLOCK_ALL" is not one of ALLOW_ANY, REGISTRY_ONLY/ },
   ]);
+});
+
+it('a selector on a Sidecar of the root namespace is said to reach that namespace only', () => {
+  const { warnings } = acceptWarned('apiVersion: networking.istio.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: mesh-system}\nspec: {workloadSelector: {labels: {app: x}}}\n');
+  assert.deepEqual(warnings, ['spec.workloadSelector: makes this Sidecar apply to matching workloads of mesh-system only: the mesh-wide default Sidecar is one without a selector (Istio reads it so too)']);
 });
