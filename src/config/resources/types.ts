@@ -480,11 +480,16 @@ export interface Sidecar {
   readonly outboundTrafficPolicy?: OutboundTrafficMode;
 }
 
-// ---- telemetry.mesh.io: Telemetry (only its selector is read: every override is refused at load) ----
+// ---- telemetry.mesh.io: Telemetry (the access log turned off per workload; other overrides refused at load) ----
 
 export interface Telemetry {
   readonly meta: ResourceMeta;
   readonly selector?: LabelSelector;
+  /**
+   * `accessLogging` entries (each `disabled: true`): the directions whose access log lines this
+   * workload no longer writes. CLIENT: its outbound traffic (a gateway's, all of it); SERVER: its inbound.
+   */
+  readonly accessLogOff?: { readonly client: boolean; readonly server: boolean };
 }
 
 // ---- the whole set ----

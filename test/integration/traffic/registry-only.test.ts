@@ -132,6 +132,24 @@ describe('outboundTrafficPolicy: ALLOW_ANY passes unknown destinations through, 
     await resources(SERVICE + sidecar('  outboundTrafficPolicy: {mode: ALLOW_ANY}\n'));
     assert.match(curl(`http://${UNKNOWN}:8080/`).body, /"backend":"unknown"/);
   });
+  it('a Telemetry turning the access log off for CLIENT (outbound) stops this sidecar\'s outbound lines; removed, they come back', async () => {
+    const lines = (): number => accessLog().split('\n').filter((l) => l.includes(`${VIP}:80`) || l.includes('known.example.com')).length;
+    const telemetry = `---
+apiVersion: telemetry.istio.io/v1
+kind: Telemetry
+metadata: {name: quiet, namespace: default}
+spec:
+  accessLogging: [{providers: [{name: envoy}], disabled: true, match: {mode: CLIENT}}]
+`;
+    await resources(SERVICE + telemetry);
+    const before = lines();
+    assert.match(curl(`http://${VIP}/`).body, /"backend":"known"/);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // the log is written in batches
+    assert.equal(lines(), before, 'no line for the request while CLIENT is off');
+    await resources(SERVICE);
+    assert.match(curl(`http://${VIP}/`).body, /"backend":"known"/);
+    await waitFor('the line back', () => (lines() > before ? true : undefined), 5_000);
+  });
 });
 
 describe('outboundTrafficPolicy REGISTRY_ONLY from the mesh config (no Sidecar)', { skip: netnsSkip }, () => {
