@@ -173,6 +173,8 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
 
     add(`tcp.${direction}.downstream_cx_total`, d.tcpCxTotal);
     add(`tcp.${direction}.rbac.denied`, d.tcpCxDenied);
+    // Envoy's name for the connections REGISTRY_ONLY sends nowhere (the requests: 502 with flag NR in the response counts).
+    if (direction === 'outbound') add('cluster.BlackHoleCluster.upstream_cx_total', d.blackHoleCx);
 
     const cluster = `cluster.${direction}`;
     add(`${cluster}.upstream_cx_total`, d.upstreamCxTotal);

@@ -83,7 +83,7 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
       routes: routesInForce(agent),
       // The passthrough clusters (original destination), then the traffic clusters in force.
       clusters: [...clusterInfo().map((c) => ({ ...c, type: 'ORIGINAL_DST' })), ...trafficClustersDump(agent)],
-      loaded_resources: loadedResources(agent.plane.resources.snapshot),
+      loaded_resources: loadedResources(agent.plane.resources.loaded),
       configuration_version: agent.plane.resources.snapshot?.version ?? 0,
       rejected_resources: agent.plane.resources.lastRejections,
       jwks: agent.plane.authenticator.keyStatus(),

@@ -10,6 +10,9 @@ import { localAddresses } from '../net/local-addresses.js';
 import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
 import { readWorkload, serviceEntriesFor } from '../config/resources/workload.js';
+import { outboundTrafficMode, scopeSnapshot } from '../traffic/sidecar-scope.js';
+import { accessLogDirections } from '../config/resources/telemetry-scope.js';
+import { SwitchedAccessLog } from '../log/switched-access-log.js';
 import type { DestinationRule, ServiceEntry, Workload } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
@@ -117,10 +120,11 @@ interface CaptureParts {
   readonly inbound: RequestDecider;
   readonly outbound?: RequestDecider | undefined;
   readonly meshTls: InboundMeshTls;
-  readonly accessLog: AccessLog | undefined;
+  /** Per direction: a Telemetry resource may turn one off. */
+  readonly accessLogs: AccessLogSwitches | undefined;
 }
 
-function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLog }: CaptureParts): CaptureListener[] {
+function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLogs }: CaptureParts): CaptureListener[] {
   const { env, mesh, reusePort, connections } = o;
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
@@ -132,10 +136,11 @@ function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshT
     localAddresses: localAddressCache(),
     http: http1Settings(env, mesh),
     reusePort,
-    accessLog,
   };
+  const outboundLog = { accessLog: accessLogs?.client };
+  const inboundLog = { accessLog: accessLogs?.server };
   const listeners = [
-    new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' }, ...(outbound ? { decider: outbound } : {}) }),
+    new CaptureListener({ ...common, ...outboundLog, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' }, ...(outbound ? { decider: outbound } : {}) }),
   ];
   if (tproxy) {
     if (process.getuid?.() !== 0 && !canSwitchSocketOwner(TRANSPARENT_OWNER)) {
@@ -144,10 +149,10 @@ function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshT
         + '(as Istio does) or grant NET_ADMIN, SETUID and SETGID');
     }
     // One IP_TRANSPARENT socket per family; the IPv6 one only where the kernel has IPv6.
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound, meshTls }));
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound, meshTls }));
+    listeners.push(new CaptureListener({ ...common, ...inboundLog, direction: 'inbound', port: PORTS.inbound, host: '0.0.0.0', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound, meshTls }));
+    listeners.push(new CaptureListener({ ...common, ...inboundLog, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: true, upstream: { kind: 'transparent', mark }, decider: inbound, meshTls }));
   } else {
-    listeners.push(new CaptureListener({ ...common, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' }, decider: inbound, meshTls }));
+    listeners.push(new CaptureListener({ ...common, ...inboundLog, direction: 'inbound', port: PORTS.inbound, host: '::', transparent: false, upstream: { kind: 'passthrough' }, decider: inbound, meshTls }));
   }
   return listeners;
 }
@@ -180,6 +185,15 @@ function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type'], cwd: string):
   const path = mesh.accessLogFile ?? (type === 'router' ? '/dev/stdout' : '');
   if (path === '') return undefined;
   return new AccessLog({ path, encoding: mesh.accessLogEncoding, format: mesh.accessLogFormat, cwd, hostname: hostname() });
+}
+
+/**
+ * The access log per Telemetry direction: CLIENT (a sidecar's outbound, and all of a gateway's
+ * traffic, as Istio reads the mode for gateways) and SERVER (a sidecar's inbound).
+ */
+interface AccessLogSwitches {
+  readonly client: SwitchedAccessLog;
+  readonly server: SwitchedAccessLog;
 }
 
 /** Mutual TLS as one configuration version says it. */
@@ -245,6 +259,7 @@ export class DataPlane {
   readonly resources: MeshResources;
   /** Undefined: nothing is logged (and nothing measured for it). */
   readonly accessLog: AccessLog | undefined;
+  private readonly accessLogs: AccessLogSwitches | undefined;
   /** The workload certificate in force in this worker (the primary's identity source sends it). */
   readonly credentials: MeshCredentials;
   private captures: CaptureListener[] = [];
@@ -269,6 +284,8 @@ export class DataPlane {
     const { env, options, mesh } = o;
     this.credentials = new MeshCredentials(env.COMPLIANCE_POLICY);
     this.accessLog = env.DISABLE_PROXY ? undefined : accessLogOf(mesh, options.type, o.cwd);
+    // Only where a log is configured: a workload without one pays nothing for Telemetry's switch.
+    this.accessLogs = this.accessLog ? { client: new SwitchedAccessLog(this.accessLog), server: new SwitchedAccessLog(this.accessLog) } : undefined;
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
@@ -301,7 +318,7 @@ export class DataPlane {
       ? new GatewayRouter({
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
-        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLog,
+        connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLogs?.client,
         upstreamTls: this.upstreamTls.destination, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls.cluster),
       })
       : undefined;
@@ -331,12 +348,19 @@ export class DataPlane {
       ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),
       ...(o.primary?.dns ? { dns: o.primary.dns } : {}),
       onApplied: (snapshot) => this.applyTraffic(snapshot),
+      // A sidecar sees what its Sidecar resource's egress hosts let it see; a gateway is not scoped (Istio).
+      ...(this.router ? {} : { scope: (snapshot: ResourceSnapshot) => scopeSnapshot(snapshot, this.resources.workload, this.clusterDomain) }),
     });
   }
 
   /** Builds the clusters a configuration version asks for, and puts them in force. */
   private applyTraffic(snapshot: ResourceSnapshot): void {
     const workload = this.resources.workload;
+    if (this.accessLogs) {
+      const on = accessLogDirections(snapshot.telemetries, workload);
+      this.accessLogs.client.on = on.client;
+      this.accessLogs.server.on = on.server;
+    }
     const set = buildClusters(snapshot, {
       workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
     });
@@ -353,8 +377,10 @@ export class DataPlane {
     const clusters = this.clusters;
     // EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY (default true): false puts 503 back into Istio's default retry policy.
     const retry503 = !this.o.env.EXCLUDE_UNSAFE_503_FROM_DEFAULT_RETRY;
+    // REGISTRY_ONLY is a sidecar's (a gateway routes by VirtualService only): its Sidecar's mode, else the mesh config's.
+    const registryOnly = !this.router && outboundTrafficMode(snapshot, workload, this.o.mesh.outboundTrafficPolicy) === 'REGISTRY_ONLY';
     this.traffic = {
-      set, clusters, retry503,
+      set, clusters, retry503, registryOnly,
       index: ServiceIndex.build(set, {
         namespace: workload.namespace, clusterDomain: domain,
         // A service without addresses: a connection to one of its endpoints now takes its port's protocol.
@@ -388,7 +414,7 @@ export class DataPlane {
       base: outboundDecider(this.upstreamTls.destination), traffic: () => this.traffic, tlsFor: this.upstreamTls.cluster, decisions: this.decisions,
     });
     this.captures = await listenAll(captureListeners(this.o, {
-      stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLog: this.accessLog,
+      stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLogs: this.accessLogs,
     }));
   }
 

@@ -30,12 +30,18 @@ export interface MeshResourcesOptions {
   readonly rejects?: Counter<'kind'>;
   readonly onWatchFailure?: () => void;
   readonly quiet?: boolean;
-  /** After each configuration version is in force (the traffic clusters are built from it). */
+  /** After each configuration version is in force (the traffic clusters are built from it), as `scope` made it. */
   readonly onApplied?: (snapshot: ResourceSnapshot) => void;
+  /**
+   * What this workload sees of a snapshot (a sidecar: its Sidecar resource's egress hosts); absent:
+   * all of it. Everything but /config_dump's list of loaded resources reads the scoped snapshot.
+   */
+  readonly scope?: (snapshot: ResourceSnapshot) => ResourceSnapshot;
 }
 
 export class MeshResources {
   private current: ResourceSnapshot | undefined;
+  private loadedSnapshot: ResourceSnapshot | undefined;
   private readonly rejections: Rejection[] = [];
   /** Rejections by kind since start (/stats `config.rejects.<kind>`). */
   readonly rejectCounts = new Map<string, number>();
@@ -67,8 +73,14 @@ export class MeshResources {
     await this.apply(watcher.snapshot());
   }
 
+  /** The resources in force for this workload (scoped). */
   get snapshot(): ResourceSnapshot | undefined {
     return this.current;
+  }
+
+  /** Every resource loaded, before scoping (for /config_dump). */
+  get loaded(): ResourceSnapshot | undefined {
+    return this.loadedSnapshot;
   }
 
   /** The ServiceEntries in force that this workload sees (exportTo): the DNS proxy answers their names only. */
@@ -108,8 +120,9 @@ export class MeshResources {
     return this.applying;
   }
 
-  private async applyNow(snapshot: ResourceSnapshot): Promise<void> {
+  private async applyNow(loaded: ResourceSnapshot): Promise<void> {
     const { workload } = this.o;
+    const snapshot = this.o.scope ? this.o.scope(loaded) : loaded;
     const rules = requestAuthenticationsFor(snapshot, workload).flatMap((r) => r.jwtRules);
     const policies = authorizationPoliciesFor(snapshot, workload);
     this.o.security.configure(rules, policies);
@@ -123,9 +136,10 @@ export class MeshResources {
       await this.o.router.update(table, plan.ports);
     }
     this.current = snapshot;
+    this.loadedSnapshot = loaded;
     this.o.onApplied?.(snapshot);
     if (this.o.quiet) return;
-    log.info(`configuration version ${snapshot.version} in force: ${summary(snapshot)}; `
+    log.info(`configuration version ${snapshot.version} in force: ${summary(loaded)}; `
       + `${rules.length} JWT rule(s) and ${policies.length} authorization policy(ies) select this workload`);
   }
 }
@@ -133,13 +147,13 @@ export class MeshResources {
 function summary(s: ResourceSnapshot): string {
   return `${s.gateways.length} Gateway, ${s.virtualServices.length} VirtualService, ${s.serviceEntries.length} ServiceEntry, `
     + `${s.workloadEntries.length} WorkloadEntry, ${s.destinationRules.length} DestinationRule, ${s.requestAuthentications.length} RequestAuthentication, `
-    + `${s.authorizationPolicies.length} AuthorizationPolicy, ${s.peerAuthentications.length} PeerAuthentication`;
+    + `${s.authorizationPolicies.length} AuthorizationPolicy, ${s.peerAuthentications.length} PeerAuthentication, ${s.sidecars.length} Sidecar, ${s.telemetries.length} Telemetry`;
 }
 
 /** The loaded resources as /config_dump lists them. */
 export function loadedResources(s: ResourceSnapshot | undefined): { kind: string; namespace: string; name: string; file: string }[] {
   if (!s) return [];
   return [...s.gateways, ...s.virtualServices, ...s.serviceEntries, ...s.workloadEntries, ...s.destinationRules, ...s.requestAuthentications,
-    ...s.authorizationPolicies, ...s.peerAuthentications]
+    ...s.authorizationPolicies, ...s.peerAuthentications, ...s.sidecars, ...s.telemetries]
     .map((r) => ({ kind: r.meta.kind, namespace: r.meta.namespace, name: r.meta.name, file: `${r.meta.origin.file}[${r.meta.origin.index}]` }));
 }

@@ -9,7 +9,7 @@ type Doc = Readonly<Record<string, unknown>>;
 /** Top-level keys mesh-config.ts reads (and checks). */
 export const READ_MESH_KEYS: readonly string[] = [
   'defaultConfig', 'configSources', 'accessLogFile', 'accessLogEncoding', 'accessLogFormat', 'pathNormalization',
-  'enableAutoMtls', 'autoMtlsCidrs', 'trustDomain', 'connectTimeout',
+  'enableAutoMtls', 'autoMtlsCidrs', 'trustDomain', 'connectTimeout', 'outboundTrafficPolicy',
 ];
 /** `defaultConfig` (and PROXY_CONFIG) keys mesh-config.ts reads. */
 export const READ_PROXY_KEYS: readonly string[] = [
@@ -36,10 +36,6 @@ const durationMs = (want: number) => (value: unknown): boolean => {
 
 /** Istio MeshConfig fields, what this agent does about them. */
 const MESH: Readonly<Record<string, Unread>> = {
-  outboundTrafficPolicy: {
-    why: 'connections to destinations no ServiceEntry declares are always passed through (ALLOW_ANY); REGISTRY_ONLY is not implemented',
-    same: equalJson({ mode: 'ALLOW_ANY' }),
-  },
   inboundTrafficPolicy: { why: 'inbound connections always go to the address they were sent to (PASSTHROUGH)', same: equalJson({ mode: 'PASSTHROUGH' }) },
   rootNamespace: { why: 'the root namespace is fixed: mesh-system', same: (v) => v === 'mesh-system' },
   defaultHttpRetryPolicy: {

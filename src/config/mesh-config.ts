@@ -65,6 +65,11 @@ export interface MeshConfig {
   readonly trustDomain?: string;
   /** Istio's `connectTimeout`: a new upstream connection not made by then fails (a DestinationRule's tcp.connectTimeout wins); default 10 s. */
   readonly connectTimeoutMs: number;
+  /**
+   * Istio's `outboundTrafficPolicy.mode` (default ALLOW_ANY): what a sidecar does with a destination
+   * no service it sees covers; a Sidecar resource's own mode wins.
+   */
+  readonly outboundTrafficPolicy: 'ALLOW_ANY' | 'REGISTRY_ONLY';
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
   /** One line per key read and not honoured (`meshConfig.x: not honoured by this agent: why`), logged at start. */
@@ -177,6 +182,20 @@ function connectTimeoutOf(doc: Doc, path: string): number {
   return ms;
 }
 
+/** `outboundTrafficPolicy: {mode: ALLOW_ANY | REGISTRY_ONLY}`; absent: ALLOW_ANY (Istio's default mesh config). */
+function outboundTrafficPolicyOf(doc: Doc, path: string): 'ALLOW_ANY' | 'REGISTRY_ONLY' {
+  const otp = doc['outboundTrafficPolicy'];
+  if (otp === undefined || otp === null) return 'ALLOW_ANY';
+  if (typeof otp !== 'object' || Array.isArray(otp)) throw bad(path, 'outboundTrafficPolicy', 'expected a mapping such as {mode: REGISTRY_ONLY}');
+  for (const key of Object.keys(otp)) {
+    if (key !== 'mode') throw bad(path, `outboundTrafficPolicy.${key}`, key === 'egressProxy' ? 'is not supported yet: sending unknown destinations to an egress proxy' : 'unknown field; accepted: mode');
+  }
+  // The proto enum's zero value is REGISTRY_ONLY: a policy written without a mode means it.
+  const mode = (otp as Doc)['mode'] ?? 'REGISTRY_ONLY';
+  if (mode !== 'ALLOW_ANY' && mode !== 'REGISTRY_ONLY') throw bad(path, 'outboundTrafficPolicy.mode', `${JSON.stringify(mode)} is not ALLOW_ANY or REGISTRY_ONLY`);
+  return mode;
+}
+
 /** Istio's default connectTimeout. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
@@ -223,5 +242,6 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     pathNormalization: pathNormalizationOf(doc, path),
     ...autoMtlsOf(doc, path),
     connectTimeoutMs: connectTimeoutOf(doc, path),
+    outboundTrafficPolicy: outboundTrafficPolicyOf(doc, path),
   };
 }

@@ -176,6 +176,18 @@ export const NO_DESTINATION: LocalReply = {
   flag: 'UH', details: 'no_healthy_upstream',
 };
 
+/**
+ * Istio's BlackHoleCluster (outboundTrafficPolicy REGISTRY_ONLY): where a request or connection to a
+ * destination no service covers goes. A request gets 502 NR (Istio's catch-all route answers 502);
+ * a connection is closed without an upstream (its refusal reason starts with BLACK_HOLE_CLUSTER).
+ */
+export const BLACK_HOLE_CLUSTER = 'BlackHoleCluster';
+export const BLACK_HOLE_REPLY: LocalReply = { kind: 'reply', status: 502, body: '', flag: 'NR', details: 'route_not_found' };
+export const BLACK_HOLE_CONNECTION: LocalReply = {
+  kind: 'reply', status: 502, body: `${BLACK_HOLE_CLUSTER}: no service covers this destination (outboundTrafficPolicy REGISTRY_ONLY)`,
+  flag: 'UH', details: BLACK_HOLE_CLUSTER,
+};
+
 /** The sidecar's default: every request to the connection's original destination. */
 export const ORIGINAL_DESTINATION: RequestDecider = {
   decide: (_req, dst) => (dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION),

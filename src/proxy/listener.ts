@@ -18,7 +18,7 @@ import {
 } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
-import { AWAIT_SERVER_NAME, type ClusterTarget, type ConnectionFacts, type ConnectionVerdict, type RequestDecider } from './decider.js';
+import { AWAIT_SERVER_NAME, BLACK_HOLE_CLUSTER, type ClusterTarget, type ConnectionFacts, type ConnectionVerdict, type RequestDecider } from './decider.js';
 import { isPickFailure, type Endpoint as TrafficEndpoint } from '../traffic/cluster.js';
 import { OUTCOME } from '../traffic/retry.js';
 import { setTcpKeepalive } from './socket-options.js';
@@ -420,10 +420,17 @@ export class CaptureListener {
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
       if (connectFailed || !upstream || upstream.destroyed) {
+        upstream?.destroy();
+        if (connectError?.startsWith(BLACK_HOLE_CLUSTER) === true) { // REGISTRY_ONLY: no service covers it; nothing was dialled
+          stats.blackHoleCx++;
+          log.debug(`outbound connection to ${dst.address}:${dst.port} closed: ${connectError}`);
+          tcpLog?.write(FLAG.UH, BLACK_HOLE_CLUSTER);
+          downstream.destroy();
+          return;
+        }
         // No route (NR, NC) is not an upstream attempt.
         if ((failFlag & (FLAG.NR | FLAG.NC)) === 0) stats.upstreamCxConnectFail++;
         if (pool !== undefined) stats.routedCxConnectFail++;
-        upstream?.destroy();
         tcpLog?.write(failFlag, connectError);
         resetSocket(downstream);
         return;

@@ -209,7 +209,8 @@ export class RequestSecurity {
     const host = headers.host;
     const authz = evaluate(this.policies, {
       method: req.method ?? 'GET',
-      path: pathOnly(url),
+      // With its query: `request.headers[:path]` reads it whole; operations strip it.
+      path: url,
       host: hostOnly((typeof host === 'string' ? host : host?.[0]) ?? ''),
       port: ctx.port,
       headers,

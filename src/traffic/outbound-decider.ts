@@ -12,7 +12,7 @@ import { injectFault } from '../proxy/fault-injection.js';
 import { isoAt, type DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
-import { AWAIT_SERVER_NAME, NO_DESTINATION } from '../proxy/decider.js';
+import { AWAIT_SERVER_NAME, BLACK_HOLE_CLUSTER, BLACK_HOLE_CONNECTION, BLACK_HOLE_REPLY, NO_DESTINATION } from '../proxy/decider.js';
 import { authorityOf, hasHeader } from '../proxy/request-view.js';
 import type { Endpoint } from '../proxy/socket-options.js';
 import type { ClusterTlsFor } from '../security/mtls/outbound-decider.js';
@@ -53,6 +53,8 @@ export interface MeshTraffic {
   readonly retry503?: boolean;
   /** VirtualService tcp / tls routes; undefined when none applies to this workload (nothing is looked up then). */
   readonly l4?: L4RouteTable | undefined;
+  /** outboundTrafficPolicy REGISTRY_ONLY: what no service covers goes to the BlackHoleCluster, not its original destination. */
+  readonly registryOnly?: boolean;
 }
 
 export interface OutboundTrafficOptions {
@@ -191,9 +193,11 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     decide(req, dst): Verdict | Promise<Verdict> {
       if (!dst) return NO_DESTINATION;
       const t = o.traffic();
-      if (t === undefined || t.set.services.length === 0) return o.base.decide(req, dst);
+      if (t === undefined) return o.base.decide(req, dst);
+      // Only a destination no service covers pays for the REGISTRY_ONLY check (one property read).
+      if (t.set.services.length === 0) return t.registryOnly === true ? blackHole(req) : o.base.decide(req, dst);
       const service = t.index.forRequest(authorityOf(req), dst.address, dst.port);
-      if (service === undefined) return o.base.decide(req, dst);
+      if (service === undefined) return t.registryOnly === true ? blackHole(req) : o.base.decide(req, dst);
       let runtime: ClusterRuntime | undefined;
       const baseRetry = defaultRetry(t.retry503);
       let retry = baseRetry;
@@ -274,10 +278,20 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
     admitConnection: o.base.admitConnection?.bind(o.base),
     connectionDecided: o.base.connectionDecided?.bind(o.base),
     policesConnections: o.base.policesConnections,
-    connectionUpstream: o.base.connectionUpstream?.bind(o.base),
+    connectionUpstream(facts: ConnectionFacts) {
+      const t = o.traffic();
+      if (t?.registryOnly === true && uncovered(t, facts.destination)) return BLACK_HOLE_CONNECTION;
+      return o.base.connectionUpstream?.(facts);
+    },
 
     connectionProtocol(destination: Endpoint): 'tcp' | 'http' | undefined {
-      return o.traffic()?.index.protocolAt(destination.address, destination.port);
+      const t = o.traffic();
+      if (t === undefined) return undefined;
+      const declared = t.index.protocolAt(destination.address, destination.port);
+      // REGISTRY_ONLY, and no service can be reached here, not even by a Host: carried as TCP, which
+      // closes it at once (BlackHoleCluster) rather than waiting for bytes that cannot change that.
+      if (declared === undefined && t.registryOnly === true && !t.index.mayRouteByHost(destination.port) && uncovered(t, destination)) return 'tcp';
+      return declared;
     },
 
     connectionCluster(facts: ConnectionFacts): ClusterTarget | LocalReply | typeof AWAIT_SERVER_NAME | undefined {
@@ -331,6 +345,18 @@ function withCorsLines(edits: Extract<MeshRouteResult, { kind: 'cluster' }>['for
     addResponseHeaders: [...(edits?.addResponseHeaders ?? []), ...cors],
     removeResponseHeaders: [...removed, ...CORS_RESPONSE_HEADERS.filter((n) => !removed.includes(n))],
   };
+}
+
+/** No service holds this destination: not by address, nor as an endpoint of a service without addresses. */
+function uncovered(t: MeshTraffic, dst: Endpoint): boolean {
+  return t.index.byDestination(dst.address, dst.port) === undefined && t.index.protocolAt(dst.address, dst.port) === undefined;
+}
+
+/** A request no service covers under REGISTRY_ONLY: 502 NR, recorded as the BlackHoleCluster's in /debug/decisions. */
+function blackHole(req: IncomingMessage): LocalReply {
+  (req as RoutedView).routedCluster = BLACK_HOLE_CLUSTER;
+  (req as RoutedView).routedRoute = 'block_all';
+  return BLACK_HOLE_REPLY;
 }
 
 const nothing = (): undefined => undefined;

@@ -104,6 +104,8 @@ export class ServiceIndex {
   readonly #declared = new Map<readonly ServiceSpec[], DeclaredProtocol>();
   /** Port → the services without addresses that declare TCP or HTTP on it (matched by their endpoints). */
   readonly #addressless = new Map<number, ServiceSpec[]>();
+  /** Ports a service may take a request on by its Host (HTTP, or not declared): any address of them may be its. */
+  readonly #hostPorts = new Set<number>();
   #endpointsOf: ServiceIndexOptions['endpointsOf'];
   /** forRequest's last question and answer (an index is immutable once built: it never goes stale). */
   readonly #lastRequest: { authority: string | undefined; address: string; port: number; service: ServiceSpec | undefined } = {
@@ -124,6 +126,7 @@ export class ServiceIndex {
       for (const name of hostNames(s.host, o.namespace, domain)) index.#addHost(name, s);
       // A request made to the service's address carries it as Host (Istio lists it among the domains).
       for (const a of s.entry.addresses) if (isIpAddress(a)) index.#addHost(a, s);
+      if (family !== 'tcp') index.#hostPorts.add(s.port.number);
       if (family === undefined) continue;
       index.#declaredPorts.add(s.port.number);
       if (s.entry.addresses.length === 0) {
@@ -219,6 +222,11 @@ export class ServiceIndex {
       if (endpoints?.some((e) => sameAddress(e.address, text, canonical))) holding.push(s);
     }
     return holding.length === 0 ? undefined : merged(holding);
+  }
+
+  /** Whether a request to any address on `port` may be a service's, by its Host (an HTTP or undeclared service port). */
+  mayRouteByHost(port: number): boolean {
+    return this.#hostPorts.has(port);
   }
 
   /** A connection (TCP, or TLS / HTTP before its Host is known): by its original destination. */

@@ -99,7 +99,6 @@ defaultConfig:
 `;
   const m = loadMeshConfig('mesh.yaml', file, '{"tracing": {"zipkin": {"address": "z:9411"}}, "concurrency": 1}');
   const want: [string, RegExp][] = [
-    ['meshConfig.outboundTrafficPolicy', /^meshConfig\.outboundTrafficPolicy: not honoured by this agent: .*always passed through \(ALLOW_ANY\); REGISTRY_ONLY is not implemented$/],
     ['meshConfig.defaultHttpRetryPolicy', /: not honoured by this agent: an HTTP route without retries gets Istio's built-in default/],
     ['meshConfig.h2UpgradePolicy', /never upgraded/],
     ['meshConfig.tcpKeepalive', /DestinationRule's connectionPool\.tcp\.tcpKeepalive is honoured/],
@@ -179,4 +178,14 @@ trustDomain: cluster.local
     ['meshConfig.defaultConfig.discoveryAddress', 'meshConfig.defaultConfig.tracing', 'meshConfig.defaultProviders', 'meshConfig.rootNamespace']);
   assert.match(m.warnings.find((w) => w.includes('discoveryAddress')) ?? '', /no XDS.*set CA_ADDR/);
   assert.equal(m.trustDomain, 'cluster.local');
+});
+
+it('outboundTrafficPolicy.mode is read: ALLOW_ANY by default, REGISTRY_ONLY when asked (or when the policy names no mode: the enum\'s zero)', () => {
+  assert.equal(loadMeshConfig('m', undefined, '').outboundTrafficPolicy, 'ALLOW_ANY');
+  assert.equal(loadMeshConfig('m', 'outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n', '').outboundTrafficPolicy, 'REGISTRY_ONLY');
+  assert.equal(loadMeshConfig('m', 'outboundTrafficPolicy: {mode: ALLOW_ANY}\n', '').outboundTrafficPolicy, 'ALLOW_ANY');
+  assert.equal(loadMeshConfig('m', 'outboundTrafficPolicy: {}\n', '').outboundTrafficPolicy, 'REGISTRY_ONLY');
+  assert.deepEqual(loadMeshConfig('m', 'outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n', '').warnings, []);
+  assert.throws(() => loadMeshConfig('m', 'outboundTrafficPolicy: {mode: BLOCK}\n', ''), /outboundTrafficPolicy\.mode.*"BLOCK" is not ALLOW_ANY or REGISTRY_ONLY/);
+  assert.throws(() => loadMeshConfig('m', 'outboundTrafficPolicy: {mode: ALLOW_ANY, egressProxy: {host: e}}\n', ''), /outboundTrafficPolicy\.egressProxy.*not supported yet/);
 });

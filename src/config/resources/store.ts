@@ -8,7 +8,7 @@
 // Pure: the watcher feeds it file texts; it does no I/O.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceSnapshot,
-  ResourceWarning, ServiceEntry, VirtualService, WorkloadEntry,
+  ResourceWarning, ServiceEntry, Sidecar, Telemetry, VirtualService, WorkloadEntry,
 } from './types.js';
 import { parseDocuments } from './documents.js';
 import { isResourceKind, resourceKey, validateDocument, type ValidatedResource } from './validate.js';
@@ -46,6 +46,8 @@ interface Lists {
   requestAuthentications: RequestAuthentication[];
   authorizationPolicies: AuthorizationPolicy[];
   peerAuthentications: PeerAuthentication[];
+  sidecars: Sidecar[];
+  telemetries: Telemetry[];
 }
 
 function add(lists: Lists, v: ValidatedResource): void {
@@ -58,6 +60,8 @@ function add(lists: Lists, v: ValidatedResource): void {
     case 'RequestAuthentication': lists.requestAuthentications.push(v.resource); break;
     case 'AuthorizationPolicy': lists.authorizationPolicies.push(v.resource); break;
     case 'PeerAuthentication': lists.peerAuthentications.push(v.resource); break;
+    case 'Sidecar': lists.sidecars.push(v.resource); break;
+    case 'Telemetry': lists.telemetries.push(v.resource); break;
   }
 }
 
@@ -71,6 +75,8 @@ const EMPTY: ResourceSnapshot = Object.freeze({
   requestAuthentications: Object.freeze([]),
   authorizationPolicies: Object.freeze([]),
   peerAuthentications: Object.freeze([]),
+  sidecars: Object.freeze([]),
+  telemetries: Object.freeze([]),
 });
 
 export class ResourceStore {
@@ -175,7 +181,7 @@ export class ResourceStore {
     const winners = new Map<string, Entry>();
     const lists: Lists = {
       gateways: [], virtualServices: [], serviceEntries: [], destinationRules: [], workloadEntries: [], requestAuthentications: [],
-      authorizationPolicies: [], peerAuthentications: [],
+      authorizationPolicies: [], peerAuthentications: [], sidecars: [], telemetries: [],
     };
     const warnings: ResourceWarning[] = [];
     const prints: string[] = [];
@@ -199,7 +205,7 @@ export class ResourceStore {
         fresh.push({
           file: meta.origin.file, index: meta.origin.index, kind: meta.kind, name: meta.name, namespace: meta.namespace,
           field: 'metadata.name',
-          message: `${resourceKey(meta.kind, meta.namespace, meta.name)} is already defined by ${at.file}[${at.index}], which comes first in file order and stays in force; this one is ignored`,
+          message: `${resourceKey(meta.kind, meta.namespace, meta.name)} is already defined by ${at.file}[${at.index}]${otherGroup(first.value.resource.meta.apiVersion, meta.apiVersion)}, which comes first in file order and stays in force; this one is ignored`,
         });
       }
     }
@@ -218,10 +224,18 @@ export class ResourceStore {
         requestAuthentications: Object.freeze(lists.requestAuthentications),
         authorizationPolicies: Object.freeze(lists.authorizationPolicies),
         peerAuthentications: Object.freeze(lists.peerAuthentications),
+        sidecars: Object.freeze(lists.sidecars),
+        telemetries: Object.freeze(lists.telemetries),
       });
     }
     return fresh;
   }
+}
+
+/** A duplicate under the other group (Istio's and the spec's) is the same resource: say so, it is easy to miss. */
+function otherGroup(winner: string, loser: string): string {
+  const group = (apiVersion: string): string => apiVersion.split('/')[0]!;
+  return group(winner) === group(loser) ? '' : ` (as ${winner}; ${loser} names the same resource: the group does not make it another one)`;
 }
 
 /** Plain code-unit order: the same on every machine, whatever the locale. */

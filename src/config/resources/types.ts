@@ -10,12 +10,12 @@ export interface ResourceOrigin {
 }
 
 export type ResourceKind =
-  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule' | 'WorkloadEntry'
-  | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication';
+  | 'Gateway' | 'VirtualService' | 'ServiceEntry' | 'DestinationRule' | 'WorkloadEntry' | 'Sidecar'
+  | 'RequestAuthentication' | 'AuthorizationPolicy' | 'PeerAuthentication' | 'Telemetry';
 
 export interface ResourceMeta {
   readonly kind: ResourceKind;
-  /** As written (`networking.mesh.io/v1` or the `v1beta1` alias). */
+  /** As written (`networking.mesh.io/v1`, its `v1beta1` alias, or one of Istio's: `networking.istio.io/v1alpha3`...). */
   readonly apiVersion: string;
   readonly name: string;
   /** metadata.namespace, or the agent's own namespace (POD_NAMESPACE) when absent. */
@@ -261,9 +261,17 @@ export interface VirtualService {
 
 // ---- networking.mesh.io: ServiceEntry (services: names for the DNS proxy, endpoints, auto mTLS) ----
 
-/** The endpoint label that says "this endpoint speaks mesh mTLS" (Istio's `security.istio.io/tlsMode: istio`). */
+/** The endpoint label that says "this endpoint speaks mesh mTLS". */
 export const TLS_MODE_LABEL = 'security.mesh.io/tlsMode';
 export const TLS_MODE_MESH = 'mesh';
+/** Istio's spelling of the same label, read too: WorkloadEntries and endpoints written for Istio carry it. */
+export const ISTIO_TLS_MODE_LABEL = 'security.istio.io/tlsMode';
+export const ISTIO_TLS_MODE_MESH = 'istio';
+
+/** Whether an endpoint's labels say it speaks mesh mTLS, in the spec's spelling or Istio's. */
+export function hasMeshTlsLabel(labels: Readonly<Record<string, string>>): boolean {
+  return labels[TLS_MODE_LABEL] === TLS_MODE_MESH || labels[ISTIO_TLS_MODE_LABEL] === ISTIO_TLS_MODE_MESH;
+}
 
 /** One of a ServiceEntry's `endpoints` (Istio's WorkloadEntry fields). */
 export interface ServiceEntryEndpoint {
@@ -494,6 +502,12 @@ export interface AuthorizationSource {
   readonly notIpBlocks?: readonly string[];
   readonly remoteIpBlocks?: readonly string[];
   readonly notRemoteIpBlocks?: readonly string[];
+  /** `ns/sa`, resolved (a bare `sa` is in the policy's namespace); matched exactly against the peer's principal, any trust domain. */
+  readonly serviceAccounts?: readonly string[];
+  readonly notServiceAccounts?: readonly string[];
+  /** Lower-cased patterns (`*` any run of characters) matched against the peer principal's trust domain. */
+  readonly trustDomains?: readonly string[];
+  readonly notTrustDomains?: readonly string[];
 }
 
 export interface AuthorizationOperation {
@@ -512,7 +526,7 @@ export interface AuthorizationCondition {
   readonly key: string;
   /** For `request.auth.claims[...]` keys: the parsed claim path. */
   readonly claimPath?: readonly string[];
-  /** For `request.headers[...]` keys: the lower-cased header name. */
+  /** For `request.headers[...]` keys: the lower-cased header name (`:authority`, `:method`, `:path` included). */
   readonly header?: string;
   readonly values?: readonly string[];
   readonly notValues?: readonly string[];
@@ -548,6 +562,41 @@ export interface PeerAuthentication {
   readonly mode: PeerAuthenticationMode;
   /** Port (the workload's own port) → mode; only with a non-empty selector. UNSET: this policy's `mode`. */
   readonly portLevelMtls: readonly { readonly port: number; readonly mode: PeerAuthenticationMode }[];
+}
+
+// ---- networking.mesh.io: Sidecar (what a sidecar sees of the mesh, and what it does with the rest) ----
+
+/** Istio's outboundTrafficPolicy.mode: pass unknown destinations through, or refuse them (BlackHoleCluster). */
+export type OutboundTrafficMode = 'ALLOW_ANY' | 'REGISTRY_ONLY';
+
+/** One `egress[].hosts` entry, `namespace/dnsName`, split (`.` resolved to the Sidecar's namespace). */
+export interface SidecarEgressHost {
+  /** A namespace, `*` (any) or `~` (none). */
+  readonly namespace: string;
+  /** Lower-cased host pattern: `*`, `*.suffix` or a name. */
+  readonly host: string;
+}
+
+export interface Sidecar {
+  readonly meta: ResourceMeta;
+  /** `workloadSelector.labels`; absent: every workload of the namespace (the root namespace's: the mesh default). */
+  readonly selector?: LabelSelector;
+  /** The services and VirtualServices the workload sees; absent: every one exported to its namespace. */
+  readonly egressHosts?: readonly SidecarEgressHost[];
+  /** Absent: the mesh config's. */
+  readonly outboundTrafficPolicy?: OutboundTrafficMode;
+}
+
+// ---- telemetry.mesh.io: Telemetry (the access log turned off per workload; other overrides refused at load) ----
+
+export interface Telemetry {
+  readonly meta: ResourceMeta;
+  readonly selector?: LabelSelector;
+  /**
+   * `accessLogging` entries (each `disabled: true`): the directions whose access log lines this
+   * workload no longer writes. CLIENT: its outbound traffic (a gateway's, all of it); SERVER: its inbound.
+   */
+  readonly accessLogOff?: { readonly client: boolean; readonly server: boolean };
 }
 
 // ---- the whole set ----
@@ -587,6 +636,8 @@ export interface ResourceSnapshot {
   readonly requestAuthentications: readonly RequestAuthentication[];
   readonly authorizationPolicies: readonly AuthorizationPolicy[];
   readonly peerAuthentications: readonly PeerAuthentication[];
+  readonly sidecars: readonly Sidecar[];
+  readonly telemetries: readonly Telemetry[];
 }
 
 /** The workload this agent serves: its namespace (POD_NAMESPACE) and labels (./etc/mesh/pod/labels). */

@@ -1,6 +1,6 @@
 // AuthorizationPolicy (security.mesh.io): ALLOW / DENY rules on the request's source, operation
 // and conditions (`when`), Istio's fields and meanings. AUDIT is accepted with a warning (no effect
-// here), CUSTOM refused.
+// here), CUSTOM refused, as are the `experimental.envoy.filters.*` condition keys (no such filters).
 import type {
   AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule,
   AuthorizationSource, ResourceMeta,
@@ -14,7 +14,14 @@ import { parseWorkloadSelector } from './selector.js';
 const ACTIONS: readonly AuthorizationAction[] = ['ALLOW', 'DENY', 'AUDIT', 'CUSTOM'];
 
 const SOURCE_FIELDS = ['principals', 'notPrincipals', 'requestPrincipals', 'notRequestPrincipals', 'namespaces',
-  'notNamespaces', 'ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks'] as const;
+  'notNamespaces', 'ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks', 'serviceAccounts', 'notServiceAccounts', 'trustDomains', 'notTrustDomains'] as const;
+/** Istio: `serviceAccounts` says the same thing as principals/namespaces in another form; one form per source. */
+const SERVICE_ACCOUNT_EXCLUDES: Readonly<Record<string, readonly string[]>> = {
+  serviceAccounts: ['principals', 'namespaces'],
+  notServiceAccounts: ['notPrincipals', 'notNamespaces'],
+};
+/** A Kubernetes namespace or service account name as it appears in a SPIFFE id's path. */
+const ACCOUNT_PART = /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/;
 const IP_SOURCE_FIELDS: readonly string[] = ['ipBlocks', 'notIpBlocks', 'remoteIpBlocks', 'notRemoteIpBlocks'];
 const OPERATION_FIELDS = ['hosts', 'notHosts', 'ports', 'notPorts', 'methods', 'notMethods', 'paths', 'notPaths'] as const;
 
@@ -25,6 +32,30 @@ export const CONDITION_KEYS: readonly string[] = [
 ];
 const IP_KEYS: readonly string[] = ['source.ip', 'remote.ip', 'destination.ip'];
 const HEADER_KEY = /^request\.headers\[([^\][]+)\]$/;
+const EXPERIMENTAL_FILTER_PREFIX = 'experimental.envoy.filters.';
+/** HTTP/2 pseudo-headers Istio lets a condition name, and what the evaluator reads for each. */
+export const CONDITION_PSEUDO_HEADERS: readonly string[] = [':authority', ':method', ':path'];
+
+/**
+ * The header a `request.headers[...]` condition reads, lower-cased. Istio takes any name: the
+ * pseudo-headers above are honoured as the request's authority, method and path; a name no request
+ * can carry (not an HTTP token) is accepted as Istio does, with a warning (its values never match).
+ */
+function conditionHeader(name: string, field: string, warn: Warn): string {
+  const lower = name.toLowerCase();
+  if (lower.startsWith(':')) {
+    if (!CONDITION_PSEUDO_HEADERS.includes(lower)) {
+      throw new FieldError(field, `${show(name)} is not supported yet: of the pseudo-headers, ${CONDITION_PSEUDO_HEADERS.join(', ')} are read`);
+    }
+    return lower;
+  }
+  try {
+    checkHeaderName(name, field);
+  } catch {
+    warn(field, `${show(name)} is not an HTTP header name, so no request carries it: values never match and notValues always hold`);
+  }
+  return lower;
+}
 
 function checkPort(text: string, field: string): string {
   if (!/^[0-9]{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 65535) {
@@ -50,11 +81,45 @@ function parseFields<K extends string>(raw: unknown, field: string, names: reado
   return out;
 }
 
-function parseSource(raw: unknown, field: string): AuthorizationSource {
+/**
+ * A `serviceAccounts` value, `<namespace>/<service account>` or a bare `<service account>` of the
+ * policy's own namespace (Istio's reading), resolved to `ns/sa`. Istio matches it exactly (any trust
+ * domain), so a wildcard would be a literal `*` that no account has: refused rather than never matching.
+ */
+function serviceAccountOf(namespace: string): (value: string, at: string) => string {
+  return (value, at) => {
+    const parts = value.split('/');
+    if (parts.length > 2) throw new FieldError(at, `${show(value)}: expected <namespace>/<service account> or <service account>`);
+    if (value.includes('*')) throw new FieldError(at, `${show(value)}: wildcards are not supported here (Istio matches service accounts exactly); use principals for patterns`);
+    const [ns, sa] = parts.length === 2 ? parts as [string, string] : [namespace, parts[0]!];
+    for (const part of [ns, sa]) {
+      if (!ACCOUNT_PART.test(part)) throw new FieldError(at, `${show(value)}: ${show(part)} is not a Kubernetes name (lower-case letters, digits, "-", ".")`);
+    }
+    return `${ns}/${sa}`;
+  };
+}
+
+/** A trust domain pattern: a trust domain's characters, `*` standing for any run of them (Istio: `[^/]*`). */
+function checkTrustDomain(value: string, at: string): string {
+  if (!/^[A-Za-z0-9._*-]+$/.test(value)) throw new FieldError(at, `${show(value)} is not a trust domain (letters, digits, ".", "-", "_", and "*" for any run of them)`);
+  return value.toLowerCase();
+}
+
+function parseSource(raw: unknown, field: string, namespace: string): AuthorizationSource {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['source'] });
-  return parseFields(o['source'], child(field, 'source'), SOURCE_FIELDS,
-    (name) => (IP_SOURCE_FIELDS.includes(name) ? checkIpOrCidr : undefined), ['serviceAccounts', 'notServiceAccounts']);
+  const at = child(field, 'source');
+  const accounts = serviceAccountOf(namespace);
+  const source = parseFields(o['source'], at, SOURCE_FIELDS,
+    (name) => (IP_SOURCE_FIELDS.includes(name) ? checkIpOrCidr : name === 'serviceAccounts' || name === 'notServiceAccounts' ? accounts
+      : name === 'trustDomains' || name === 'notTrustDomains' ? checkTrustDomain : undefined));
+  for (const [name, excluded] of Object.entries(SERVICE_ACCOUNT_EXCLUDES)) {
+    const other = excluded.find((e) => source[e as keyof typeof source] !== undefined);
+    if (source[name as keyof typeof source] !== undefined && other !== undefined) {
+      throw new FieldError(child(at, name), `cannot be set with ${other} (Istio: one form of the peer identity per source)`);
+    }
+  }
+  return source;
 }
 
 function parseOperation(raw: unknown, field: string): AuthorizationOperation {
@@ -64,7 +129,7 @@ function parseOperation(raw: unknown, field: string): AuthorizationOperation {
     (name) => (name === 'ports' || name === 'notPorts' ? checkPort : undefined));
 }
 
-function parseCondition(raw: unknown, field: string): AuthorizationCondition {
+function parseCondition(raw: unknown, field: string, warn: Warn): AuthorizationCondition {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['key', 'values', 'notValues'] });
   const keyField = child(field, 'key');
@@ -78,7 +143,9 @@ function parseCondition(raw: unknown, field: string): AuthorizationCondition {
   } else if (key.startsWith('request.headers')) {
     const m = HEADER_KEY.exec(key);
     if (!m) throw new FieldError(keyField, `${show(key)}: expected request.headers[<name>]`);
-    extra = { header: checkHeaderName(m[1]!, keyField).toLowerCase() };
+    extra = { header: conditionHeader(m[1]!, keyField, warn) };
+  } else if (key.startsWith(EXPERIMENTAL_FILTER_PREFIX)) {
+    throw new FieldError(keyField, `${show(key)} is not supported by this agent: it matches the dynamic metadata an Envoy network filter (mysql_proxy, redis_proxy...) writes, and this proxy runs no such filter; a policy needing it cannot be enforced here`);
   } else if (!CONDITION_KEYS.includes(key)) {
     throw new FieldError(keyField, `${show(key)} is not a supported key; accepted: ${POLICY_CLAIM_PREFIX}[<claim>], request.headers[<name>], ${CONDITION_KEYS.join(', ')}`);
   }
@@ -95,13 +162,13 @@ function nonEmptyIfPresent(raw: unknown, field: string): readonly unknown[] {
   return raw === undefined ? [] : list(raw, field, { nonEmpty: true });
 }
 
-function parseRule(raw: unknown, field: string): AuthorizationRule {
+function parseRule(raw: unknown, field: string, namespace: string, warn: Warn): AuthorizationRule {
   const o = obj(raw ?? {}, field);
   checkFields(o, field, { supported: ['from', 'to', 'when'] });
   return {
-    from: nonEmptyIfPresent(o['from'], child(field, 'from')).map((v, i) => parseSource(v, item(child(field, 'from'), i))),
+    from: nonEmptyIfPresent(o['from'], child(field, 'from')).map((v, i) => parseSource(v, item(child(field, 'from'), i), namespace)),
     to: nonEmptyIfPresent(o['to'], child(field, 'to')).map((v, i) => parseOperation(v, item(child(field, 'to'), i))),
-    when: optList(o['when'], child(field, 'when')).map((v, i) => parseCondition(v, item(child(field, 'when'), i))),
+    when: optList(o['when'], child(field, 'when')).map((v, i) => parseCondition(v, item(child(field, 'when'), i), warn)),
   };
 }
 
@@ -119,7 +186,7 @@ export function validateAuthorizationPolicy(spec: unknown, meta: ResourceMeta, w
   const selector = parseWorkloadSelector(s['selector'], 'spec.selector');
   const action = s['action'] === undefined ? 'ALLOW' : oneOf(s['action'], 'spec.action', ACTIONS);
   if (action === 'CUSTOM') throw new FieldError('spec.action', 'CUSTOM (an external authorizer) is not supported by this agent; use ALLOW, DENY or AUDIT');
-  const rules = optList(s['rules'], 'spec.rules').map((r, i) => parseRule(r, item('spec.rules', i)));
+  const rules = optList(s['rules'], 'spec.rules').map((r, i) => parseRule(r, item('spec.rules', i), meta.namespace, warn));
   if (action === 'AUDIT') warn('spec.action', AUDIT_HAS_NO_EFFECT);
   return { meta, ...(selector !== undefined ? { selector } : {}), action, rules };
 }

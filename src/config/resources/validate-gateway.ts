@@ -46,7 +46,7 @@ function optCipherSuites(o: Obj, field: string): string[] | undefined {
   return names;
 }
 
-function parseTls(raw: unknown, field: string, protocol: ServerProtocol): GatewayTls | undefined {
+function parseTls(raw: unknown, field: string, protocol: ServerProtocol, warn: Warn): GatewayTls | undefined {
   const o = optObj(raw, field);
   const terminates = protocol === 'HTTPS' || protocol === 'TLS';
   if (o === undefined) {
@@ -82,8 +82,14 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
     // Istio would use the credential and ignore the files without a word.
     throw new FieldError(child(field, 'credentialName'), 'give either credentialName or serverCertificate and privateKey, not both');
   }
+  let usedCaCertificates = caCertificates;
+  if (mode === 'SIMPLE' && caCertificates !== undefined) {
+    // Istio accepts it and loads nothing from it (a SIMPLE server asks for no client certificate).
+    warn(child(field, 'caCertificates'), 'has no effect with mode SIMPLE, as in Istio: the server asks for no client certificate, so nothing is verified against it');
+    usedCaCertificates = undefined;
+  }
   if (mode === 'SIMPLE') {
-    const clientField = CLIENT_CERTIFICATE_FIELDS.find((k) => o[k] !== undefined);
+    const clientField = CLIENT_CERTIFICATE_FIELDS.find((k) => k !== 'caCertificates' && o[k] !== undefined);
     if (clientField !== undefined) {
       throw new FieldError(child(field, clientField), 'checks client certificates, which mode SIMPLE never asks for '
         + '(MUTUAL and OPTIONAL_MUTUAL servers are not served by this gateway)');
@@ -99,7 +105,7 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
     httpsRedirect,
     ...(serverCertificate !== undefined ? { serverCertificate } : {}),
     ...(privateKey !== undefined ? { privateKey } : {}),
-    ...(caCertificates !== undefined ? { caCertificates } : {}),
+    ...(usedCaCertificates !== undefined ? { caCertificates: usedCaCertificates } : {}),
     ...(credentialName !== undefined ? { credentialName } : {}),
     ...(minProtocolVersion !== undefined ? { minProtocolVersion } : {}),
     ...(maxProtocolVersion !== undefined ? { maxProtocolVersion } : {}),
@@ -138,7 +144,7 @@ function parseServer(raw: unknown, field: string, gatewayNamespace: string, warn
   };
   const hostsField = child(field, 'hosts');
   const hosts = list(o['hosts'], hostsField, { nonEmpty: true }).map((h, i) => parseServerHost(h, item(hostsField, i), gatewayNamespace));
-  const tls = parseTls(o['tls'], child(field, 'tls'), protocol);
+  const tls = parseTls(o['tls'], child(field, 'tls'), protocol, warn);
   const name = optStr(o['name'], child(field, 'name'));
   const bind = parseBind(o['bind'], child(field, 'bind'));
   return { port, hosts, ...(tls !== undefined ? { tls } : {}), ...(name !== undefined ? { name } : {}), ...(bind !== undefined ? { bind } : {}) };

@@ -41,6 +41,16 @@ function claimPath(text: string, field: string): string[] {
   return path;
 }
 
+/** Whether checkJwksUri takes it: an http(s) URL that discovery can be asked under. */
+function isUrl(text: string): boolean {
+  try {
+    checkJwksUri(text, '');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function parseJwtRule(raw: unknown, field: string, warn: Warn): JwtRule {
   const o = obj(raw, field);
   checkFields(o, field, {
@@ -54,8 +64,10 @@ function parseJwtRule(raw: unknown, field: string, warn: Warn): JwtRule {
   // The key set fetch's time-out; at least 1ms, as Istio's schema says (durations: fields.ts).
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
   if (timeoutMs !== undefined && jwks !== undefined) warn(at('timeout'), 'has no effect with an inline jwks: nothing is fetched (as in Istio)');
-  // Istio would fall back to OpenID discovery on the issuer; this agent does not, so it asks.
-  if (jwksUri === undefined && jwks === undefined) throw new FieldError(field, 'needs jwksUri or jwks (keys are not discovered from the issuer)');
+  // Neither: the keys are found by OpenID discovery under the issuer, as Istio does (src/security/jwt/jwks.ts).
+  if (jwksUri === undefined && jwks === undefined && !isUrl(issuer)) {
+    warn(at('issuer'), `${show(issuer)} is not an http(s) URL, so with neither jwksUri nor jwks no keys can be discovered for it: its tokens are refused (401), as in Istio`);
+  }
   const fromHeaders = optList(o['fromHeaders'], at('fromHeaders')).map((h, i) => {
     const hf = item(at('fromHeaders'), i);
     const ho = obj(h, hf);

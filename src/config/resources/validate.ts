@@ -3,7 +3,7 @@
 // names the file, the document, the resource and the field.
 import type {
   AuthorizationPolicy, DestinationRule, Gateway, PeerAuthentication, Rejection, RequestAuthentication, ResourceKind,
-  ResourceMeta, ResourceWarning, ServiceEntry, VirtualService, WorkloadEntry,
+  ResourceMeta, ResourceWarning, ServiceEntry, Sidecar, Telemetry, VirtualService, WorkloadEntry,
 } from './types.js';
 import { checkFields, FieldError, isObj, show, str, type Warn } from './fields.js';
 export { formatRejection } from './format.js';
@@ -14,25 +14,58 @@ import { validateGateway } from './validate-gateway.js';
 import { validatePeerAuthentication } from './validate-peer-authentication.js';
 import { validateRequestAuthentication } from './validate-request-authentication.js';
 import { validateServiceEntry } from './validate-service-entry.js';
+import { validateSidecar } from './validate-sidecar.js';
+import { validateTelemetry } from './validate-telemetry.js';
 import { validateVirtualService } from './validate-virtual-service.js';
 import { validateWorkloadEntry } from './validate-workload-entry.js';
 
 export const NETWORKING_GROUP = 'networking.mesh.io';
 export const SECURITY_GROUP = 'security.mesh.io';
-/** `v1`, and `v1beta1` as an alias (DESIGN "Configuration"). */
+export const TELEMETRY_GROUP = 'telemetry.mesh.io';
+/** The spec's groups: `v1`, and `v1beta1` as an alias (DESIGN "Configuration"); Telemetry's alias is Istio's `v1alpha1`. */
 export const API_VERSIONS: readonly string[] = ['v1', 'v1beta1'];
+const TELEMETRY_VERSIONS: readonly string[] = ['v1', 'v1alpha1'];
 
+/** The spec's group of each kind. */
 export const KIND_GROUPS: Readonly<Record<ResourceKind, string>> = {
   Gateway: NETWORKING_GROUP,
   VirtualService: NETWORKING_GROUP,
   ServiceEntry: NETWORKING_GROUP,
   DestinationRule: NETWORKING_GROUP,
   WorkloadEntry: NETWORKING_GROUP,
+  Sidecar: NETWORKING_GROUP,
   RequestAuthentication: SECURITY_GROUP,
   AuthorizationPolicy: SECURITY_GROUP,
   PeerAuthentication: SECURITY_GROUP,
+  Telemetry: TELEMETRY_GROUP,
 };
 export const RESOURCE_KINDS = Object.keys(KIND_GROUPS) as readonly ResourceKind[];
+
+/**
+ * Istio's own group for each kind and every version Istio serves it under: an operator's Istio YAML
+ * is read unchanged, with the same meaning as the spec's group (the versions differ in name only).
+ */
+export const ISTIO_KIND_GROUPS: Readonly<Record<ResourceKind, { readonly group: string; readonly versions: readonly string[] }>> = (() => {
+  const networking = { group: 'networking.istio.io', versions: ['v1', 'v1beta1', 'v1alpha3'] } as const;
+  const security = { group: 'security.istio.io', versions: ['v1', 'v1beta1'] } as const;
+  const telemetry = { group: 'telemetry.istio.io', versions: TELEMETRY_VERSIONS } as const;
+  return {
+    Telemetry: telemetry,
+    Gateway: networking, VirtualService: networking, ServiceEntry: networking, DestinationRule: networking, WorkloadEntry: networking,
+    Sidecar: networking, RequestAuthentication: security, AuthorizationPolicy: security, PeerAuthentication: security,
+  };
+})();
+
+/**
+ * Kinds Istio has that this agent refuses whole, with the reason (a known kind is never reported as
+ * a typo). Any group and version.
+ */
+export const REFUSED_KINDS: Readonly<Record<string, string>> = {
+  EnvoyFilter: 'is not supported by this agent: an EnvoyFilter patches the Envoy configuration istiod generates (listeners, filter chains, clusters), and this proxy has no Envoy configuration to patch; express the behaviour with VirtualService, DestinationRule or AuthorizationPolicy fields instead',
+  WasmPlugin: 'is not supported by this agent: it loads WebAssembly filters into Envoy, which this proxy does not run',
+  WorkloadGroup: 'is not supported by this agent: it is the template istiod uses to register VMs as WorkloadEntries; write the WorkloadEntry instead',
+  ProxyConfig: 'is not supported by this agent: set the proxy settings in the mesh config (defaultConfig) or PROXY_CONFIG instead',
+};
 
 export type ValidatedResource =
   | { readonly kind: 'Gateway'; readonly resource: Gateway }
@@ -40,6 +73,8 @@ export type ValidatedResource =
   | { readonly kind: 'ServiceEntry'; readonly resource: ServiceEntry }
   | { readonly kind: 'DestinationRule'; readonly resource: DestinationRule }
   | { readonly kind: 'WorkloadEntry'; readonly resource: WorkloadEntry }
+  | { readonly kind: 'Sidecar'; readonly resource: Sidecar }
+  | { readonly kind: 'Telemetry'; readonly resource: Telemetry }
   | { readonly kind: 'RequestAuthentication'; readonly resource: RequestAuthentication }
   | { readonly kind: 'AuthorizationPolicy'; readonly resource: AuthorizationPolicy }
   | { readonly kind: 'PeerAuthentication'; readonly resource: PeerAuthentication };
@@ -58,7 +93,7 @@ export type ValidationResult =
   /** `key`: the resource's identity when the document got far enough to name it. */
   | { readonly ok: false; readonly rejection: Rejection; readonly key?: string };
 
-/** A resource's identity: two resources with the same key are the same resource. */
+/** A resource's identity: two resources with the same key are the same resource, whichever group names them. */
 export function resourceKey(kind: string, namespace: string, name: string): string {
   return `${kind}/${namespace}/${name}`;
 }
@@ -67,13 +102,26 @@ export function isResourceKind(kind: unknown): kind is ResourceKind {
   return typeof kind === 'string' && Object.hasOwn(KIND_GROUPS, kind);
 }
 
-function acceptedApiVersions(kind: ResourceKind): string[] {
-  return API_VERSIONS.map((v) => `${KIND_GROUPS[kind]}/${v}`);
+/** Every apiVersion a kind is read under: the spec's group first, then Istio's. */
+export function acceptedApiVersions(kind: ResourceKind): string[] {
+  const istio = ISTIO_KIND_GROUPS[kind];
+  const ours = kind === 'Telemetry' ? TELEMETRY_VERSIONS : API_VERSIONS;
+  return [...ours.map((v) => `${KIND_GROUPS[kind]}/${v}`), ...istio.versions.map((v) => `${istio.group}/${v}`)];
+}
+
+/** True for an apiVersion of one of Istio's groups (as opposed to the spec's `*.mesh.io`). */
+export function isIstioApiVersion(apiVersion: string): boolean {
+  return apiVersion.split('/')[0]!.endsWith('.istio.io');
 }
 
 function kindList(): string {
-  const byGroup = [NETWORKING_GROUP, SECURITY_GROUP].map((g) =>
-    `${RESOURCE_KINDS.filter((k) => KIND_GROUPS[k] === g).join(', ')} (${g}/${API_VERSIONS.join(' or ')})`);
+  const groups = [...new Set(Object.values(KIND_GROUPS))];
+  const byGroup = groups.map((g) => {
+    const kinds = RESOURCE_KINDS.filter((k) => KIND_GROUPS[k] === g);
+    const istio = ISTIO_KIND_GROUPS[kinds[0]!];
+    const ours = g === TELEMETRY_GROUP ? TELEMETRY_VERSIONS : API_VERSIONS;
+    return `${kinds.join(', ')} (${g}/${ours.join(' or ')}, or ${istio.group}/${istio.versions.join(', ')})`;
+  });
   return byGroup.join('; ');
 }
 
@@ -84,6 +132,8 @@ function specOf(value: ValidatedResource['kind'], spec: unknown, meta: ResourceM
     case 'ServiceEntry': return { kind: value, resource: validateServiceEntry(spec, meta, warn) };
     case 'DestinationRule': return { kind: value, resource: validateDestinationRule(spec, meta, warn) };
     case 'WorkloadEntry': return { kind: value, resource: validateWorkloadEntry(spec, meta, warn) };
+    case 'Sidecar': return { kind: value, resource: validateSidecar(spec, meta, warn) };
+    case 'Telemetry': return { kind: value, resource: validateTelemetry(spec, meta, warn) };
     case 'RequestAuthentication': return { kind: value, resource: validateRequestAuthentication(spec, meta, warn) };
     case 'AuthorizationPolicy': return { kind: value, resource: validateAuthorizationPolicy(spec, meta, warn) };
     case 'PeerAuthentication': return { kind: value, resource: validatePeerAuthentication(spec, meta) };
@@ -104,6 +154,8 @@ export function validateDocument(doc: unknown, ctx: ValidateContext): Validation
       who.namespace = typeof metadata['namespace'] === 'string' && metadata['namespace'] !== '' ? metadata['namespace'] : ctx.defaultNamespace;
     }
     const kind = str(doc['kind'], 'kind', { nonEmpty: true });
+    const refused = Object.hasOwn(REFUSED_KINDS, kind) ? REFUSED_KINDS[kind] : undefined;
+    if (refused !== undefined) throw new FieldError('kind', `${kind} ${refused}`);
     if (!isResourceKind(kind)) throw new FieldError('kind', `unknown kind ${show(kind)}; accepted: ${kindList()}`);
     // The identity as written: enough for the store to keep the last good version of this resource.
     if (who.name !== undefined) key = resourceKey(kind, who.namespace ?? ctx.defaultNamespace, who.name);

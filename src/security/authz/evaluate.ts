@@ -19,7 +19,7 @@ export type { AuthzHeaderEdits } from './header-values.js';
 
 export interface AuthzRequest {
   readonly method: string;
-  /** Without the query string (one is stripped if present). */
+  /** The request target; operations read it without the query string, `request.headers[:path]` whole. */
   readonly path: string;
   /** Without port, lower-case. */
   readonly host: string;
@@ -94,6 +94,7 @@ class AuthzView {
   private portText: string | undefined;
   private sniCache: readonly string[] | null | undefined;
   private headerCache: Map<string, readonly string[] | undefined> | undefined;
+  private accountCache: string | null | undefined;
 
   /** `tcp`: a connection, not a request; HTTP-only fields do not apply (see ruleMatches). */
   constructor(readonly req: AuthzRequest, readonly tcp = false) {}
@@ -157,15 +158,43 @@ class AuthzView {
   /** The candidates of header `name` (any case) as the backend will get it; undefined when absent. */
   header(name: string): readonly string[] | undefined {
     const lower = name.toLowerCase();
+    // Pseudo-headers (HTTP/2's names for what HTTP/1.1 puts in the request line and Host).
+    if (lower.charCodeAt(0) === 0x3a) return this.pseudoHeader(lower);
     const cache = (this.headerCache ??= new Map());
     if (cache.has(lower)) return cache.get(lower);
     const values = headerCandidates(editedHeader(this.req.headers, this.req.headerEdits, lower));
     cache.set(lower, values);
     return values;
   }
+
+  private pseudoHeader(name: string): readonly string[] | undefined {
+    switch (name) {
+      case ':authority': return this.header('host') ?? (this.req.host === '' ? undefined : [this.req.host]);
+      case ':method': return this.req.method === '' ? undefined : [this.req.method];
+      case ':path': return this.req.path === '' ? undefined : [this.req.path];
+      default: return undefined;
+    }
+  }
+
+  /** The peer's service account as `ns/sa`, from a principal `<trust domain>/ns/<ns>/sa/<sa>`; undefined otherwise. */
+  get serviceAccount(): string | undefined {
+    if (this.accountCache === undefined) this.accountCache = serviceAccountOfPrincipal(this.req.sourcePrincipal) ?? null;
+    return this.accountCache ?? undefined;
+  }
 }
 
 const set = (v: readonly string[] | undefined): v is readonly string[] => v !== undefined && v.length > 0;
+
+/**
+ * `ns/sa` of an Istio principal (`<trust domain>/ns/<ns>/sa/<sa>`), whatever the trust domain, as
+ * Istio matches `serviceAccounts`; undefined for any other shape (or no principal).
+ */
+export function serviceAccountOfPrincipal(principal: string | undefined): string | undefined {
+  if (principal === undefined) return undefined;
+  const parts = principal.split('/');
+  if (parts.length !== 5 || parts[0] === '' || parts[1] !== 'ns' || parts[3] !== 'sa' || parts[2] === '' || parts[4] === '') return undefined;
+  return `${parts[2]}/${parts[4]}`;
+}
 
 /** Any pattern matches the attribute (an absent attribute matches none). */
 function anyMatches(patterns: readonly string[], attribute: string | undefined): boolean {
@@ -198,10 +227,45 @@ function sourceMatches(s: AuthorizationSource, view: AuthzView): boolean {
   return (view.tcp || field(s.requestPrincipals, s.notRequestPrincipals, r.principal))
     && field(s.principals, s.notPrincipals, r.sourcePrincipal)
     && field(s.namespaces, s.notNamespaces, r.sourceNamespace)
+    // Exact comparison (Istio quotes the account in its matcher): no wildcards here.
+    && (!set(s.serviceAccounts) || (view.serviceAccount !== undefined && s.serviceAccounts.includes(view.serviceAccount)))
+    && (!set(s.notServiceAccounts) || view.serviceAccount === undefined || !s.notServiceAccounts.includes(view.serviceAccount))
+    && (!set(s.trustDomains) || anyGlob(s.trustDomains, trustDomainOf(r.sourcePrincipal)))
+    && (!set(s.notTrustDomains) || !anyGlob(s.notTrustDomains, trustDomainOf(r.sourcePrincipal)))
     && (!set(s.ipBlocks) || ipInBlocks(s.ipBlocks, view.sourceIp))
     && (!set(s.notIpBlocks) || !ipInBlocks(s.notIpBlocks, view.sourceIp))
     && (!set(s.remoteIpBlocks) || ipInBlocks(s.remoteIpBlocks, view.remoteIp))
     && (!set(s.notRemoteIpBlocks) || !ipInBlocks(s.notRemoteIpBlocks, view.remoteIp));
+}
+
+/** The trust domain of an Istio principal (`<trust domain>/ns/...`), lower-case; undefined without one. */
+function trustDomainOf(principal: string | undefined): string | undefined {
+  if (principal === undefined) return undefined;
+  const slash = principal.indexOf('/');
+  return slash > 0 ? principal.slice(0, slash).toLowerCase() : undefined;
+}
+
+/** `*` stands for any run of characters (a trust domain has no `/`, so this is Istio's `[^/]*`). */
+export function globMatches(pattern: string, value: string): boolean {
+  const parts = pattern.split('*');
+  if (parts.length === 1) return pattern === value;
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (value.length < first.length + last.length || !value.startsWith(first) || !value.endsWith(last)) return false;
+  let at = first.length;
+  const end = value.length - last.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const found = value.indexOf(parts[i]!, at);
+    if (found < 0 || found + parts[i]!.length > end) return false;
+    at = found + parts[i]!.length;
+  }
+  return true;
+}
+
+function anyGlob(patterns: readonly string[], value: string | undefined): boolean {
+  if (value === undefined) return false;
+  for (const p of patterns) if (globMatches(p, value)) return true;
+  return false;
 }
 
 /** Host values are compared case-insensitively, against the host bare and with its port. */

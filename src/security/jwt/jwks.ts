@@ -278,6 +278,10 @@ function jwksUriOf(text: string, from: string): string {
   }
   const uri = doc !== null && typeof doc === 'object' ? (doc as { jwks_uri?: unknown }).jwks_uri : undefined;
   if (typeof uri !== 'string' || !isHttpUrl(uri)) throw new Error(`${from} names no http(s) jwks_uri`);
+  // As for a redirect: keys fetched over http by way of an https discovery could be anyone's.
+  const scheme = new URL(uri).protocol;
+  const fromScheme = new URL(from).protocol;
+  if (scheme !== fromScheme) throw new Error(`${from} names jwks_uri ${uri} on another scheme (${scheme.slice(0, -1)}, the document came over ${fromScheme.slice(0, -1)}); not followed: it changes the scheme`);
   return uri;
 }
 

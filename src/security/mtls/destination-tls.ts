@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import type { MeshConfig } from '../../config/mesh-config.js';
 import { credentialFiles } from '../../config/resources/credentials.js';
 import type { ClientTls, ResourceSnapshot, ServiceEntry, ServiceEntryEndpoint, Workload } from '../../config/resources/types.js';
-import { ROOT_NAMESPACE, TLS_MODE_LABEL, TLS_MODE_MESH } from '../../config/resources/types.js';
+import { hasMeshTlsLabel, ROOT_NAMESPACE, TLS_MODE_LABEL, TLS_MODE_MESH } from '../../config/resources/types.js';
 import { serviceEntriesFor } from '../../config/resources/workload.js';
 import { mergeTrafficPolicy } from '../../traffic/clusters.js';
 import { selectedWorkloadEntries } from '../../traffic/endpoint-sources/workload-entry-source.js';
@@ -250,7 +250,7 @@ export function createDestinationTlsResolver(ctx: DestinationTlsContext): (facts
       if (!labels) continue;
       const ref = entryRef(se);
       if (isMeshExternal(se)) return withKey({ kind: 'plaintext', reason: `${why}, and the endpoint ${facts.address} is of ${ref}, ${OUTSIDE_THE_MESH}` });
-      if (labels[TLS_MODE_LABEL] !== TLS_MODE_MESH) {
+      if (!hasMeshTlsLabel(labels)) {
         return withKey({ kind: 'plaintext', reason: `${why}, and the endpoint ${facts.address} of ${ref} has no ${TLS_MODE_LABEL}: ${TLS_MODE_MESH} label` });
       }
       // Istio does not originate mTLS to a namespace whose policy turns it off.

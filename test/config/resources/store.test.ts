@@ -125,9 +125,19 @@ it('the same kind/namespace/name twice: the first in file order wins, the later 
   assert.equal(store.rejectCounts.get('VirtualService'), 2);
 });
 
+it('a resource under Istio\'s group and the spec\'s is one resource: the first in file order wins, the message names both groups', () => {
+  const store = new ResourceStore({ defaultNamespace: 'default' });
+  store.update('b.yaml', vs('x', 'from-b'));
+  const rejections = store.update('a.yaml', vs('x', 'from-a').replace('networking.mesh.io/v1', 'networking.istio.io/v1alpha3'));
+  assert.deepEqual(rejections.map(formatRejection), [
+    'b.yaml[0] VirtualService default/x: metadata.name: VirtualService/default/x is already defined by a.yaml[0] (as networking.istio.io/v1alpha3; networking.mesh.io/v1 names the same resource: the group does not make it another one), which comes first in file order and stays in force; this one is ignored',
+  ]);
+  assert.deepEqual(routes(store.snapshot()), ['x→from-a']);
+});
+
 it('counts rejections per kind, and unknown kinds and unparsable files as unknown', () => {
   const store = new ResourceStore({ defaultNamespace: 'default' });
-  store.update('a.yaml', `kind: Sidecar\napiVersion: networking.mesh.io/v1\nmetadata: {name: s}\nspec: {}\n`);
+  store.update('a.yaml', `kind: Frobnicator\napiVersion: networking.mesh.io/v1\nmetadata: {name: s}\nspec: {}\n`);
   store.update('b.yaml', `apiVersion: security.mesh.io/v1\nkind: AuthorizationPolicy\nmetadata: {name: p}\nspec: {action: NOPE}\n`);
   store.update('c.yaml', '{');
   assert.deepEqual(Object.fromEntries(store.rejectCounts), { unknown: 2, AuthorizationPolicy: 1 });
@@ -139,7 +149,7 @@ it('a resource whose apiVersion or kind-specific spec goes wrong keeps its last 
   const store = new ResourceStore({ defaultNamespace: 'default' });
   store.update('a.yaml', vs('x'));
   const v = store.snapshot().version;
-  const [r] = store.update('a.yaml', vs('x', 'b').replace('networking.mesh.io/v1', 'networking.istio.io/v1'));
+  const [r] = store.update('a.yaml', vs('x', 'b').replace('networking.mesh.io/v1', 'networking.istio.io/v2'));
   assert.match(r!.message, /not an accepted version of VirtualService.*\(the previous version stays in force\)$/);
   assert.deepEqual(routes(store.snapshot()), ['x→a']);
   assert.equal(store.snapshot().version, v);

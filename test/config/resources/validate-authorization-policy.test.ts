@@ -110,3 +110,42 @@ it('rejects invalid AuthorizationPolicies with the field path', () => {
       field: 'spec.rules', message: /expected a list, got a mapping/ },
   ]);
 });
+
+it('serviceAccounts: <ns>/<sa>, or a bare <sa> of the policy\'s namespace, resolved at load', () => {
+  const p = accept(ap(`rules: [{from: [{source: {serviceAccounts: [shop/web, sleep], notServiceAccounts: [mesh-system/debug]}}]}]`)).resource as AuthorizationPolicy;
+  assert.deepEqual(p.rules[0]!.from[0], { serviceAccounts: ['shop/web', 'mesh-system/sleep'], notServiceAccounts: ['mesh-system/debug'] });
+  assertRejections([
+    { name: 'a wildcard', yaml: ap(`rules: [{from: [{source: {serviceAccounts: ["shop/*"]}}]}]`),
+      field: 'spec.rules[0].from[0].source.serviceAccounts[0]', message: /wildcards are not supported here/ },
+    { name: 'too many parts', yaml: ap(`rules: [{from: [{source: {serviceAccounts: [td/shop/web]}}]}]`),
+      field: 'spec.rules[0].from[0].source.serviceAccounts[0]', message: /expected <namespace>\/<service account> or <service account>/ },
+    { name: 'not a name', yaml: ap(`rules: [{from: [{source: {notServiceAccounts: [Shop/web]}}]}]`),
+      field: 'spec.rules[0].from[0].source.notServiceAccounts[0]', message: /"Shop" is not a Kubernetes name/ },
+    { name: 'with principals', yaml: ap(`rules: [{from: [{source: {serviceAccounts: [a/b], principals: ["*"]}}]}]`),
+      field: 'spec.rules[0].from[0].source.serviceAccounts', message: /cannot be set with principals/ },
+    { name: 'not-form with notNamespaces', yaml: ap(`rules: [{from: [{source: {notServiceAccounts: [a/b], notNamespaces: [c]}}]}]`),
+      field: 'spec.rules[0].from[0].source.notServiceAccounts', message: /cannot be set with notNamespaces/ },
+  ]);
+});
+
+it('when: request.headers takes any name Istio takes; experimental.envoy.filters.* is refused with the reason', () => {
+  const pseudo = accept(when(`key: "request.headers[:authority]"\nvalues: [a.example]`)).resource as AuthorizationPolicy;
+  assert.equal(pseudo.rules[0]!.when[0]!.header, ':authority');
+  const odd = acceptWarned(when(`key: "request.headers[x y]"\nnotValues: [a]`));
+  assert.deepEqual(odd.warnings, ['spec.rules[0].when[0].key: "x y" is not an HTTP header name, so no request carries it: values never match and notValues always hold']);
+  assertRejections([
+    { name: 'mysql metadata', yaml: when(`key: "experimental.envoy.filters.network.mysql_proxy[db.table]"\nvalues: ["[update]"]`),
+      field: 'spec.rules[0].when[0].key', message: /is not supported by this agent: it matches the dynamic metadata an Envoy network filter/ },
+    { name: 'a pseudo-header not read', yaml: when(`key: "request.headers[:scheme]"\nvalues: [https]`),
+      field: 'spec.rules[0].when[0].key', message: /":scheme" is not supported yet/ },
+  ]);
+});
+
+it('trustDomains / notTrustDomains: trust domain patterns, lower-cased; anything else refused', () => {
+  const p = accept(ap(`rules: [{from: [{source: {trustDomains: [Cluster.Local, "*.example.org"], notTrustDomains: [old.example]}}]}]`)).resource as AuthorizationPolicy;
+  assert.deepEqual(p.rules[0]!.from[0], { trustDomains: ['cluster.local', '*.example.org'], notTrustDomains: ['old.example'] });
+  assertRejections([
+    { name: 'a path', yaml: ap(`rules: [{from: [{source: {trustDomains: ["cluster.local/ns/a"]}}]}]`),
+      field: 'spec.rules[0].from[0].source.trustDomains[0]', message: /is not a trust domain/ },
+  ]);
+});

@@ -104,8 +104,6 @@ it('rejects, naming field and value, what a TLS server cannot honour', () => {
       field: 'spec.servers[0].tls.cipherSuites', message: /expected a list/ },
     { name: 'client-certificate checks on SIMPLE', yaml: https('subjectAltNames: [a.example.com]'),
       field: 'spec.servers[0].tls.subjectAltNames', message: /checks client certificates, which mode SIMPLE never asks for/ },
-    { name: 'a CA on SIMPLE', yaml: https('caCertificates: ca.pem'),
-      field: 'spec.servers[0].tls.caCertificates', message: /mode SIMPLE never asks for/ },
     { name: 'a CRL on SIMPLE', yaml: https('caCrl: crl.pem'),
       field: 'spec.servers[0].tls.caCrl', message: /mode SIMPLE never asks for/ },
     { name: 'several certificates', yaml: https('credentialNames: [a, b]'),
@@ -182,4 +180,11 @@ it('accepts defaultEndpoint and port.targetPort with a warning at load that they
   assert.match(warnings[0] ?? '', /^spec\.servers\[0\]\.defaultEndpoint: has no effect: Istio does not implement it/);
   assert.match(warnings[1] ?? '', /^spec\.servers\[0\]\.port\.targetPort: has no effect on a Gateway, as in Istio: the gateway listens on port\.number itself/);
   assert.deepEqual((value.resource as Gateway).servers[0]!.port, { number: 8080, name: '', protocol: 'HTTP' });
+});
+
+it('a CA on a SIMPLE server is accepted with a warning and not used, as in Istio', () => {
+  const { value, warnings } = acceptWarned(server('port: {number: 443, protocol: HTTPS}\nhosts: ["*"]\ntls: {mode: SIMPLE, credentialName: c, caCertificates: ca.pem}'));
+  assert.equal(value.kind, 'Gateway');
+  assert.equal(value.kind === 'Gateway' ? value.resource.servers[0]!.tls!.caCertificates : 'x', undefined);
+  assert.deepEqual(warnings, ['spec.servers[0].tls.caCertificates: has no effect with mode SIMPLE, as in Istio: the server asks for no client certificate, so nothing is verified against it']);
 });

@@ -70,7 +70,6 @@ it('rejects invalid RequestAuthentications with the field path', () => {
   assertRejections([
     { name: 'issuer missing', yaml: rule(`jwksUri: https://a/jwks`), field: 'spec.jwtRules[0].issuer', message: /required/ },
     { name: 'issuer empty', yaml: rule(`issuer: ""\njwksUri: https://a/jwks`), field: 'spec.jwtRules[0].issuer', message: /must not be empty/ },
-    { name: 'neither jwksUri nor jwks', yaml: rule(`issuer: a`), field: 'spec.jwtRules[0]', message: /needs jwksUri or jwks/ },
     { name: 'jwksUri not a URL', yaml: rule(`issuer: a\njwksUri: not a url`), field: 'spec.jwtRules[0].jwksUri', message: /is not a URL/ },
     { name: 'jwksUri not http(s)', yaml: rule(`issuer: a\njwksUri: file:///etc/jwks.json`), field: 'spec.jwtRules[0].jwksUri', message: /expected an http or https URL/ },
     { name: 'jwks not JSON', yaml: rule(`issuer: a\njwks: "{keys"`), field: 'spec.jwtRules[0].jwks', message: /not valid JSON/ },
@@ -100,4 +99,13 @@ it('reads timeout, the key set fetch\'s time-out (Istio\'s bounds: at least 1ms,
   const inline = acceptWarned(rule(`issuer: a\njwks: '${JWKS}'\ntimeout: 2s`));
   assert.deepEqual(inline.warnings, ['spec.jwtRules[0].timeout: has no effect with an inline jwks: nothing is fetched (as in Istio)']);
   assert.deepEqual(acceptWarned(rule('issuer: a\njwksUri: https://a/j\ntimeout: 2s')).warnings, []);
+});
+
+it('neither jwksUri nor jwks: keys by OpenID discovery under the issuer; an issuer that is no URL is warned about (its tokens are refused)', () => {
+  const discovered = acceptWarned(rule('issuer: https://accounts.example.com'));
+  assert.deepEqual(discovered.warnings, []);
+  const r = (discovered.value.resource as RequestAuthentication).jwtRules[0]!;
+  assert.deepEqual([r.jwksUri, r.jwks], [undefined, undefined]);
+  const opaque = acceptWarned(rule('issuer: testing@secure.istio.io'));
+  assert.deepEqual(opaque.warnings, ['spec.jwtRules[0].issuer: "testing@secure.istio.io" is not an http(s) URL, so with neither jwksUri nor jwks no keys can be discovered for it: its tokens are refused (401), as in Istio']);
 });

@@ -31,13 +31,43 @@ it('dispatches every kind under v1 and the v1beta1 alias of its group', () => {
   }
 });
 
+it('reads every kind under Istio\'s group and every version Istio serves it, as the same resource', () => {
+  const istioVersions = { networking: ['v1', 'v1beta1', 'v1alpha3'], security: ['v1', 'v1beta1'] };
+  for (const [kind, s] of Object.entries(spec)) {
+    const group = groups[kind as keyof typeof groups];
+    const ours = validateYaml(`apiVersion: ${group}.mesh.io/v1\nkind: ${kind}\nmetadata: {name: x}\n${s}\n`, 'team-a');
+    assert.ok(ours.ok);
+    for (const version of istioVersions[group as keyof typeof istioVersions]) {
+      const apiVersion = `${group}.istio.io/${version}`;
+      const r = validateYaml(`apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata: {name: x}\n${s}\n`, 'team-a');
+      assert.ok(r.ok, `${kind} ${apiVersion}: ${r.ok ? '' : formatRejection(r.rejection)}`);
+      assert.equal(r.key, ours.key);
+      const { meta, ...rest } = r.value.resource as unknown as Record<string, unknown> & { meta: Record<string, unknown> };
+      const { meta: oursMeta, ...oursRest } = ours.value.resource as unknown as Record<string, unknown> & { meta: Record<string, unknown> };
+      assert.deepEqual({ ...meta, apiVersion: oursMeta['apiVersion'] }, oursMeta);
+      assert.deepEqual(rest, oursRest, `${kind} ${apiVersion} means what the spec's group means`);
+    }
+  }
+});
+
+it('refuses Istio kinds this agent has no use for, with the reason', () => {
+  assertRejections([
+    { name: 'EnvoyFilter', yaml: 'apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\nmetadata: {name: x}\nspec: {configPatches: []}\n',
+      field: 'kind', message: /^EnvoyFilter is not supported by this agent: an EnvoyFilter patches the Envoy configuration .* this proxy has no Envoy configuration to patch/ },
+    { name: 'WasmPlugin', yaml: 'apiVersion: extensions.istio.io/v1alpha1\nkind: WasmPlugin\nmetadata: {name: x}\nspec: {}\n',
+      field: 'kind', message: /^WasmPlugin is not supported by this agent/ },
+  ]);
+});
+
 it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
   const vsSpec = spec.VirtualService;
   assertRejections([
-    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: x}\nspec: {}\n`,
-      field: 'kind', message: /^unknown kind "Sidecar"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry \(networking.mesh.io\/v1 or v1beta1\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1\)$/ },
-    { name: 'Istio group', yaml: `apiVersion: networking.istio.io/v1beta1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
-      field: 'apiVersion', message: /"networking.istio.io\/v1beta1" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1/ },
+    { name: 'unknown kind', yaml: `apiVersion: networking.mesh.io/v1\nkind: Frobnicator\nmetadata: {name: x}\nspec: {}\n`,
+      field: 'kind', message: /^unknown kind "Frobnicator"; accepted: Gateway, VirtualService, ServiceEntry, DestinationRule, WorkloadEntry, Sidecar \(networking.mesh.io\/v1 or v1beta1, or networking.istio.io\/v1, v1beta1, v1alpha3\); RequestAuthentication, AuthorizationPolicy, PeerAuthentication \(security.mesh.io\/v1 or v1beta1, or security.istio.io\/v1, v1beta1\); Telemetry \(telemetry.mesh.io\/v1 or v1alpha1, or telemetry.istio.io\/v1, v1alpha1\)$/ },
+    { name: 'a version Istio does not serve', yaml: `apiVersion: networking.istio.io/v1alpha2\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /"networking.istio.io\/v1alpha2" is not an accepted version of VirtualService; accepted: networking.mesh.io\/v1, networking.mesh.io\/v1beta1, networking.istio.io\/v1, networking.istio.io\/v1beta1, networking.istio.io\/v1alpha3$/ },
+    { name: 'Istio group of another kind', yaml: `apiVersion: security.istio.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
+      field: 'apiVersion', message: /not an accepted version of VirtualService/ },
     { name: 'wrong group for the kind', yaml: `apiVersion: security.mesh.io/v1\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
       field: 'apiVersion', message: /not an accepted version of VirtualService/ },
     { name: 'v1alpha3', yaml: `apiVersion: networking.mesh.io/v1alpha3\nkind: VirtualService\nmetadata: {name: x}\n${vsSpec}\n`,
@@ -64,8 +94,8 @@ it('rejects unknown kinds and apiVersions, naming what is accepted', () => {
 });
 
 it('names as much of the resource as the document gives in the rejection line', () => {
-  assert.equal(formatRejection(reject(`apiVersion: networking.mesh.io/v1\nkind: Sidecar\nmetadata: {name: s, namespace: ns1}\nspec: {}\n`)).split(':')[0],
-    'etc/mesh/resources/test.yaml[0] Sidecar ns1/s');
+  assert.equal(formatRejection(reject(`apiVersion: networking.mesh.io/v1\nkind: Frobnicator\nmetadata: {name: s, namespace: ns1}\nspec: {}\n`)).split(':')[0],
+    'etc/mesh/resources/test.yaml[0] Frobnicator ns1/s');
   assert.match(formatRejection(reject(`just a string\n`)), /^etc\/mesh\/resources\/test\.yaml\[0\]: expected a mapping/);
   const r = validateDocument({ apiVersion: 'networking.mesh.io/v1', kind: 'Gateway', metadata: { name: 'gw' }, spec: { selector: {} } }, { file: 'f.json', index: 3, defaultNamespace: 'ns' });
   assert.ok(!r.ok);
@@ -87,4 +117,27 @@ status: {}
 `);
   assert.ok(r.ok);
   assert.equal(r.value.resource.meta.namespace, 'default');
+});
+
+it('Telemetry (telemetry.istio.io v1, v1alpha1): the access log turned off is read; any other override is refused, naming it', () => {
+  const off = (spec: string) => (validateYaml(`apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\nspec: ${spec}\n`) as { ok: true; value: { resource: { accessLogOff?: unknown } } }).value.resource.accessLogOff;
+  assert.deepEqual(off('{accessLogging: [{disabled: true}]}'), { client: true, server: true });
+  assert.deepEqual(off('{accessLogging: [{disabled: true, providers: [{name: envoy}], match: {mode: SERVER}}]}'), { client: false, server: true });
+  assert.deepEqual(off('{accessLogging: [{disabled: true, match: {mode: CLIENT}}]}'), { client: true, server: false });
+  assert.equal(off('{}'), undefined);
+  for (const v of ['telemetry.istio.io/v1', 'telemetry.istio.io/v1alpha1', 'telemetry.mesh.io/v1']) {
+    const r = validateYaml(`apiVersion: ${v}\nkind: Telemetry\nmetadata: {name: t}\nspec: {selector: {matchLabels: {app: web}}}\n`);
+    assert.ok(r.ok, v);
+  }
+  const t = (spec: string): string => `apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\nspec: ${spec}\n`;
+  assertRejections([
+    { name: 'accessLogging turning it on', yaml: t('{accessLogging: [{providers: [{name: envoy}]}]}'), field: 'spec.accessLogging[0]', message: /is not supported yet: turning the access log on per workload/ },
+    { name: 'disabled: false', yaml: t('{accessLogging: [{disabled: false}]}'), field: 'spec.accessLogging[0].disabled', message: /is not supported yet: turning the access log on/ },
+    { name: 'another provider', yaml: t('{accessLogging: [{providers: [{name: otel}], disabled: true}]}'), field: 'spec.accessLogging[0].providers[0].name', message: /"otel" is not supported by this agent: its one access log provider is envoy/ },
+    { name: 'a filter', yaml: t('{accessLogging: [{disabled: true, filter: {expression: "response.code >= 400"}}]}'), field: 'spec.accessLogging[0].filter', message: /is not supported yet: filter expressions/ },
+    { name: 'an unknown mode', yaml: t('{accessLogging: [{disabled: true, match: {mode: BOTH}}]}'), field: 'spec.accessLogging[0].match.mode', message: /"BOTH" is not one of CLIENT_AND_SERVER, CLIENT, SERVER/ },
+    { name: 'metrics', yaml: t('{metrics: [{overrides: [{disabled: true}]}]}'), field: 'spec.metrics', message: /is not supported yet: metric overrides/ },
+    { name: 'tracing', yaml: t('{tracing: [{randomSamplingPercentage: 10}]}'), field: 'spec.tracing', message: /is not supported by this agent/ },
+    { name: 'telemetry.istio.io/v1beta1', yaml: 'apiVersion: telemetry.istio.io/v1beta1\nkind: Telemetry\nmetadata: {name: t}\nspec: {}\n', field: 'apiVersion', message: /not an accepted version of Telemetry/ },
+  ]);
 });

@@ -31,7 +31,7 @@ spec:
 const MESH = `defaultConfig:
   drainDuration: 300ms
   serviceCluster: shop-gateway
-outboundTrafficPolicy: {mode: REGISTRY_ONLY}
+h2UpgradePolicy: UPGRADE
 `;
 
 /** A GET of the app's /slow (answered after 1.5 s) from inside the pod: its status, or the error, and how long it took. */
@@ -77,7 +77,7 @@ describe('pilot-agent proxy router: bind, drainDuration, serviceCluster, mesh co
     const parsed = JSON.parse(info.stdout) as { node: { cluster: string }; command_line_options: { drain_time: string } };
     assert.equal(parsed.node.cluster, 'shop-gateway');
     assert.equal(parsed.command_line_options.drain_time, '0.3s');
-    assert.match(pod.output(), /meshConfig\.outboundTrafficPolicy: not honoured by this agent: .*REGISTRY_ONLY is not implemented/);
+    assert.match(pod.output(), /meshConfig\.h2UpgradePolicy: not honoured by this agent: .*never upgraded/);
   });
 
   it('a listener a change closes: the new configuration applies at once, its connections get drainDuration, then are closed', async () => {

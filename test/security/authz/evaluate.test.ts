@@ -268,3 +268,49 @@ describe('policy order and outcome', () => {
     assert.match(d.reason, /CUSTOM default\/ext ignored \(not supported\)/);
   });
 });
+
+describe('serviceAccounts and pseudo-header conditions', () => {
+  it('serviceAccounts match the peer principal\'s namespace and account exactly, any trust domain', () => {
+    const cases: { name: string; from: AuthorizationSource; principal?: string; want: boolean }[] = [
+      { name: 'same account', from: { serviceAccounts: ['shop/web'] }, principal: 'cluster.local/ns/shop/sa/web', want: true },
+      { name: 'another trust domain', from: { serviceAccounts: ['shop/web'] }, principal: 'example.org/ns/shop/sa/web', want: true },
+      { name: 'another account', from: { serviceAccounts: ['shop/web'] }, principal: 'cluster.local/ns/shop/sa/web2', want: false },
+      { name: 'another namespace', from: { serviceAccounts: ['shop/web'] }, principal: 'cluster.local/ns/shop2/sa/web', want: false },
+      { name: 'no peer identity', from: { serviceAccounts: ['shop/web'] }, want: false },
+      { name: 'a principal of another shape', from: { serviceAccounts: ['shop/web'] }, principal: 'cluster.local/x/ns/shop/sa/web', want: false },
+      { name: 'not: the account', from: { notServiceAccounts: ['shop/web'] }, principal: 'cluster.local/ns/shop/sa/web', want: false },
+      { name: 'not: another', from: { notServiceAccounts: ['shop/web'] }, principal: 'cluster.local/ns/shop/sa/db', want: true },
+      { name: 'not: no peer identity', from: { notServiceAccounts: ['shop/web'] }, want: true },
+    ];
+    for (const c of cases) {
+      assert.equal(allowedBy({ from: c.from }, c.principal !== undefined ? { sourcePrincipal: c.principal } : {}), c.want, c.name);
+    }
+  });
+
+  it('request.headers[:authority|:method|:path] read the request\'s authority, method and whole target', () => {
+    assert.equal(allowedBy({ when: [{ key: 'request.headers[:authority]', header: ':authority', values: ['a.example:8080'] }] }, { headers: { host: 'a.example:8080' } }), true);
+    assert.equal(allowedBy({ when: [{ key: 'request.headers[:authority]', header: ':authority', values: ['b.example'] }] }, { headers: { host: 'a.example' } }), false);
+    assert.equal(allowedBy({ when: [{ key: 'request.headers[:method]', header: ':method', values: ['POST'] }] }, { method: 'POST' }), true);
+    assert.equal(allowedBy({ when: [{ key: 'request.headers[:path]', header: ':path', values: ['/a?x=1'] }] }, { path: '/a?x=1' }), true);
+    assert.equal(allowedBy({ when: [{ key: 'request.headers[:path]', header: ':path', values: ['/a?x=1'] }] }, { path: '/a' }), false);
+    // The operation still reads the path without its query.
+    assert.equal(allowedBy({ to: { paths: ['/a'] } }, { path: '/a?x=1' }), true);
+  });
+});
+
+describe('trustDomains and notTrustDomains', () => {
+  it('match the peer principal\'s trust domain, `*` standing for any run of its characters', () => {
+    const p = 'cluster.local/ns/shop/sa/web';
+    const cases: { name: string; from: AuthorizationSource; principal?: string; want: boolean }[] = [
+      { name: 'exact', from: { trustDomains: ['cluster.local'] }, principal: p, want: true },
+      { name: 'another', from: { trustDomains: ['example.org'] }, principal: p, want: false },
+      { name: 'a wildcard inside', from: { trustDomains: ['cluster.*'] }, principal: p, want: true },
+      { name: 'a wildcard never reaches past the trust domain', from: { trustDomains: ['cluster.local/ns*'] }, principal: p, want: false },
+      { name: 'middle star', from: { trustDomains: ['c*r.l*l'] }, principal: p, want: true },
+      { name: 'no peer identity', from: { trustDomains: ['*'] }, want: false },
+      { name: 'not: the domain', from: { notTrustDomains: ['cluster.local'] }, principal: p, want: false },
+      { name: 'not: no peer identity', from: { notTrustDomains: ['cluster.local'] }, want: true },
+    ];
+    for (const c of cases) assert.equal(allowedBy({ from: c.from }, c.principal !== undefined ? { sourcePrincipal: c.principal } : {}), c.want, c.name);
+  });
+});

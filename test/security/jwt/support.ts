@@ -69,6 +69,8 @@ export class JwksServer {
   redirect: { readonly status: number; readonly location: string } | undefined;
   /** Never answer (for time-outs). */
   hang = false;
+  /** The OpenID configuration document served at /.well-known/openid-configuration (default: jwks_uri = this server's /jwks). */
+  openid: unknown;
   requests = 0;
   private server: http.Server | undefined;
   private port = 0;
@@ -77,6 +79,11 @@ export class JwksServer {
 
   get url(): string {
     return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}/jwks`;
+  }
+
+  /** The server as an issuer: discovery asks it for /.well-known/openid-configuration. */
+  get issuer(): string {
+    return `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
   }
 
   /** Listens on `port` (default: port 0 the first time, the same port when restarted). */
@@ -89,7 +96,7 @@ export class JwksServer {
         return;
       }
       if (req.url === '/.well-known/openid-configuration') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jwks_uri: this.url }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.openid ?? { issuer: this.issuer, jwks_uri: this.url }));
         return;
       }
       res.writeHead(this.status, { 'content-type': 'application/json' }).end(this.body);

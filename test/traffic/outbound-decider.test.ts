@@ -1,0 +1,63 @@
+// The outbound decider's answer for destinations no service covers: the original destination under
+// ALLOW_ANY, the BlackHoleCluster under REGISTRY_ONLY (502 NR for a request; a connection refused and,
+// on a port no service takes requests on by Host, carried as TCP so that it is closed at once).
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { it } from 'node:test';
+import { ResourceStore } from '../../src/config/resources/store.js';
+import { BLACK_HOLE_CONNECTION, BLACK_HOLE_REPLY, type LocalReply, type RequestDecider } from '../../src/proxy/decider.js';
+import type { ClusterManager } from '../../src/traffic/cluster-manager.js';
+import { buildClusters } from '../../src/traffic/clusters.js';
+import { outboundTrafficDecider, type MeshTraffic } from '../../src/traffic/outbound-decider.js';
+import { ServiceIndex } from '../../src/traffic/service-index.js';
+
+const SE = `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: known, namespace: default}
+spec:
+  hosts: [known.example.com]
+  addresses: [240.0.0.1]
+  ports: [{number: 80, name: http, protocol: HTTP}, {number: 9000, name: tcp, protocol: TCP}]
+  resolution: STATIC
+  endpoints: [{address: 10.0.0.1}]
+`;
+
+const ORIGINAL: LocalReply = { kind: 'reply', status: 299, body: 'original destination' };
+const base: RequestDecider = { decide: () => ORIGINAL, connectionUpstream: () => undefined };
+
+function traffic(registryOnly: boolean): MeshTraffic {
+  const store = new ResourceStore({ defaultNamespace: 'default' });
+  store.update('r.yaml', SE);
+  const set = buildClusters(store.snapshot(), { workload: { namespace: 'default', labels: {} }, clusterDomain: 'cluster.local', connectTimeoutMs: 1000 });
+  // No cluster is ever in force here: a covered destination falls back to the base decider, which is enough to tell it from the black hole.
+  const clusters = { get: () => undefined } as unknown as ClusterManager;
+  return { set, clusters, index: ServiceIndex.build(set, { namespace: 'default' }), registryOnly };
+}
+
+const request = (host: string): IncomingMessage => ({ headers: { host }, method: 'GET', url: '/' }) as unknown as IncomingMessage;
+const facts = (address: string, port: number) => ({ source: '10.9.9.9', destination: { address, port }, kind: 'tcp' as const });
+
+it('ALLOW_ANY: what no service covers keeps its original destination, request and connection alike', () => {
+  const t = traffic(false);
+  const d = outboundTrafficDecider({ base, traffic: () => t, tlsFor: () => undefined });
+  assert.equal(d.decide(request('elsewhere.example.com'), { address: '192.0.2.9', port: 80 }), ORIGINAL);
+  assert.equal(d.connectionUpstream!(facts('192.0.2.9', 9000)), undefined);
+  assert.equal(d.connectionProtocol!({ address: '192.0.2.9', port: 8080 }), undefined, 'sniffed, as before');
+});
+
+it('REGISTRY_ONLY: 502 NR for a request, a refusal for a connection; what a service covers is not touched', () => {
+  const t = traffic(true);
+  const d = outboundTrafficDecider({ base, traffic: () => t, tlsFor: () => undefined });
+  assert.equal(d.decide(request('elsewhere.example.com'), { address: '192.0.2.9', port: 80 }), BLACK_HOLE_REPLY);
+  assert.deepEqual([BLACK_HOLE_REPLY.status, BLACK_HOLE_REPLY.flag], [502, 'NR']);
+  // By Host, at any address; by address, whatever the Host.
+  assert.equal(d.decide(request('known.example.com'), { address: '192.0.2.9', port: 80 }), ORIGINAL);
+  assert.equal(d.decide(request('elsewhere.example.com'), { address: '240.0.0.1', port: 80 }), ORIGINAL);
+  assert.equal(d.connectionUpstream!(facts('192.0.2.9', 9000)), BLACK_HOLE_CONNECTION);
+  assert.equal(d.connectionUpstream!(facts('240.0.0.1', 9000)), undefined);
+  // A port where services take requests by Host is sniffed (a request may name one); another is carried as TCP, to be closed at once.
+  assert.equal(d.connectionProtocol!({ address: '192.0.2.9', port: 80 }), undefined);
+  assert.equal(d.connectionProtocol!({ address: '192.0.2.9', port: 9000 }), 'tcp');
+  assert.equal(d.connectionProtocol!({ address: '192.0.2.9', port: 8080 }), 'tcp');
+  assert.equal(d.connectionProtocol!({ address: '240.0.0.1', port: 9000 }), 'tcp', 'the service\'s own TCP port, as declared');
+});
