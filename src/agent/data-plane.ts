@@ -47,6 +47,8 @@ import { hostNames, ServiceIndex } from '../traffic/service-index.js';
 import { meshVirtualServices } from '../traffic/mesh-routes.js';
 import { buildMeshRouteTable } from '../routing/index.js';
 import { TrafficStore } from '../traffic/shared-state.js';
+import { peerExchangeOf, type PeerExchange } from '../proxy/peer-exchange.js';
+import { ownMetadata, type OwnMetadata } from '../metrics/peer-metadata.js';
 
 const log = scope('default');
 
@@ -117,9 +119,10 @@ interface CaptureParts {
   readonly outbound?: RequestDecider | undefined;
   readonly meshTls: InboundMeshTls;
   readonly accessLog: AccessLog | undefined;
+  readonly peerExchange: PeerExchange;
 }
 
-function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLog }: CaptureParts): CaptureListener[] {
+function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLog, peerExchange }: CaptureParts): CaptureListener[] {
   const { env, mesh, reusePort, connections } = o;
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
@@ -132,6 +135,7 @@ function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshT
     http: http1Settings(env, mesh),
     reusePort,
     accessLog,
+    peerExchange,
   };
   const listeners = [
     new CaptureListener({ ...common, direction: 'outbound', port: PORTS.outbound, host: '::', transparent: false, upstream: { kind: 'direct' }, ...(outbound ? { decider: outbound } : {}) }),
@@ -260,9 +264,11 @@ export class DataPlane {
   readonly trafficStore: TrafficStore;
   readonly clusters: ClusterManager;
   private readonly outlierLog: OutlierLog | undefined;
+  /** Who this pod is, for Istio's standard metrics and the metadata exchange (from its labels and environment, read at start). */
+  readonly ownMetadata: OwnMetadata;
   /** What the configuration in force says of outbound traffic (services, their clusters). */
   private traffic: MeshTraffic | undefined;
-  private readonly clusterDomain: string;
+  readonly clusterDomain: string;
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
@@ -331,6 +337,7 @@ export class DataPlane {
       ...(o.primary?.dns ? { dns: o.primary.dns } : {}),
       onApplied: (snapshot) => this.applyTraffic(snapshot),
     });
+    this.ownMetadata = ownMetadata(env, this.resources.workload.labels);
   }
 
   /** Builds the clusters a configuration version asks for, and puts them in force. */
@@ -386,6 +393,7 @@ export class DataPlane {
     });
     this.captures = await listenAll(captureListeners(this.o, {
       stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLog: this.accessLog,
+      peerExchange: peerExchangeOf(this.ownMetadata),
     }));
   }
 

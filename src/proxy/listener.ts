@@ -10,6 +10,7 @@
 // An outbound connection to a ServiceEntry port that declares its protocol is not sniffed: TCP (TLS,
 // MONGO...) is relayed from the first byte, whoever speaks first; HTTP (HTTP2, GRPC...) is awaited as
 // HTTP, and bytes that are not HTTP pass through to the original destination (Istio's filter chains).
+import type { PeerExchange } from './peer-exchange.js';
 import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
@@ -78,6 +79,8 @@ export interface CaptureListenerOptions {
   readonly accessLog?: AccessLogSink | undefined;
   /** Inbound: mutual TLS from other sidecars (PeerAuthentication); absent: every connection as it comes. */
   readonly meshTls?: InboundMeshTls | undefined;
+  /** Istio's metadata exchange with mesh peers (this pod's lines); absent: none spoken. */
+  readonly peerExchange?: PeerExchange | undefined;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
@@ -135,7 +138,7 @@ export class CaptureListener {
   constructor(private readonly o: CaptureListenerOptions) {
     const http: HttpHandlerOptions = {
       stats: o.stats.of(o.direction), upstream: o.upstream, destinationOf: (socket) => destinations.get(socket),
-      decider: o.decider, settings: o.http, accessLog: o.accessLog, role: o.direction,
+      decider: o.decider, settings: o.http, accessLog: o.accessLog, role: o.direction, peerExchange: o.peerExchange,
     };
     this.http = new Http1Handler(http);
     this.h2 = new Http2Handler(http);
@@ -405,6 +408,14 @@ export class CaptureListener {
         return;
       }
       stats.tcpCxTotal++;
+      // Istio's TCP metrics: opened now, the rest as the connection closes (bytes each way of the client's side).
+      const series = stats.standard.tcpSeries(routed ? ('failed' in routed ? routed.cluster ?? '' : routed.target.cluster.name) : '', peer?.principal ?? '', '');
+      series.opened++;
+      downstream.once('close', () => {
+        series.closed++;
+        series.receivedBytes += downstream.bytesRead;
+        series.sentBytes += downstream.bytesWritten;
+      });
       const pool = routed && !('failed' in routed) ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();

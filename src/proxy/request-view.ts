@@ -22,6 +22,13 @@ export class RequestView {
   /** Traffic management: the cluster and route names a decider sent it to (fields of the class: no shape change per request). */
   routedCluster: string | undefined = undefined;
   routedRoute: string | undefined = undefined;
+  /**
+   * Istio's metadata exchange: the peer sidecar's `x-envoy-peer-metadata` as it came (inbound: the
+   * request's, from a verified mutual TLS client only; outbound: the mesh upstream's response's), and
+   * the upstream's verified principal (outbound mutual TLS). The standard metrics' peer labels.
+   */
+  peerMetadata: string | undefined = undefined;
+  upstreamPrincipal: string | undefined = undefined;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(
@@ -60,6 +67,17 @@ export class RequestView {
       if (name.length === n && (name === lowerName || name.toLowerCase() === lowerName)) return true;
     }
     return false;
+  }
+
+  /** The first value of header `lowerName`, read from the lines (as `has`); undefined when absent. */
+  value(lowerName: string): string | undefined {
+    const raw = this.rawHeaders;
+    const n = lowerName.length;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (name.length === n && (name === lowerName || name.toLowerCase() === lowerName)) return raw[i + 1];
+    }
+    return undefined;
   }
 
   /** For the RequestDecider contract, typed on IncomingMessage (deciders read only the fields above). */

@@ -10,6 +10,7 @@ import { ORIGINAL_DESTINATION } from '../decider.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import type { UpstreamMode } from '../upstream.js';
+import type { PeerExchange } from '../peer-exchange.js';
 import { Connection, type ConnectionOwner, type Http1Settings } from './connection.js';
 import { DEFAULT_REQUEST_LIMITS } from './request-parser.js';
 import { UpstreamPool } from './upstream-pool.js';
@@ -48,6 +49,8 @@ export interface HttpHandlerOptions {
   readonly accessLog?: AccessLogSink | undefined;
   /** Which listener this is, for the log (default outbound). */
   readonly role?: ListenerRole;
+  /** The sidecar's metadata-exchange lines for mesh peers; absent: none (the gateway). */
+  readonly peerExchange?: PeerExchange | undefined;
 }
 
 export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
@@ -58,6 +61,7 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
   readonly settings: Http1Settings;
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
+  readonly peerExchange: PeerExchange | undefined;
   draining = false;
   private readonly conns = new Set<Connection>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -70,6 +74,7 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
     this.settings = { ...DEFAULT_HTTP1_SETTINGS, ...o.settings };
     this.accessLog = o.accessLog;
     this.role = o.role ?? 'outbound';
+    this.peerExchange = o.peerExchange;
     this.pool = new UpstreamPool(o.upstream, o.stats, this.settings.limits.maxHeadBytes);
   }
 

@@ -11,6 +11,7 @@ import type { PeerIdentity } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
 import type { Http1Upstream } from './http1-upstream.js';
 import type { Http2UpstreamPool } from './upstream-sessions.js';
+import type { PeerExchange } from '../peer-exchange.js';
 
 export interface Http2Owner {
   readonly stats: DirectionStats;
@@ -22,6 +23,8 @@ export interface Http2Owner {
   readonly settings: { readonly normalization: PathNormalization };
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
+  /** The sidecar's metadata-exchange headers for mesh peers; undefined: none (the gateway). */
+  readonly peerExchange: PeerExchange | undefined;
 }
 
 /** One client connection, as its streams see it. */

@@ -17,6 +17,7 @@
 // when a request anywhere waits for the cluster's slots. A session this pool closes without streams
 // gives its maxConnections slot back as it closes, not when its socket is gone: a request right
 // behind it is not refused for a connection that is on its way out.
+import { peerOf } from '../tls/peer-identity.js';
 import type { ClientHttp2Session } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
@@ -99,7 +100,9 @@ export function overflowError(): NodeJS.ErrnoException {
 }
 
 export type UpstreamRoute =
-  | { readonly kind: 'h2'; readonly session: ClientHttp2Session; readonly local: string | undefined; release(): void }
+  | { readonly kind: 'h2'; readonly session: ClientHttp2Session; readonly local: string | undefined;
+    /** The upstream sidecar's verified principal (mutual TLS); undefined otherwise. */
+    readonly principal: string | undefined; release(): void }
   | { readonly kind: 'http1' }
   | { readonly kind: 'failed'; readonly error: NodeJS.ErrnoException; readonly transportFailure?: string | undefined };
 
@@ -122,6 +125,7 @@ class SessionEntry {
   /** Streams it may still be given (maxRequestsPerConnection; Infinity: no limit). */
   left: number;
   local: string | undefined;
+  principal: string | undefined = undefined;
   /** Gives back its connection slot in the cluster's maxConnections (at most once); undefined: none held. */
   releaseSlot: (() => void) | undefined;
   readonly waiters: Waiter[] = [];
@@ -214,7 +218,7 @@ export class Http2UpstreamPool {
   private route(e: SessionEntry): UpstreamRoute {
     let released = false;
     return {
-      kind: 'h2', session: e.session!, local: e.local,
+      kind: 'h2', session: e.session!, local: e.local, principal: e.principal,
       release: () => {
         if (released) return;
         released = true;
@@ -350,6 +354,7 @@ export class Http2UpstreamPool {
     socket.once(t.tls ? 'secureConnect' : 'connect', () => {
       connected = true;
       e.local = socket.localAddress !== undefined ? `${socket.localAddress}:${socket.localPort ?? 0}` : undefined;
+      if (t.tls?.mesh) e.principal = peerOf(socket)?.principal;
       const alpn = (socket as TLSSocket).alpnProtocol;
       if (t.tls && !t.tls.mesh && alpn !== 'h2') {
         socket.destroy();
