@@ -290,7 +290,7 @@ export const variables = defineVariables([
     description: "Groups excluded from redirection; applies only when all groups (`*`) are redirected." },
   { name: "MESH_META_WORKLOAD_NAME", type: "string", default: "", agentOwn: true,
     here: "honoured",
-    description: "The injector's ISTIO_META_WORKLOAD_NAME under this agent's prefix: the pod's workload (its Deployment, StatefulSet...), sent to peers in Istio's metadata exchange (`WORKLOAD_NAME`) and written as `source_workload`/`destination_workload`. Empty (default): POD_NAME without a Deployment's `-<replica set hash>-<5 characters>` suffix, or a StatefulSet's `-<n>`; `unknown` without POD_NAME." },
+    description: "This agent's own addition, not in Istio. Istio's injector sets ISTIO_META_WORKLOAD_NAME in the proxy's node metadata; this is the same under this agent's prefix: the pod's workload (its Deployment, StatefulSet...), sent to peers in Istio's metadata exchange (`WORKLOAD_NAME`) and written as `source_workload`/`destination_workload`. Empty (default): POD_NAME without a Deployment's `-<replica set hash>-<5 characters>` suffix, or a StatefulSet's `-<n>`; `unknown` without POD_NAME." },
   { name: "MESH_METRICS_PREFIX", type: "string", default: "mesh", allowed: ["mesh", "istio"], agentOwn: true,
     here: "honoured",
     description: "This agent's own addition, not in Istio. The prefix of Istio's ten standard metrics on 15090 and 15020 (`mesh_requests_total`, ...): `mesh` (default, the spec's naming) or `istio`, which exports them under Istio's own names (`istio_requests_total`, ...) so Istio's dashboards, Kiali and Flagger read them unchanged. The agent's and the proxy's other series keep their names." },
