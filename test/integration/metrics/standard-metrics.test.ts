@@ -18,6 +18,7 @@ import { createMeshNetwork, type MeshNetwork, type MeshPodNamespace } from '../.
 import { netnsSkip } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
 import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
+import { matching, samples, type Sample } from '../../helpers/prom-samples.js';
 
 const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const B = '198.18.10.3';
@@ -57,24 +58,10 @@ spec:
 
 const prometheusSkip = spawnSync('prometheus', ['--version']).status === 0 ? false : 'prometheus is not installed (scripts/install-deps.sh installs the Debian package)';
 
-interface Sample { readonly labels: Record<string, string>; readonly value: number }
-
-/** The samples of `name` (that exact name) in Prometheus text. */
-function samples(text: string, name: string): Sample[] {
-  const out: Sample[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue;
-    const labels: Record<string, string> = {};
-    for (const m of line.slice(name.length + 1, line.lastIndexOf('}')).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[m[1]!] = m[2]!;
-    out.push({ labels, value: Number(line.slice(line.lastIndexOf(' ') + 1)) });
-  }
-  return out;
-}
-
 /** The one sample of `name` whose labels include `want`; fails naming what there is otherwise. */
 function one(text: string, name: string, want: Record<string, string>): Sample {
   const all = samples(text, name);
-  const found = all.filter((s) => Object.entries(want).every(([k, v]) => s.labels[k] === v));
+  const found = matching(text, name, want);
   assert.equal(found.length, 1, `${name} ${JSON.stringify(want)}: ${found.length} samples among\n${all.map((s) => JSON.stringify(s.labels)).join('\n')}`);
   return found[0]!;
 }
