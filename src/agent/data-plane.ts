@@ -302,8 +302,11 @@ export class DataPlane {
         log.warn(message);
       },
     });
+    const workload = readWorkload(o.cwd, env.POD_NAMESPACE || 'default', options.type === 'router' ? DEFAULT_GATEWAY_LABELS : {});
+    this.ownMetadata = ownMetadata(env, workload.labels);
     this.router = options.type === 'router' && !env.DISABLE_PROXY
       ? new GatewayRouter({
+        peerExchange: peerExchangeOf(this.ownMetadata),
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLog,
@@ -330,14 +333,13 @@ export class DataPlane {
       ...(outlierLog ? { onOutlierEvent: (e: Parameters<OutlierLog['write']>[0]) => outlierLog.write(e) } : {}),
     });
     this.resources = new MeshResources({
-      cwd: o.cwd, configSources: mesh.configSources, workload: readWorkload(o.cwd, env.POD_NAMESPACE || 'default', options.type === 'router' ? DEFAULT_GATEWAY_LABELS : {}),
+      cwd: o.cwd, configSources: mesh.configSources, workload,
       debounceMs: env.FILE_DEBOUNCE_DURATION, security: this.security,
       ...(this.router ? { router: this.router } : {}),
       ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),
       ...(o.primary?.dns ? { dns: o.primary.dns } : {}),
       onApplied: (snapshot) => this.applyTraffic(snapshot),
     });
-    this.ownMetadata = ownMetadata(env, this.resources.workload.labels);
   }
 
   /** Builds the clusters a configuration version asks for, and puts them in force. */

@@ -27,8 +27,8 @@ import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled,
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
 import { takePeerMetadata, withExchangeLines, type PeerExchange } from '../peer-exchange.js';
-import { packRequest } from '../standard-series.js';
 import { clusterConnectionPolicy, poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
+import { packRequest, type StandardSeries } from '../standard-series.js';
 
 const log = scope('default');
 
@@ -75,6 +75,8 @@ export interface ConnectionOwner {
   readonly role: ListenerRole;
   /** The sidecar's metadata-exchange lines (src/proxy/peer-exchange.ts); undefined: none spoken (the gateway). */
   readonly peerExchange: PeerExchange | undefined;
+  /** Where Istio's standard metrics are counted (the reporter's series). */
+  readonly standard: StandardSeries;
   forget(c: Connection): void;
 }
 
@@ -932,7 +934,7 @@ export class Connection {
       const flags = withNoteFlag(ex.flags, note);
       s.recordResponse(status, ms, this.peer?.principal, undefined, flags);
       const v = ex.view;
-      s.standard.recordHttp(v.routedCluster ?? '', this.peer?.principal ?? v.upstreamPrincipal ?? '', v.peerMetadata ?? '',
+      this.owner.standard.recordHttp(v.routedCluster ?? ex.target?.cluster?.cluster.name ?? '', this.peer?.principal ?? v.upstreamPrincipal ?? '', v.peerMetadata ?? '',
         packRequest(status, undefined, flags), ms, ex.bytesIn, ex.bytesOut, 0, 0);
     }
     if (this.owner.accessLog) {
@@ -1006,7 +1008,7 @@ export class Connection {
         s.rqTotal++;
         const flags = this.refused.flag ? FLAG[this.refused.flag] : 0;
         s.recordResponse(this.refused.status, 0, undefined, undefined, flags);
-        s.standard.recordHttp('', this.peer?.principal ?? '', '', packRequest(this.refused.status, undefined, flags), 0, 0, 0, 0, 0);
+        this.owner.standard.recordHttp('', this.peer?.principal ?? '', '', packRequest(this.refused.status, undefined, flags), 0, 0, 0, 0, 0);
         if (this.owner.accessLog) this.logRefusal(this.refused);
         this.push(replyBytes(this.refused, true, false));
         this.refused = undefined;

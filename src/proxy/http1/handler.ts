@@ -14,6 +14,7 @@ import type { PeerExchange } from '../peer-exchange.js';
 import { Connection, type ConnectionOwner, type Http1Settings } from './connection.js';
 import { DEFAULT_REQUEST_LIMITS } from './request-parser.js';
 import { UpstreamPool } from './upstream-pool.js';
+import type { StandardSeries } from '../standard-series.js';
 
 /** What listeners need of an L7 handler: take a connection (its first bytes already read), drain. */
 export interface HttpConnectionHandler {
@@ -49,8 +50,10 @@ export interface HttpHandlerOptions {
   readonly accessLog?: AccessLogSink | undefined;
   /** Which listener this is, for the log (default outbound). */
   readonly role?: ListenerRole;
-  /** The sidecar's metadata-exchange lines for mesh peers; absent: none (the gateway). */
+  /** The metadata-exchange lines for mesh peers; absent: none spoken. */
   readonly peerExchange?: PeerExchange | undefined;
+  /** Where Istio's standard metrics are counted (the reporter); default `stats.standard`. */
+  readonly standard?: StandardSeries | undefined;
 }
 
 export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
@@ -62,6 +65,7 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
   readonly peerExchange: PeerExchange | undefined;
+  readonly standard: StandardSeries;
   draining = false;
   private readonly conns = new Set<Connection>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -75,6 +79,7 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
     this.accessLog = o.accessLog;
     this.role = o.role ?? 'outbound';
     this.peerExchange = o.peerExchange;
+    this.standard = o.standard ?? o.stats.standard;
     this.pool = new UpstreamPool(o.upstream, o.stats, this.settings.limits.maxHeadBytes);
   }
 

@@ -670,7 +670,7 @@ export class Http2Exchange implements AttemptSender {
       const flags = withNoteFlag(this.flags, note);
       s.recordResponse(status, ms, this.conn.peer?.principal, grpc, flags);
       const v = this.view;
-      s.standard.recordHttp(v?.routedCluster ?? '', this.conn.peer?.principal ?? v?.upstreamPrincipal ?? '', v?.peerMetadata ?? '',
+      this.owner.standard.recordHttp(v?.routedCluster ?? this.target?.cluster?.cluster.name ?? '', this.conn.peer?.principal ?? v?.upstreamPrincipal ?? '', v?.peerMetadata ?? '',
         packRequest(status, grpc, flags), ms, this.bytesIn, this.bytesOut, this.grpcIn?.messages ?? 0, this.grpcOut?.messages ?? 0);
     }
     if (this.owner.accessLog) this.log(status, note || undefined, ms);

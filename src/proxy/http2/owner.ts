@@ -12,6 +12,7 @@ import type { UpstreamMode } from '../upstream.js';
 import type { Http1Upstream } from './http1-upstream.js';
 import type { Http2UpstreamPool } from './upstream-sessions.js';
 import type { PeerExchange } from '../peer-exchange.js';
+import type { StandardSeries } from '../standard-series.js';
 
 export interface Http2Owner {
   readonly stats: DirectionStats;
@@ -25,6 +26,8 @@ export interface Http2Owner {
   readonly role: ListenerRole;
   /** The sidecar's metadata-exchange headers for mesh peers; undefined: none (the gateway). */
   readonly peerExchange: PeerExchange | undefined;
+  /** Where Istio's standard metrics are counted (the reporter's series). */
+  readonly standard: StandardSeries;
 }
 
 /** One client connection, as its streams see it. */

@@ -17,7 +17,6 @@
 // when a request anywhere waits for the cluster's slots. A session this pool closes without streams
 // gives its maxConnections slot back as it closes, not when its socket is gone: a request right
 // behind it is not refused for a connection that is on its way out.
-import { peerOf } from '../tls/peer-identity.js';
 import type { ClientHttp2Session } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
@@ -27,6 +26,7 @@ import type { Endpoint, TcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
+import { peerOf } from '../tls/peer-identity.js';
 import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { UNLIMITED, type ConnectionPoolSpec } from '../../traffic/spec.js';

@@ -56,6 +56,27 @@ spec:
     9080: {mode: PERMISSIVE}
 `;
 
+/** The ingress gateway routes /headers to B's PERMISSIVE port; auto mTLS (the pod network) makes that mutual TLS. */
+const GATEWAY_RESOURCES = `apiVersion: networking.mesh.io/v1
+kind: Gateway
+metadata: {name: ingressgateway, namespace: mesh-system}
+spec:
+  selector: {mesh: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: to-b, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [ingressgateway]
+  http:
+  - match: [{uri: {prefix: /headers}}]
+    route: [{destination: {host: ${B}, port: {number: 9080}}}]
+`;
+
 const prometheusSkip = spawnSync('prometheus', ['--version']).status === 0 ? false : 'prometheus is not installed (scripts/install-deps.sh installs the Debian package)';
 
 /** The one sample of `name` whose labels include `want`; fails naming what there is otherwise. */
@@ -91,6 +112,7 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
   let a: SidecarPod<MeshPodNamespace>;
   let b: SidecarPod<MeshPodNamespace>;
   let d: MeshPodNamespace;
+  let g: SidecarPod<MeshPodNamespace>;
   const bApp: string[] = [];
 
   const mount = async (dir: string, set: WorkloadCertSet): Promise<void> => {
@@ -140,10 +162,18 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     });
     assert.equal(b.pod.address, B);
     d = net.addPod(); // no sidecar: a client outside the mesh
+    const gCert = await issueWorkloadCert(ca, { spiffeId: 'spiffe://cluster.local/ns/mesh-system/sa/ingressgateway' });
+    g = await startSidecarPod<MeshPodNamespace>({
+      namespace: () => net.addPod(),
+      files: { 'etc/mesh/pod/labels': 'mesh="ingressgateway"\napp="ingressgateway"\n', 'etc/mesh/resources/gateway.yaml': GATEWAY_RESOURCES, 'etc/mesh/config/mesh': 'autoMtlsCidrs: [198.18.10.0/24]\n' },
+      env: ['POD_NAMESPACE=mesh-system', 'POD_NAME=ingressgateway-6f9c8d7b5c-k2j4m', 'SERVICE_ACCOUNT=ingressgateway', 'FILE_MOUNTED_CERTS=true'],
+      args: ['router'],
+      beforeStart: (dir) => mount(dir, gCert),
+    });
   });
 
   after(() => {
-    for (const p of [a, b]) p?.close();
+    for (const p of [a, b, g]) p?.close();
     net?.close();
   });
 
@@ -247,6 +277,28 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(one(afterBurst, 'istio_requests_total', { reporter: 'destination', connection_security_policy: 'none' }).value, 301);
     assert.equal(series(afterBurst), series(before), 'no series from a path, a header or a client\'s own metadata');
     console.log(`# series of the standard metrics on B after the traffic and the burst of 300 distinct clients: ${series(afterBurst)} sample lines`);
+  });
+
+  it('the ingress gateway reports as the source, learns B through the exchange, and its client sees none of it', async () => {
+    // From inside the gateway's pod (the test pods capture inbound ports; a gateway pod's are its own).
+    const [answer] = http(g.pod, [{ url: 'http://127.0.0.1:8080/headers', headers: { 'x-envoy-peer-metadata': encodeStruct({ WORKLOAD_NAME: 'forged' }).toString('base64') } }]);
+    assert.equal(answer!.status, 200, answer!.body);
+    assert.equal(answer!.headers['x-envoy-peer-metadata'], undefined, 'B\'s metadata does not leave the mesh through the gateway');
+    assert.equal(answer!.headers['x-envoy-peer-metadata-id'], undefined);
+    const seen = (JSON.parse(answer!.body) as { headers: Record<string, string> }).headers;
+    assert.equal(seen['x-envoy-peer-metadata'], undefined, 'nor does B\'s app see the gateway\'s, or the client\'s forged one');
+    const gText = await scrapeUntil(g.pod, (t) => samples(t, 'mesh_requests_total').length > 0);
+    const out = one(gText, 'mesh_requests_total', { reporter: 'source', response_code: '200' });
+    assert.equal(out.labels['source_workload'], 'ingressgateway');
+    assert.equal(out.labels['source_workload_namespace'], 'mesh-system');
+    assert.equal(out.labels['source_principal'], 'spiffe://cluster.local/ns/mesh-system/sa/ingressgateway');
+    assert.equal(out.labels['destination_workload'], 'httpbin');
+    assert.equal(out.labels['destination_principal'], spiffe('httpbin'));
+    const bText = await scrapeUntil(b.pod, (t) => samples(t, 'istio_requests_total').some((s) => s.labels['source_workload'] === 'ingressgateway'));
+    const inbound = one(bText, 'istio_requests_total', { reporter: 'destination', source_workload: 'ingressgateway' });
+    assert.equal(inbound.labels['source_workload_namespace'], 'mesh-system');
+    assert.equal(inbound.labels['connection_security_policy'], 'mutual_tls');
+    assert.equal(bText.includes('forged'), false);
   });
 
   it('a real Prometheus scraping both pods answers queries shaped like Istio\'s dashboards', { skip: prometheusSkip }, async () => {
