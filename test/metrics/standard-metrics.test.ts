@@ -191,3 +191,14 @@ describe('standard series bounds', () => {
     assert.deepEqual(samples(text, 'mesh_tcp_connections_opened_total').map((r) => r.value), [3]);
   });
 });
+
+describe('MESH_METRICS_PREFIX', () => {
+  it('takes mesh (default) or istio; another value is a problem naming the variable (the proxy refuses to start on one)', async () => {
+    const { readEnvironment, describeProblem } = await import('../../src/config/env/registry.js');
+    assert.equal(readEnvironment({}).values.MESH_METRICS_PREFIX, 'mesh');
+    assert.equal(readEnvironment({ MESH_METRICS_PREFIX: 'istio' }).values.MESH_METRICS_PREFIX, 'istio');
+    const env = readEnvironment({ MESH_METRICS_PREFIX: 'prometheus' });
+    assert.equal(env.problems.length, 1);
+    assert.match(describeProblem(env.problems[0]!), /MESH_METRICS_PREFIX.*prometheus.*mesh.*istio/);
+  });
+});
