@@ -37,7 +37,7 @@ import { readClientHello } from './tls/client-hello.js';
 import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
 import { offersMeshAlpn } from './tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
-import type { PeerIdentity } from './tls/peer-identity.js';
+import { peerOf, type PeerIdentity } from './tls/peer-identity.js';
 import { requestedServerName } from './tls/requested-server-name.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
@@ -84,6 +84,11 @@ export interface CaptureListenerOptions {
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
+
+/** A plan of mutual TLS to another sidecar (not a DestinationRule's TLS, not a reason for none). */
+function isMeshTls(t: UpstreamTls | string | undefined): boolean {
+  return typeof t === 'object' && t.mesh;
+}
 
 /**
  * Admits an accepted connection into the process's budget, counts it in `stats` and keeps it in
@@ -409,16 +414,35 @@ export class CaptureListener {
       }
       stats.tcpCxTotal++;
       // Istio's TCP metrics: opened now, the rest as the connection closes (bytes each way of the client's side).
-      const series = stats.standard.tcpSeries(routed ? ('failed' in routed ? routed.cluster ?? '' : routed.target.cluster.name) : '', peer?.principal ?? '', '');
-      series.opened++;
-      downstream.once('close', () => {
-        series.closed++;
-        series.receivedBytes += downstream.bytesRead;
-        series.sentBytes += downstream.bytesWritten;
-      });
+      const service = routed ? ('failed' in routed ? routed.cluster ?? '' : routed.target.cluster.name) : '';
+      const countTcp = (principal: string): void => {
+        const series = stats.standard.tcpSeries(service, principal, '');
+        series.opened++;
+        const closed = (): void => {
+          series.closed++;
+          series.receivedBytes += downstream.bytesRead;
+          series.sentBytes += downstream.bytesWritten;
+        };
+        if (downstream.destroyed) closed();
+        else downstream.once('close', closed);
+      };
       const pool = routed && !('failed' in routed) ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
+      // Outbound to a sidecar over mutual TLS: the series is the upstream's verified principal, known once its handshake is done.
+      const up = upstream;
+      if (this.o.direction === 'outbound' && up !== undefined && !up.destroyed && isMeshTls(upTls) && peerOf(up) === undefined) {
+        let counted = false;
+        const count = (): void => {
+          if (counted) return;
+          counted = true;
+          countTcp(peerOf(up)?.principal ?? '');
+        };
+        up.once('secureConnect', count);
+        up.once('close', count);
+      } else {
+        countTcp(peer?.principal ?? (up !== undefined ? peerOf(up)?.principal : undefined) ?? '');
+      }
       if (connectFailed || !upstream || upstream.destroyed) {
         stats.upstreamCxConnectFail++;
         if (pool !== undefined) stats.routedCxConnectFail++;

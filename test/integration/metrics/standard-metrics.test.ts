@@ -248,6 +248,8 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(aOpened.value, 1);
     assert.equal(aOpened.labels['destination_service'], HTTPBIN);
     assert.equal(aOpened.labels['source_workload'], 'sleep');
+    assert.equal(aOpened.labels['source_principal'], spiffe('sleep'), 'over mutual TLS: its own identity');
+    assert.equal(aOpened.labels['destination_principal'], spiffe('httpbin'), 'the upstream sidecar\'s verified identity');
     assert.equal(one(aText, 'mesh_tcp_sent_bytes_total', { reporter: 'source' }).value, got.length);
   });
 
