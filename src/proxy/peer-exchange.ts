@@ -7,14 +7,16 @@ import { PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER } from '../metrics/peer-m
 export interface PeerExchange {
   /** `x-envoy-peer-metadata: ...\r\nx-envoy-peer-metadata-id: ...\r\n`, for an HTTP/1.1 head. */
   readonly lines: string;
-  /** The same as header pairs (HTTP/2). */
+  /** The same as header pairs (HTTP/2), and as a header record (a local answer's). */
   readonly pairs: readonly (readonly [string, string])[];
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 export function peerExchangeOf(own: { readonly header: string; readonly id: string }): PeerExchange {
   return {
     lines: `${PEER_METADATA_HEADER}: ${own.header}\r\n${PEER_METADATA_ID_HEADER}: ${own.id}\r\n`,
     pairs: [[PEER_METADATA_HEADER, own.header], [PEER_METADATA_ID_HEADER, own.id]],
+    headers: { [PEER_METADATA_HEADER]: own.header, [PEER_METADATA_ID_HEADER]: own.id },
   };
 }
 

@@ -473,7 +473,9 @@ export class Connection {
     // The body was not read: the connection cannot carry another request after it.
     if (!ex.reqComplete || this.owner.draining) ex.closeAfter = true;
     const headOnly = ex.view.method === 'HEAD';
-    this.push(replyBytes(reply, ex.closeAfter, headOnly));
+    // A client sidecar learns who answered even when this one answers itself (a policy's 403).
+    const exchange = this.peer !== undefined ? this.owner.peerExchange : undefined;
+    this.push(replyBytes(exchange ? { ...reply, headers: { ...reply.headers, ...exchange.headers } } : reply, ex.closeAfter, headOnly));
     ex.status = reply.status;
     ex.headSent = true;
     if (reply.flag) ex.flags |= FLAG[reply.flag];

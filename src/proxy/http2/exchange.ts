@@ -287,17 +287,22 @@ export class Http2Exchange implements AttemptSender {
     if (r.details) this.details = r.details;
     const stream = this.stream;
     if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
+    // A client sidecar learns who answered even when this one answers itself (a policy's 403).
+    const exchange = this.conn.peer !== undefined ? this.owner.peerExchange : undefined;
     if (this.req?.grpc) {
       this.status = 200;
       this.grpcStatus = grpcStatusForHttp(r.status);
-      stream.respond({
+      const g: OutgoingHttpHeaders = {
         ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(this.grpcStatus), 'grpc-message': grpcMessage(r.body),
-      }, { endStream: true });
+      };
+      if (exchange) for (const [name, value] of exchange.pairs) g[name] = value;
+      stream.respond(g, { endStream: true });
       return;
     }
     this.status = r.status;
     const h: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
     h[':status'] = r.status;
+    if (exchange) for (const [name, value] of exchange.pairs) h[name] = value;
     let typed = false;
     for (const [name, value] of Object.entries(r.headers ?? {})) {
       const l = name.toLowerCase();

@@ -54,6 +54,15 @@ spec:
   mtls: {mode: STRICT}
   portLevelMtls:
     9080: {mode: PERMISSIVE}
+---
+apiVersion: security.mesh.io/v1
+kind: AuthorizationPolicy
+metadata: {name: no-denied, namespace: default}
+spec:
+  selector: {matchLabels: {app: httpbin}}
+  action: DENY
+  rules:
+  - to: [{operation: {ports: ["8080"], paths: ["/denied"]}}]
 `;
 
 /** The ingress gateway routes /headers to B's PERMISSIVE port; auto mTLS (the pod network) makes that mutual TLS. */
@@ -208,6 +217,19 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(one(bText, 'istio_request_duration_milliseconds_count', { reporter: 'destination', response_code: '200' }).value, 3);
     assert.ok(one(bText, 'istio_response_bytes_sum', { reporter: 'destination', response_code: '200' }).value > 0);
     assert.equal(one(bText, 'istio_request_duration_milliseconds_bucket', { reporter: 'destination', response_code: '200', le: '+Inf' }).value, 3);
+  });
+
+  it('a 403 of B\'s policy: B reports it with RBAC, A still learns who answered', async () => {
+    const [denied] = http(a.pod, [{ url: `http://${B}:8080/denied` }]);
+    assert.equal(denied!.status, 403, denied!.body);
+    assert.equal(denied!.headers['x-envoy-peer-metadata'], undefined);
+    const bText = await scrapeUntil(b.pod, (t) => samples(t, 'istio_requests_total').some((s) => s.labels['response_code'] === '403'));
+    const inbound = one(bText, 'istio_requests_total', { reporter: 'destination', response_code: '403' });
+    assert.equal(inbound.labels['response_flags'], 'RBAC');
+    assert.equal(inbound.labels['source_workload'], 'sleep');
+    const aText = await scrapeUntil(a.pod, (t) => samples(t, 'mesh_requests_total').some((s) => s.labels['response_code'] === '403'));
+    const outbound = one(aText, 'mesh_requests_total', { reporter: 'source', response_code: '403' });
+    assert.deepEqual(pick(outbound, SIDE_LABELS), SLEEP_TO_HTTPBIN);
   });
 
   it('gRPC: request_protocol grpc, grpc_response_status and the messages each way, on both sides', async () => {
