@@ -13,6 +13,7 @@ declare -A wanted=(
   [dig]=bind9-dnsutils         # a real DNS client in the DNS proxy's truncation test
   [tcpdump]=tcpdump            # what crosses the wire between two meshed pods (mutual TLS, no plaintext)
   [h2load]=nghttp2-client      # a real HTTP/2 client (h2c prior knowledge) through the sidecar and the gateway
+  [prometheus]=prometheus      # a real Prometheus scraping two meshed pods (Istio's dashboard queries); its promtool lints the metric names
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

@@ -30,6 +30,8 @@ import { startStatusServer } from '../status/server.js';
 import { WorkerPool } from './workers.js';
 import { identitySourceFrom, noIdentitySource } from '../identity/provider.js';
 import type { Agent, AgentState } from './running-agent.js';
+import type { MetricsPrefix } from '../metrics/standard-metrics.js';
+import { metricsFacts } from './metrics-facts.js';
 
 const log = scope('default');
 
@@ -136,7 +138,7 @@ export async function runProxy(flagOptions: ProxyOptions, env: EnvValues): Promi
   const activeConnections = async (): Promise<number> =>
     plane.activeConnections + (await workers.snapshots()).reduce((n, s) => n + s.activeConnections, 0);
   const proxyRegistry = new RefreshingRegistry(refresh);
-  registerProxyMetrics(proxyRegistry, stats);
+  registerProxyMetrics(proxyRegistry, stats, { prefix: env.MESH_METRICS_PREFIX as MetricsPrefix, facts: metricsFacts(plane, plane.clusterDomain) });
   // The traffic clusters' counts are in the memory every worker shares: this thread's clusters give the totals.
   registerClusterMetrics(proxyRegistry, () => plane.clusters.statuses());
   registerDecisionMetrics(proxyRegistry, decisions);

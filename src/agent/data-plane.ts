@@ -51,6 +51,8 @@ import { meshVirtualServices } from '../traffic/mesh-routes.js';
 import { buildL4RouteTable } from '../traffic/l4-routes.js';
 import { buildMeshRouteTable } from '../routing/index.js';
 import { TrafficStore } from '../traffic/shared-state.js';
+import { peerExchangeOf, type PeerExchange } from '../proxy/peer-exchange.js';
+import { ownMetadata, type OwnMetadata } from '../metrics/peer-metadata.js';
 
 const log = scope('default');
 
@@ -122,9 +124,10 @@ interface CaptureParts {
   readonly meshTls: InboundMeshTls;
   /** Per direction: a Telemetry resource may turn one off. */
   readonly accessLogs: AccessLogSwitches | undefined;
+  readonly peerExchange: PeerExchange;
 }
 
-function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLogs }: CaptureParts): CaptureListener[] {
+function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshTls, accessLogs, peerExchange }: CaptureParts): CaptureListener[] {
   const { env, mesh, reusePort, connections } = o;
   const tproxy = env.INBOUND_INTERCEPTION_MODE === 'TPROXY';
   const mark = Number(env.INBOUND_TPROXY_MARK || '1337');
@@ -136,6 +139,7 @@ function captureListeners(o: DataPlaneOptions, { stats, inbound, outbound, meshT
     localAddresses: localAddressCache(),
     http: http1Settings(env, mesh),
     reusePort,
+    peerExchange,
   };
   const outboundLog = { accessLog: accessLogs?.client };
   const inboundLog = { accessLog: accessLogs?.server };
@@ -276,9 +280,11 @@ export class DataPlane {
   readonly trafficStore: TrafficStore;
   readonly clusters: ClusterManager;
   private readonly outlierLog: OutlierLog | undefined;
+  /** Who this pod is, for Istio's standard metrics and the metadata exchange (from its labels and environment, read at start). */
+  readonly ownMetadata: OwnMetadata;
   /** What the configuration in force says of outbound traffic (services, their clusters). */
   private traffic: MeshTraffic | undefined;
-  private readonly clusterDomain: string;
+  readonly clusterDomain: string;
 
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
@@ -314,8 +320,11 @@ export class DataPlane {
         log.warn(message);
       },
     });
+    const workload = readWorkload(o.cwd, env.POD_NAMESPACE || 'default', options.type === 'router' ? DEFAULT_GATEWAY_LABELS : {});
+    this.ownMetadata = ownMetadata(env, workload.labels);
     this.router = options.type === 'router' && !env.DISABLE_PROXY
       ? new GatewayRouter({
+        peerExchange: peerExchangeOf(this.ownMetadata),
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLogs?.client,
@@ -342,7 +351,7 @@ export class DataPlane {
       ...(outlierLog ? { onOutlierEvent: (e: Parameters<OutlierLog['write']>[0]) => outlierLog.write(e) } : {}),
     });
     this.resources = new MeshResources({
-      cwd: o.cwd, configSources: mesh.configSources, workload: readWorkload(o.cwd, env.POD_NAMESPACE || 'default', options.type === 'router' ? DEFAULT_GATEWAY_LABELS : {}),
+      cwd: o.cwd, configSources: mesh.configSources, workload,
       debounceMs: env.FILE_DEBOUNCE_DURATION, security: this.security,
       ...(this.router ? { router: this.router } : {}),
       ...(o.primary ? { rejects: o.primary.rejects, onWatchFailure: o.primary.onWatchFailure } : { quiet: true }),
@@ -415,6 +424,7 @@ export class DataPlane {
     });
     this.captures = await listenAll(captureListeners(this.o, {
       stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLogs: this.accessLogs,
+      peerExchange: peerExchangeOf(this.ownMetadata),
     }));
   }
 

@@ -35,6 +35,7 @@ import type { DecisionDraft, DecisionLog } from './decisions.js';
 import { clientAddress, plainAddress } from './forwarded-for.js';
 import type { PortPlan } from './listener-plan.js';
 import { TlsTermination } from './tls-termination.js';
+import type { PeerExchange } from '../proxy/peer-exchange.js';
 
 const log = scope('default');
 const NO_BYTES = Buffer.alloc(0);
@@ -43,6 +44,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface GatewayRouterOptions {
   readonly stats: ProxyStats;
+  /** Istio's metadata exchange with mesh upstreams (this gateway's lines); absent: none spoken. */
+  readonly peerExchange?: PeerExchange | undefined;
   readonly security: RequestSecurity;
   readonly decisions: DecisionLog;
   /** How HTTP/1 requests are read (100-continue, HTTP/1.0, path normalization, limits, head time-out). */
@@ -135,6 +138,8 @@ class GatewayListener {
     const stats = o.stats.inbound;
     const http: HttpHandlerOptions = {
       stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, settings: o.http, accessLog: o.accessLog, role: 'gateway',
+      // Istio's gateways report their requests as the source (they send them into the mesh).
+      standard: o.stats.outbound.standard, peerExchange: o.peerExchange,
     };
     this.http = new Http1Handler(http);
     this.h2 = new Http2Handler(http);

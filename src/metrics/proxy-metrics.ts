@@ -1,27 +1,25 @@
 // The proxy's Prometheus series (15090 `/stats/prometheus`, and the proxy part of 15020). The data
 // plane only bumps plain numbers in ProxyStats; these collectors read them at scrape time, so the
 // hot path never calls prom-client and `/stats` (admin) and Prometheus can never disagree.
-// Names follow Istio's standard metrics with `istio_` → `mesh_`; `direction` (outbound|inbound)
-// plays the part of Istio's `reporter` (docs/METRICS.md lists every series and its source).
-import { Counter, Gauge, Histogram, type MetricType, type Registry } from './prom.js';
+// Istio's ten standard metrics are registered by standard-metrics.ts (labelled as Istio labels them,
+// `reporter` source|destination); the proxy's own series here keep `direction` (outbound|inbound).
+// docs/METRICS.md lists every series and its source.
+import { Counter, Gauge, type Registry } from './prom.js';
 import type { DecisionLog } from '../gateway/decisions.js';
-import { DIRECTIONS, DURATION_BUCKETS_MS, MTLS_FAILURE_REASONS, requestLabels, type Direction, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
+import { DIRECTIONS, MTLS_FAILURE_REASONS, type DirectionStats, type ProxyStats } from '../proxy/stats.js';
+import { UNKNOWN_WORKLOAD } from './peer-metadata.js';
+import { hostOfCluster, PASSTHROUGH_SERVICE, serviceOfHost, UNKNOWN_SERVICE, type LocalFacts } from './standard-labels.js';
+import { registerStandardMetrics, standardMetricNames, type MetricsPrefix } from './standard-metrics.js';
 
-/** Every series this module registers, by name: one home for the names (docs and tests use it). */
+export { standardMetricNames };
+
+/** Every series of the proxy's own this module registers, by name: one home for the names (docs and tests use it). */
 export const PROXY_METRIC_NAMES = {
-  requests: 'mesh_requests_total',
   requestsActive: 'mesh_requests_active',
-  requestDuration: 'mesh_request_duration_milliseconds',
-  requestBytes: 'mesh_request_bytes_total',
-  responseBytes: 'mesh_response_bytes_total',
   httpProtocolErrors: 'mesh_http_protocol_errors_total',
   httpHeadTimeouts: 'mesh_http_request_header_timeouts_total',
   httpTunnels: 'mesh_http_upgrades_total',
   tcpDenied: 'mesh_tcp_connections_denied_total',
-  tcpOpened: 'mesh_tcp_connections_opened_total',
-  tcpClosed: 'mesh_tcp_connections_closed_total',
-  tcpReceivedBytes: 'mesh_tcp_received_bytes_total',
-  tcpSentBytes: 'mesh_tcp_sent_bytes_total',
   tcpPassthrough: 'mesh_tcp_passthrough_connections_total',
   downstreamActive: 'mesh_downstream_connections_active',
   downstreamOverflow: 'mesh_downstream_connections_overflow_total',
@@ -42,6 +40,23 @@ export const PROXY_METRIC_NAMES = {
   loopsRefused: 'mesh_loop_connections_refused_total',
   connectionTerminations: 'proxy_connection_terminations',
 } as const;
+
+/** Istio's standard metrics: their prefix (MESH_METRICS_PREFIX) and what the scrape knows of this pod. */
+export interface StandardMetricsOptions {
+  readonly prefix?: MetricsPrefix | undefined;
+  readonly facts?: (() => LocalFacts) | undefined;
+}
+
+/** A pod that knows nothing of itself: every workload label `unknown`. */
+const UNKNOWN_FACTS: LocalFacts = {
+  own: UNKNOWN_WORKLOAD, ownPrincipal: undefined, inboundService: UNKNOWN_SERVICE,
+  serviceOf: (cluster) => {
+    const host = hostOfCluster(cluster);
+    return host === undefined ? PASSTHROUGH_SERVICE : serviceOfHost(host, UNKNOWN_WORKLOAD.namespace);
+  },
+  peerOf: () => UNKNOWN_WORKLOAD,
+};
+const unknownFacts = (): LocalFacts => UNKNOWN_FACTS;
 
 /** Registered beside the proxy's series by registerDecisionMetrics. */
 export const DECISION_METRIC_NAME = 'mesh_request_decisions_total';
@@ -68,118 +83,18 @@ function directionGauge(registry: Registry, stats: ProxyStats, name: string, hel
   });
 }
 
-/** Sample of a histogram as prom-client's text formatter takes it. */
-interface HistogramSample {
-  metricName: string;
-  labels: Record<string, string | number>;
-  value: number;
-}
-
-/**
- * The cumulative Prometheus samples (`_bucket` per bound and `+Inf`, `_sum`, `_count`) of one
- * direction's request-duration histogram, whose counts in ProxyStats are per bucket.
- */
-export function durationSamples(name: string, direction: Direction, d: DirectionStats): HistogramSample[] {
-  const h = d.rqDurationMs;
-  const samples: HistogramSample[] = [];
-  let cumulative = 0;
-  h.bounds.forEach((bound, i) => {
-    cumulative += h.counts[i]!;
-    samples.push({ metricName: `${name}_bucket`, labels: { direction, le: bound }, value: cumulative });
-  });
-  samples.push({ metricName: `${name}_bucket`, labels: { direction, le: '+Inf' }, value: h.count });
-  samples.push({ metricName: `${name}_sum`, labels: { direction }, value: h.sum });
-  samples.push({ metricName: `${name}_count`, labels: { direction }, value: h.count });
-  return samples;
-}
-
-/** prom-client types the kind as an enum its JavaScript does not export; the value is the string. */
-const HISTOGRAM = 'histogram' as unknown as MetricType;
-
-/**
- * prom-client's Histogram only learns through observe(); this one reports the data plane's
- * fixed-bucket counts as they are at scrape time (the registry calls getForPromString for text).
- */
-class StatsDurationHistogram extends Histogram<'direction'> {
-  private static readonly help =
-    'Duration of HTTP requests through the proxy, from the first byte of the request to the end of the response, in milliseconds.';
-
-  constructor(registry: Registry, private readonly stats: ProxyStats) {
-    super({
-      name: PROXY_METRIC_NAMES.requestDuration,
-      help: StatsDurationHistogram.help,
-      labelNames: ['direction'],
-      buckets: [...DURATION_BUCKETS_MS],
-      registers: [registry],
-    });
-  }
-
-  getForPromString(): ReturnType<Histogram<'direction'>['get']> {
-    const name = PROXY_METRIC_NAMES.requestDuration;
-    const values = DIRECTIONS.flatMap((direction) => durationSamples(name, direction, this.stats.of(direction)));
-    return Promise.resolve({
-      name, help: StatsDurationHistogram.help, type: HISTOGRAM, aggregator: 'sum', collect: () => undefined,
-      // `le` is a label prom-client's histograms carry; the type does not name it.
-      values: values as Awaited<ReturnType<Histogram<'direction'>['get']>>['values'],
-    });
-  }
-
-  override get(): ReturnType<Histogram<'direction'>['get']> {
-    return this.getForPromString();
-  }
-}
-
 /**
  * Registers the proxy's collectors on `registry` (never the global one). Nothing is counted here:
  * every value is read from `stats` when the registry is scraped.
  */
-export function registerProxyMetrics(registry: Registry, stats: ProxyStats): void {
+export function registerProxyMetrics(registry: Registry, stats: ProxyStats, standard: StandardMetricsOptions = {}): void {
   const n = PROXY_METRIC_NAMES;
-  new Counter({
-    name: n.requests,
-    help: 'HTTP requests completed by the proxy, by direction, response status code, and Istio\'s labels: request_protocol '
-      + '(http, grpc), grpc_response_status (a gRPC call\'s grpc-status), response_flags (Envoy\'s short flags: UH, UF, UO, URX, '
-      + 'NR, UT, UC, UR, LR, DC...; - for none), whether the client came over mutual TLS and as whom '
-      + '(connection_security_policy mutual_tls/none inbound, unknown outbound; source_principal).',
-    labelNames: ['direction', 'response_code', 'request_protocol', 'grpc_response_status', 'response_flags', 'connection_security_policy', 'source_principal'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const direction of DIRECTIONS) {
-        const d = stats.of(direction);
-        const plain = new Map(d.rqByCode);
-        const policy = direction === 'inbound' ? 'none' : 'unknown';
-        for (const [key, count] of d.rqLabelled) {
-          const l = requestLabels(key);
-          plain.set(l.code, (plain.get(l.code) ?? 0) - count);
-          this.inc({
-            direction, response_code: String(l.code), request_protocol: l.protocol, grpc_response_status: l.grpcStatus, response_flags: l.flags,
-            connection_security_policy: l.peer === undefined ? policy : 'mutual_tls', source_principal: l.peer ?? 'unknown',
-          }, count);
-        }
-        for (const [code, count] of [...plain].sort(([a], [b]) => a - b)) {
-          if (count > 0) {
-            this.inc({
-              direction, response_code: String(code), request_protocol: 'http', grpc_response_status: '', response_flags: '-',
-              connection_security_policy: policy, source_principal: 'unknown',
-            }, count);
-          }
-        }
-      }
-    },
-  });
+  registerStandardMetrics(registry, stats, standard.prefix ?? 'mesh', standard.facts ?? unknownFacts);
   directionGauge(registry, stats, n.requestsActive, 'HTTP requests in progress.', (d) => d.rqActive);
-  new StatsDurationHistogram(registry, stats);
-  directionCounter(registry, stats, n.requestBytes, 'HTTP request body bytes received from clients.', (d) => d.rqBodyBytes);
-  directionCounter(registry, stats, n.responseBytes, 'HTTP response body bytes sent back to clients.', (d) => d.rsBodyBytes);
   directionCounter(registry, stats, n.httpProtocolErrors, 'Malformed HTTP requests, answered 400 (414, 431, 501, 505 for their cases).', (d) => d.rqProtocolErrors);
   directionCounter(registry, stats, n.httpHeadTimeouts, 'HTTP request heads not complete within the header time-out (408).', (d) => d.rqHeadTimeouts);
   directionCounter(registry, stats, n.httpTunnels, 'HTTP requests whose protocol switch the upstream confirmed (101 to an Upgrade, 2xx to CONNECT).', (d) => d.rqTunnels);
 
-  directionCounter(registry, stats, n.tcpOpened, 'Downstream TCP connections accepted (HTTP and passthrough).', (d) => d.cxTotal);
-  directionCounter(registry, stats, n.tcpClosed, 'Downstream TCP connections closed (HTTP and passthrough).', (d) => d.cxTotal - d.cxActive);
-  directionCounter(registry, stats, n.tcpReceivedBytes, 'Bytes read from downstream connections.', (d) => d.rxBytes);
-  directionCounter(registry, stats, n.tcpSentBytes, 'Bytes written to downstream connections.', (d) => d.txBytes);
   directionCounter(registry, stats, n.tcpPassthrough, 'Downstream connections carried as raw TCP (not HTTP/1.x).', (d) => d.tcpCxTotal);
   directionCounter(registry, stats, n.tcpDenied, 'Downstream connections not HTTP/1.x that authorization policy refused (closed before a byte went on).', (d) => d.tcpCxDenied);
   directionGauge(registry, stats, n.downstreamActive, 'Downstream connections open now.', (d) => d.cxActive);

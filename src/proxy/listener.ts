@@ -10,6 +10,7 @@
 // An outbound connection to a ServiceEntry port that declares its protocol is not sniffed: TCP (TLS,
 // MONGO...) is relayed from the first byte, whoever speaks first; HTTP (HTTP2, GRPC...) is awaited as
 // HTTP, and bytes that are not HTTP pass through to the original destination (Istio's filter chains).
+import type { PeerExchange } from './peer-exchange.js';
 import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
@@ -36,7 +37,7 @@ import { readClientHello } from './tls/client-hello.js';
 import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
 import { offersMeshAlpn } from './tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
-import type { PeerIdentity } from './tls/peer-identity.js';
+import { peerOf, type PeerIdentity } from './tls/peer-identity.js';
 import { requestedServerName } from './tls/requested-server-name.js';
 import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './upstream.js';
 
@@ -78,9 +79,16 @@ export interface CaptureListenerOptions {
   readonly accessLog?: AccessLogSink | undefined;
   /** Inbound: mutual TLS from other sidecars (PeerAuthentication); absent: every connection as it comes. */
   readonly meshTls?: InboundMeshTls | undefined;
+  /** Istio's metadata exchange with mesh peers (this pod's lines); absent: none spoken. */
+  readonly peerExchange?: PeerExchange | undefined;
 }
 
 const destinations = new WeakMap<Socket, Endpoint>();
+
+/** A plan of mutual TLS to another sidecar (not a DestinationRule's TLS, not a reason for none). */
+function isMeshTls(t: UpstreamTls | string | undefined): boolean {
+  return typeof t === 'object' && t.mesh;
+}
 
 /**
  * Admits an accepted connection into the process's budget, counts it in `stats` and keeps it in
@@ -135,7 +143,7 @@ export class CaptureListener {
   constructor(private readonly o: CaptureListenerOptions) {
     const http: HttpHandlerOptions = {
       stats: o.stats.of(o.direction), upstream: o.upstream, destinationOf: (socket) => destinations.get(socket),
-      decider: o.decider, settings: o.http, accessLog: o.accessLog, role: o.direction,
+      decider: o.decider, settings: o.http, accessLog: o.accessLog, role: o.direction, peerExchange: o.peerExchange,
     };
     this.http = new Http1Handler(http);
     this.h2 = new Http2Handler(http);
@@ -416,9 +424,36 @@ export class CaptureListener {
         return;
       }
       stats.tcpCxTotal++;
+      // Istio's TCP metrics: opened now, the rest as the connection closes (bytes each way of the client's side).
+      const service = routed && routed !== AWAITING_SERVER_NAME ? ('failed' in routed ? routed.cluster ?? '' : 'target' in routed ? routed.target.cluster.name : '') : '';
+      const countTcp = (principal: string): void => {
+        const series = stats.standard.tcpSeries(service, principal, '');
+        series.opened++;
+        const closed = (): void => {
+          series.closed++;
+          series.receivedBytes += downstream.bytesRead;
+          series.sentBytes += downstream.bytesWritten;
+        };
+        if (downstream.destroyed) closed();
+        else downstream.once('close', closed);
+      };
       const pool = routed && 'target' in routed ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
+      // Outbound to a sidecar over mutual TLS: the series is the upstream's verified principal, known once its handshake is done.
+      const up = upstream;
+      if (this.o.direction === 'outbound' && up !== undefined && !up.destroyed && isMeshTls(upTls) && peerOf(up) === undefined) {
+        let counted = false;
+        const count = (): void => {
+          if (counted) return;
+          counted = true;
+          countTcp(peerOf(up)?.principal ?? '');
+        };
+        up.once('secureConnect', count);
+        up.once('close', count);
+      } else {
+        countTcp(peer?.principal ?? (up !== undefined ? peerOf(up)?.principal : undefined) ?? '');
+      }
       if (connectFailed || !upstream || upstream.destroyed) {
         upstream?.destroy();
         if (connectError?.startsWith(BLACK_HOLE_CLUSTER) === true) { // REGISTRY_ONLY: no service covers it; nothing was dialled

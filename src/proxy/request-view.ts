@@ -24,6 +24,13 @@ export class RequestView {
   routedRoute: string | undefined = undefined;
   /** A route's fault injection delayed it (DI), set by the outbound decider. */
   faultDelayed = false;
+  /**
+   * Istio's metadata exchange: the peer sidecar's `x-envoy-peer-metadata` as it came (inbound: the
+   * request's, from a verified mutual TLS client only; outbound: the mesh upstream's response's), and
+   * the upstream's verified principal (outbound mutual TLS). The standard metrics' peer labels.
+   */
+  peerMetadata: string | undefined = undefined;
+  upstreamPrincipal: string | undefined = undefined;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(
@@ -62,6 +69,17 @@ export class RequestView {
       if (name.length === n && (name === lowerName || name.toLowerCase() === lowerName)) return true;
     }
     return false;
+  }
+
+  /** The first value of header `lowerName`, read from the lines (as `has`); undefined when absent. */
+  value(lowerName: string): string | undefined {
+    const raw = this.rawHeaders;
+    const n = lowerName.length;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (name.length === n && (name === lowerName || name.toLowerCase() === lowerName)) return raw[i + 1];
+    }
+    return undefined;
   }
 
   /** For the RequestDecider contract, typed on IncomingMessage (deciders read only the fields above). */

@@ -2,40 +2,14 @@
 // per packet). The admin API renders them as Envoy-style `/stats`, the metrics module exports them
 // as Prometheus series at scrape time. One source, two views.
 import { flagsText } from '../log/access-record.js';
+import { DURATION_BUCKETS_MS, StandardSeries } from './standard-series.js';
+import { Histogram } from './stats-histogram.js';
 
 export type Direction = 'inbound' | 'outbound';
 export const DIRECTIONS: readonly Direction[] = ['outbound', 'inbound'];
 
-/** Request-duration buckets in milliseconds (Istio's, so dashboards carry over). */
-export const DURATION_BUCKETS_MS: readonly number[] = [
-  0.5, 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000, 600000, 1800000, 3600000,
-];
-
-/** A fixed-bucket histogram: counts per upper bound (non-cumulative), plus sum and count. */
-export class Histogram {
-  readonly counts: number[];
-  sum = 0;
-  count = 0;
-
-  constructor(readonly bounds: readonly number[]) {
-    this.counts = new Array<number>(bounds.length + 1).fill(0);
-  }
-
-  /** Adds another histogram's samples (same bounds): the workers' histograms summed. */
-  add(other: { readonly counts: readonly number[]; readonly sum: number; readonly count: number }): void {
-    for (let i = 0; i < this.counts.length; i++) this.counts[i]! += other.counts[i] ?? 0;
-    this.sum += other.sum;
-    this.count += other.count;
-  }
-
-  observe(value: number): void {
-    let i = 0;
-    while (i < this.bounds.length && value > this.bounds[i]!) i++;
-    this.counts[i]!++;
-    this.sum += value;
-    this.count++;
-  }
-}
+export { DURATION_BUCKETS_MS } from './standard-series.js';
+export { Histogram } from './stats-histogram.js';
 
 export const MTLS_FAILURE_REASONS = ['peer_certificate', 'handshake', 'timeout'] as const;
 export type MtlsFailureReason = (typeof MTLS_FAILURE_REASONS)[number];
@@ -164,6 +138,8 @@ export class DirectionStats {
   /** Requests whose protocol switch the upstream confirmed (101 to an Upgrade, 2xx to CONNECT): tunnels. */
   rqTunnels = 0;
   readonly rqDurationMs = new Histogram(DURATION_BUCKETS_MS);
+  /** Istio's standard metrics of this direction (reporter), by label set (src/proxy/standard-series.ts). */
+  readonly standard = new StandardSeries();
   /** HTTP body bytes received from clients / sent back to them. */
   rqBodyBytes = 0;
   rsBodyBytes = 0;
@@ -216,6 +192,7 @@ export class DirectionStats {
     this.rqByCode.clear();
     this.rqLabelled.clear();
     this.mtlsFailuresByReason.clear();
+    this.standard.clear();
     this.rqDurationMs.counts.fill(0);
     this.rqDurationMs.sum = 0;
     this.rqDurationMs.count = 0;
@@ -231,6 +208,7 @@ export class DirectionStats {
     for (const [key, n] of other.rqLabelled) this.rqLabelled.set(key, (this.rqLabelled.get(key) ?? 0) + n);
     for (const [reason, n] of other.mtlsFailuresByReason) this.mtlsFailuresByReason.set(reason, (this.mtlsFailuresByReason.get(reason) ?? 0) + n);
     this.rqDurationMs.add(other.rqDurationMs);
+    this.standard.add(other.standard);
   }
 }
 

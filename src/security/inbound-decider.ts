@@ -11,11 +11,27 @@ import type { Endpoint } from '../proxy/socket-options.js';
 import { peerOf, type PeerIdentity } from '../proxy/tls/peer-identity.js';
 import { requestedServerName } from '../proxy/tls/requested-server-name.js';
 import { rbacDeniedDetails, type RequestContext, type RequestSecurity, type SecurityOutcome } from './request-security.js';
+import { hasHeader, RequestView } from '../proxy/request-view.js';
+import { PEER_METADATA_HEADER, PEER_METADATA_HEADERS, PEER_METADATA_ID_HEADER } from '../metrics/peer-metadata.js';
 
 const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access denied' };
 
 export const XFCC = 'x-forwarded-client-cert';
-const STRIP_XFCC: readonly string[] = [XFCC];
+/**
+ * What no client's own copy may take to the application: XFCC (set here for a mutual TLS peer) and
+ * Istio's peer-metadata headers (read here from a mutual TLS peer, never passed on, as Envoy does).
+ */
+const STRIP_OWNED: readonly string[] = [XFCC, ...PEER_METADATA_HEADERS];
+
+/** Whether the request carries a header the proxy owns (the plaintext path checks before building an edit). */
+function carriesOwned(req: IncomingMessage): boolean {
+  return hasHeader(req, XFCC) || hasHeader(req, PEER_METADATA_HEADER) || hasHeader(req, PEER_METADATA_ID_HEADER);
+}
+
+/** A mutual TLS peer's exchanged metadata, kept on the request for the standard metrics (the proxy's request views only). */
+function notePeerMetadata(req: IncomingMessage): void {
+  if (req instanceof RequestView) req.peerMetadata = req.value(PEER_METADATA_HEADER);
+}
 
 /** `sni`: the server name of the client's ClientHello, when the connection is TLS (mutual TLS, or TLS carried as bytes). */
 function context(dst: Endpoint, source: string | undefined, peer: PeerIdentity | undefined, sni: string | undefined): RequestContext {
@@ -58,25 +74,30 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
       }
     }
     const { setHeaders, removeHeaders, path } = outcome.edits;
-    if (peer) setHeaders.push([XFCC, xfccValue(peer, self())]);
-    else removeHeaders.push(XFCC);
+    if (peer) {
+      setHeaders.push([XFCC, xfccValue(peer, self())]);
+      removeHeaders.push(...PEER_METADATA_HEADERS);
+    } else {
+      removeHeaders.push(...STRIP_OWNED);
+    }
     return { kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}) };
   };
   return {
     decide: (req, dst) => {
       const peer = peerOf(req.socket);
       if ((security.idle && !peer) || !dst) {
-        // No policy and no mTLS peer (the hot path): only a plaintext client's own XFCC to drop.
+        // No policy and no mTLS peer (the hot path): only a plaintext client's own XFCC or peer metadata to drop.
         const plain = ORIGINAL_DESTINATION.decide(req, dst) as Verdict;
-        return plain.kind === 'forward' && req.headers[XFCC] !== undefined ? { ...plain, removeHeaders: STRIP_XFCC } : plain;
+        return plain.kind === 'forward' && carriesOwned(req) ? { ...plain, removeHeaders: STRIP_OWNED } : plain;
       }
+      if (peer) notePeerMetadata(req);
       const draft = decisions.begin(req, 'inbound');
       draft.upstream = upstreamOf(dst);
       draft.connectionSecurityPolicy = peer ? 'mutual_tls' : 'none';
       if (peer) draft.peer = peer.principal;
       if (security.idle) { // an mTLS peer and no policy: its record and its XFCC, nothing to check
         security.passIdle(draft);
-        return { kind: 'forward', address: dst.address, port: dst.port, setHeaders: [[XFCC, xfccValue(peer!, self())]] };
+        return { kind: 'forward', address: dst.address, port: dst.port, setHeaders: [[XFCC, xfccValue(peer!, self())]], removeHeaders: PEER_METADATA_HEADERS };
       }
       const outcome = security.check(req, context(dst, req.socket.remoteAddress, peer, requestedServerName(req.socket)), draft);
       return outcome instanceof Promise ? outcome.then((o) => forward(req, o, dst, peer)) : forward(req, outcome, dst, peer);

@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Registry, register as globalRegistry } from 'prom-client';
 import { DecisionLog } from '../../src/gateway/decisions.js';
-import { DECISION_METRIC_NAME, PROXY_METRIC_NAMES, durationSamples, registerDecisionMetrics, registerProxyMetrics } from '../../src/metrics/proxy-metrics.js';
-import { FLAG } from '../../src/log/access-record.js';
-import { DURATION_BUCKETS_MS, ProxyStats } from '../../src/proxy/stats.js';
+import { DECISION_METRIC_NAME, PROXY_METRIC_NAMES, registerDecisionMetrics, registerProxyMetrics } from '../../src/metrics/proxy-metrics.js';
+import { ProxyStats } from '../../src/proxy/stats.js';
 import { repoRoot } from '../helpers/repo.js';
 import { assertValidPrometheusText } from './prom-text-validator.js';
 
@@ -47,22 +46,8 @@ function block(text: string, name: string): string[] {
 describe('proxy metrics', () => {
   it('prints the counters of each direction under the documented names', async () => {
     const text = await scrape(filledStats());
-    assert.deepEqual(block(text, 'mesh_requests_total'), [
-      '# HELP mesh_requests_total',
-      '# TYPE mesh_requests_total counter',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 3',
-      'mesh_requests_total{direction="outbound",response_code="404",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="inbound",response_code="201",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"} 1',
-    ]);
     const pairs: [string, string, string][] = [
-      ['mesh_request_bytes_total', '300', '0'],
-      ['mesh_response_bytes_total', '4000', '0'],
       ['mesh_http_protocol_errors_total', '1', '0'],
-      ['mesh_tcp_connections_opened_total', '10', '2'],
-      ['mesh_tcp_connections_closed_total', '7', '2'],
-      ['mesh_tcp_received_bytes_total', '1000', '10'],
-      ['mesh_tcp_sent_bytes_total', '5000', '20'],
       ['mesh_tcp_passthrough_connections_total', '4', '0'],
       ['mesh_upstream_connections_total', '6', '0'],
       ['mesh_upstream_connect_failures_total', '1', '0'],
@@ -87,29 +72,6 @@ describe('proxy metrics', () => {
       ['# HELP mesh_loop_connections_refused_total', '# TYPE mesh_loop_connections_refused_total counter', 'mesh_loop_connections_refused_total 5']);
   });
 
-  it('prints the duration histogram cumulatively from the fixed buckets', async () => {
-    const text = await scrape(filledStats());
-    const lines = block(text, 'mesh_request_duration_milliseconds');
-    assert.equal(lines[1], '# TYPE mesh_request_duration_milliseconds histogram');
-    const outbound = lines.filter((l) => l.includes('direction="outbound"'));
-    assert.deepEqual(outbound.slice(0, 5), [
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="0.5"} 1',
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="1"} 1',
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="5"} 3',
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="10"} 3',
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="25"} 4',
-    ]);
-    assert.deepEqual(outbound.slice(-4), [
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="3600000"} 4',
-      'mesh_request_duration_milliseconds_bucket{direction="outbound",le="+Inf"} 5',
-      'mesh_request_duration_milliseconds_sum{direction="outbound"} 5000026.4',
-      'mesh_request_duration_milliseconds_count{direction="outbound"} 5',
-    ]);
-    assert.equal(outbound.length, DURATION_BUCKETS_MS.length + 3);
-    assert.ok(lines.includes('mesh_request_duration_milliseconds_bucket{direction="inbound",le="1"} 1'));
-    assert.ok(lines.includes('mesh_request_duration_milliseconds_count{direction="inbound"} 1'));
-  });
-
   it('gives every series HELP and TYPE and produces valid Prometheus text', async () => {
     const text = await scrape(filledStats());
     assertValidPrometheusText(text);
@@ -123,69 +85,12 @@ describe('proxy metrics', () => {
     const stats = new ProxyStats();
     const registry = new Registry();
     registerProxyMetrics(registry, stats);
-    assert.match(await registry.metrics(), /^mesh_tcp_connections_opened_total\{direction="outbound"\} 0$/m);
-    stats.outbound.cxTotal = 42;
-    stats.outbound.recordResponse(500, 2);
+    assert.match(await registry.metrics(), /^mesh_tcp_passthrough_connections_total\{direction="outbound"\} 0$/m);
+    stats.outbound.tcpCxTotal = 42;
+    stats.outbound.rqActive = 3;
     const text = await registry.metrics();
-    assert.match(text, /^mesh_tcp_connections_opened_total\{direction="outbound"\} 42$/m);
-    assert.match(text, /^mesh_requests_total\{direction="outbound",response_code="500",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
-    assert.match(text, /^mesh_request_duration_milliseconds_count\{direction="outbound"\} 1$/m);
-  });
-
-  it('labels requests that came over mutual TLS with the peer, Istio\'s way; the rest none (inbound) or unknown (outbound)', async () => {
-    const stats = new ProxyStats();
-    const registry = new Registry();
-    registerProxyMetrics(registry, stats);
-    stats.inbound.recordResponse(200, 1, 'cluster.local/ns/default/sa/sleep');
-    stats.inbound.recordResponse(200, 1, 'cluster.local/ns/default/sa/sleep');
-    stats.inbound.recordResponse(403, 1, 'cluster.local/ns/default/sa/other');
-    stats.inbound.recordResponse(200, 1);
-    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
-    assert.deepEqual(lines.sort(), [
-      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 2',
-      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
-    ]);
-  });
-
-  it('labels gRPC calls request_protocol grpc with their grpc-status, plain HTTP/2 requests http', async () => {
-    const stats = new ProxyStats();
-    const registry = new Registry();
-    registerProxyMetrics(registry, stats);
-    stats.outbound.recordResponse(200, 1, undefined, 0);
-    stats.outbound.recordResponse(200, 1, undefined, 7);
-    stats.outbound.recordResponse(200, 1, undefined, 7);
-    stats.outbound.recordResponse(200, 1, undefined, null);
-    stats.outbound.recordResponse(200, 1);
-    stats.inbound.recordResponse(200, 1, 'cluster.local/ns/default/sa/sleep', 14);
-    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
-    assert.deepEqual(lines.sort(), [
-      'mesh_requests_total{direction="inbound",response_code="200",request_protocol="grpc",grpc_response_status="14",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/sleep"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="0",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="7",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 2',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
-    ]);
-  });
-
-  it('labels requests with Envoy\'s response flags (response_flags, - when none), beside the other labels', async () => {
-    const stats = new ProxyStats();
-    const registry = new Registry();
-    registerProxyMetrics(registry, stats);
-    stats.outbound.recordResponse(503, 1, undefined, undefined, FLAG.UH);
-    stats.outbound.recordResponse(503, 1, undefined, undefined, FLAG.UH);
-    stats.outbound.recordResponse(503, 1, undefined, undefined, FLAG.UF | FLAG.URX);
-    stats.outbound.recordResponse(200, 1, undefined, 14, FLAG.URX);
-    stats.outbound.recordResponse(200, 1);
-    stats.inbound.recordResponse(403, 1, 'cluster.local/ns/default/sa/other', undefined, FLAG.RBAC);
-    const lines = (await registry.metrics()).split('\n').filter((l) => l.startsWith('mesh_requests_total{'));
-    assert.deepEqual(lines.sort(), [
-      'mesh_requests_total{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",response_flags="RBAC",connection_security_policy="mutual_tls",source_principal="cluster.local/ns/default/sa/other"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="grpc",grpc_response_status="14",response_flags="URX",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="UF,URX",connection_security_policy="unknown",source_principal="unknown"} 1',
-      'mesh_requests_total{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="UH",connection_security_policy="unknown",source_principal="unknown"} 2',
-    ]);
+    assert.match(text, /^mesh_tcp_passthrough_connections_total\{direction="outbound"\} 42$/m);
+    assert.match(text, /^mesh_requests_active\{direction="outbound"\} 3$/m);
   });
 
   it('never touches the global registry', async () => {
@@ -195,26 +100,9 @@ describe('proxy metrics', () => {
     assert.doesNotMatch(before, /mesh_/);
   });
 
-  it('gives the same numbers through getMetricsAsJSON', async () => {
-    const registry = new Registry();
-    registerProxyMetrics(registry, filledStats());
-    const json = await registry.getMetricsAsJSON();
-    const histogram = json.find((m) => m.name === 'mesh_request_duration_milliseconds');
-    assert.equal(histogram?.type, 'histogram');
-    assert.ok(histogram?.values.some((v) => (v as { metricName?: string }).metricName === 'mesh_request_duration_milliseconds_count' && v.value === 5));
-  });
-
   it('documents every series in docs/METRICS.md', () => {
     const doc = readFileSync(join(repoRoot, 'docs', 'METRICS.md'), 'utf8');
     for (const name of Object.values(PROXY_METRIC_NAMES)) assert.match(doc, new RegExp(`^\\| \`${name}\` \\|`, 'm'), name);
-  });
-
-  it('durationSamples is cumulative and ends with +Inf, _sum and _count', () => {
-    const stats = new ProxyStats();
-    stats.inbound.recordResponse(200, 7);
-    const samples = durationSamples('h', 'inbound', stats.inbound);
-    assert.deepEqual(samples.slice(2, 4).map((s) => [s.labels['le'], s.value]), [[5, 0], [10, 1]]);
-    assert.deepEqual(samples.slice(-3).map((s) => [s.metricName, s.value]), [['h_bucket', 1], ['h_sum', 7], ['h_count', 1]]);
   });
 });
 

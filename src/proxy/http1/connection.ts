@@ -27,7 +27,9 @@ import { MirrorCopy, mirrorSender } from './mirror.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
+import { takePeerMetadata, withExchangeLines, type PeerExchange } from '../peer-exchange.js';
 import { clusterConnectionPolicy, poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
+import { packRequest, type StandardSeries } from '../standard-series.js';
 
 const log = scope('default');
 
@@ -72,6 +74,10 @@ export interface ConnectionOwner {
   readonly accessLog: AccessLogSink | undefined;
   /** Names the upstream cluster and route in the log as Istio does. */
   readonly role: ListenerRole;
+  /** The sidecar's metadata-exchange lines (src/proxy/peer-exchange.ts); undefined: none spoken (the gateway). */
+  readonly peerExchange: PeerExchange | undefined;
+  /** Where Istio's standard metrics are counted (the reporter's series). */
+  readonly standard: StandardSeries;
   forget(c: Connection): void;
 }
 
@@ -123,6 +129,8 @@ class Exchange implements ResponseSink, AttemptSender {
   upHost: string | undefined = undefined;
   upLocal: string | undefined = undefined;
   respHeaders: string[] | undefined = undefined;
+  /** The attempt in flight goes to a sidecar over mutual TLS (Istio's metadata exchange is spoken with it). */
+  meshUp = false;
 
   /** `msg` undefined: a request refused before any decision, answered `fixed`. */
   constructor(readonly conn: Connection, readonly msg: RequestMessage | undefined, readonly view: RequestView,
@@ -470,7 +478,9 @@ export class Connection {
     // The body was not read: the connection cannot carry another request after it.
     if (!ex.reqComplete || this.owner.draining) ex.closeAfter = true;
     const headOnly = ex.view.method === 'HEAD';
-    this.push(replyBytes(reply, ex.closeAfter, headOnly));
+    // A client sidecar learns who answered even when this one answers itself (a policy's 403).
+    const exchange = this.peer !== undefined ? this.owner.peerExchange : undefined;
+    this.push(replyBytes(exchange ? { ...reply, headers: { ...reply.headers, ...exchange.headers } } : reply, ex.closeAfter, headOnly));
     ex.status = reply.status;
     ex.headSent = true;
     if (reply.flag) ex.flags |= FLAG[reply.flag];
@@ -532,6 +542,7 @@ export class Connection {
     if (ex.done || this.closed) return;
     const source = sourceFor(this.owner.upstreamMode, to, this.remote);
     const key = poolKey(to, source, to.tls);
+    ex.meshUp = to.tls?.mesh === true;
     const pool = this.owner.pool;
     const up = pool.idle(key, fresh || ex.switching !== undefined);
     if (up) {
@@ -622,6 +633,7 @@ export class Connection {
   /** Sends the request on a pooled connection (`fresh`: a new one) with the body held so far. */
   private send(ex: Exchange, fresh: boolean): void {
     const t = ex.target!;
+    ex.meshUp = t.tls?.mesh === true;
     if (t.address !== this.lastAddress || t.port !== this.lastPort || t.tls !== this.lastTls) { // the pool key, once per destination
       this.lastAddress = t.address;
       this.lastPort = t.port;
@@ -647,14 +659,16 @@ export class Connection {
     // A retry sends what the attempts kept (everything so far); a first attempt what was held.
     const body = ex.attempts && ex.replay ? ex.replay : ex.held;
     const end = ex.reqComplete && ex.msg!.framing === 'chunked';
+    const exchange = ex.meshUp ? this.owner.peerExchange : undefined;
+    const head = exchange ? withExchangeLines(ex.upHead, exchange.lines) : ex.upHead;
     if (!body) {
-      up.socket.write(end ? ex.upHead + LAST_CHUNK : ex.upHead, 'latin1');
+      up.socket.write(end ? head + LAST_CHUNK : head, 'latin1');
       return;
     }
     ex.held = undefined;
     ex.heldBytes = 0;
     up.socket.cork();
-    up.socket.write(ex.upHead, 'latin1');
+    up.socket.write(head, 'latin1');
     for (const b of body) this.bodyToUpstream(ex, b);
     if (end) up.socket.write(LAST_CHUNK, 'latin1');
     up.socket.uncork();
@@ -720,12 +734,26 @@ export class Connection {
       clearTimeout(ex.timer);
       ex.timer = undefined;
     }
+    let parts = head.parts;
+    // Istio's metadata exchange, with mesh peers only: an upstream sidecar's lines are read and taken
+    // out, a client sidecar gets this one's; no application ever sees such lines from a mesh peer.
+    const exchange = this.owner.peerExchange;
+    if (exchange !== undefined && (ex.meshUp || this.peer !== undefined)) {
+      const up = ex.meshUp ? ex.up : undefined;
+      if (up !== undefined) ex.view.upstreamPrincipal = peerOf(up.socket)?.principal;
+      const taken = takePeerMetadata(parts);
+      if (taken !== undefined) {
+        parts = taken.parts;
+        if (up !== undefined) ex.view.peerMetadata = taken.value;
+      }
+    }
     this.outBorrowed = true;
     this.push(STATUS_PREFIX);
     // A route's response header edits: the lines it removes (or sets) left out, its own added below.
     const removed = ex.target?.removeResponseHeaders;
-    const parts = removed === undefined ? head.parts : withoutHeaderLines(head.parts, removed);
+    if (removed !== undefined) parts = withoutHeaderLines(parts, removed);
     for (const part of parts) this.push(part);
+    if (exchange !== undefined && this.peer !== undefined && head.framing !== 'tunnel') this.push(exchange.lines);
     ex.status = head.status;
     ex.headSent = true;
     if (this.owner.accessLog) this.responseForLog(ex, parts);
@@ -922,7 +950,13 @@ export class Connection {
       }
     }
     // After the decider: its note may add a flag (RBAC, UAEX) for the response_flags label.
-    if (status !== undefined) s.recordResponse(status, ms, this.peer?.principal, undefined, withNoteFlag(ex.flags, note));
+    if (status !== undefined) {
+      const flags = withNoteFlag(ex.flags, note);
+      s.recordResponse(status, ms, this.peer?.principal, undefined, flags);
+      const v = ex.view;
+      this.owner.standard.recordHttp(v.routedCluster ?? ex.target?.cluster?.cluster.name ?? '', this.peer?.principal ?? v.upstreamPrincipal ?? '', v.peerMetadata ?? '',
+        packRequest(status, undefined, flags), ms, ex.bytesIn, ex.bytesOut, 0, 0);
+    }
     if (this.owner.accessLog) {
       if (this.refusedCut?.ex === ex) this.refusedCut.note = note || undefined; // logged with its refusal
       else this.logExchange(ex, status, note || undefined, ms);
@@ -992,7 +1026,9 @@ export class Connection {
       if (this.refused) {
         const s = this.owner.stats;
         s.rqTotal++;
-        s.recordResponse(this.refused.status, 0, undefined, undefined, this.refused.flag ? FLAG[this.refused.flag] : 0);
+        const flags = this.refused.flag ? FLAG[this.refused.flag] : 0;
+        s.recordResponse(this.refused.status, 0, undefined, undefined, flags);
+        this.owner.standard.recordHttp('', this.peer?.principal ?? '', '', packRequest(this.refused.status, undefined, flags), 0, 0, 0, 0, 0);
         if (this.owner.accessLog) this.logRefusal(this.refused);
         this.push(replyBytes(this.refused, true, false));
         this.refused = undefined;

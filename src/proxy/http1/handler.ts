@@ -10,9 +10,11 @@ import { ORIGINAL_DESTINATION } from '../decider.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import type { UpstreamMode } from '../upstream.js';
+import type { PeerExchange } from '../peer-exchange.js';
 import { Connection, type ConnectionOwner, type Http1Settings } from './connection.js';
 import { DEFAULT_REQUEST_LIMITS } from './request-parser.js';
 import { UpstreamPool } from './upstream-pool.js';
+import type { StandardSeries } from '../standard-series.js';
 
 /** What listeners need of an L7 handler: take a connection (its first bytes already read), drain. */
 export interface HttpConnectionHandler {
@@ -48,6 +50,10 @@ export interface HttpHandlerOptions {
   readonly accessLog?: AccessLogSink | undefined;
   /** Which listener this is, for the log (default outbound). */
   readonly role?: ListenerRole;
+  /** The metadata-exchange lines for mesh peers; absent: none spoken. */
+  readonly peerExchange?: PeerExchange | undefined;
+  /** Where Istio's standard metrics are counted (the reporter); default `stats.standard`. */
+  readonly standard?: StandardSeries | undefined;
 }
 
 export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
@@ -58,6 +64,8 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
   readonly settings: Http1Settings;
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
+  readonly peerExchange: PeerExchange | undefined;
+  readonly standard: StandardSeries;
   draining = false;
   private readonly conns = new Set<Connection>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -70,6 +78,8 @@ export class Http1Handler implements HttpConnectionHandler, ConnectionOwner {
     this.settings = { ...DEFAULT_HTTP1_SETTINGS, ...o.settings };
     this.accessLog = o.accessLog;
     this.role = o.role ?? 'outbound';
+    this.peerExchange = o.peerExchange;
+    this.standard = o.standard ?? o.stats.standard;
     this.pool = new UpstreamPool(o.upstream, o.stats, this.settings.limits.maxHeadBytes);
   }
 

@@ -32,6 +32,11 @@ import {
 import type { LegConnectError } from './http1-upstream.js';
 import { http1HeadText, MirrorCopy, mirrorSenderOf } from '../http1/mirror.js';
 import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
+import { peerOf } from '../tls/peer-identity.js';
+import { PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER } from '../../metrics/peer-metadata.js';
+import { withExchangePairs } from '../peer-exchange.js';
+import { packRequest } from '../standard-series.js';
+import { GrpcMessageCounter } from './grpc-messages.js';
 
 const log = scope('default');
 const END_STREAM = H2.FLAG_END_STREAM;
@@ -44,10 +49,10 @@ const PENDING_POLL_MS = 100;
  * seven. The caller decides what that end means (node ends an HTTP/2 stream's readable side on a
  * reset too).
  */
-function relayBody(from: Readable, to: Writable, count: (bytes: number) => void, ended: () => void): void {
+function relayBody(from: Readable, to: Writable, count: (bytes: number, chunk: Buffer) => void, ended: () => void): void {
   const resume = (): void => { from.resume(); };
   from.on('data', (chunk: Buffer) => {
-    count(chunk.length);
+    count(chunk.length, chunk);
     if (!to.write(chunk)) {
       from.pause();
       to.once('drain', resume);
@@ -97,10 +102,10 @@ class BodyPipe {
   /** The client's body ended whole (END_STREAM). */
   private ended = false;
 
-  constructor(private readonly from: ServerHttp2Stream, count: (n: number) => void) {
+  constructor(private readonly from: ServerHttp2Stream, count: (n: number, chunk: Buffer) => void) {
     from.pause();
     from.on('data', (chunk: Buffer) => {
-      count(chunk.length);
+      count(chunk.length, chunk);
       this.keep(chunk);
       const up = this.up;
       if (up === undefined) {
@@ -171,6 +176,13 @@ export class Http2Exchange implements AttemptSender {
   private respAt = 0;
   private bytesIn = 0;
   private bytesOut = 0;
+  /** The attempt in flight goes to a sidecar over mutual TLS (Istio's metadata exchange is spoken with it), and its principal. */
+  private meshUp = false;
+  private upPrincipal: string | undefined;
+  private h1UpSocket: Socket | undefined;
+  /** A gRPC call's messages each way (made for gRPC calls only). */
+  private grpcIn: GrpcMessageCounter | undefined;
+  private grpcOut: GrpcMessageCounter | undefined;
   private upLocal: string | undefined;
   private fixed = false;
   private done = false;
@@ -203,9 +215,10 @@ export class Http2Exchange implements AttemptSender {
     if (this.bodyless) return;
     const s = this.owner.stats;
     const stream = this.stream;
-    relayBody(stream, up, (n) => {
+    relayBody(stream, up, (n, chunk) => {
       this.bytesIn += n;
       s.rqBodyBytes += n;
+      this.grpcIn?.feed(chunk);
     }, () => {
       // A client that reset its stream or closed its connection mid-body: the upstream request is
       // cancelled when the stream closes, never ended here as if its body were whole.
@@ -246,6 +259,10 @@ export class Http2Exchange implements AttemptSender {
       return;
     }
     this.req = req;
+    if (req.grpc) {
+      this.grpcIn = new GrpcMessageCounter();
+      this.grpcOut = new GrpcMessageCounter();
+    }
     this.view = new RequestView(req.method, req.url, 2, 0, req.headers, this.conn.socket as Socket, req.authority);
     const decider = this.owner.decider;
     if (!decider) {
@@ -292,17 +309,22 @@ export class Http2Exchange implements AttemptSender {
     if (r.details) this.details = r.details;
     const stream = this.stream;
     if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
+    // A client sidecar learns who answered even when this one answers itself (a policy's 403).
+    const exchange = this.conn.peer !== undefined ? this.owner.peerExchange : undefined;
     if (this.req?.grpc) {
       this.status = 200;
       this.grpcStatus = r.grpcStatus ?? grpcStatusForHttp(r.status);
-      stream.respond({
+      const g: OutgoingHttpHeaders = {
         ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(this.grpcStatus), 'grpc-message': grpcMessage(r.body),
-      }, { endStream: true });
+      };
+      if (exchange) for (const [name, value] of exchange.pairs) g[name] = value;
+      stream.respond(g, { endStream: true });
       return;
     }
     this.status = r.status;
     const h: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
     h[':status'] = r.status;
+    if (exchange) for (const [name, value] of exchange.pairs) h[name] = value;
     let typed = false;
     for (const [name, value] of Object.entries(r.headers ?? {})) {
       const l = name.toLowerCase();
@@ -336,7 +358,7 @@ export class Http2Exchange implements AttemptSender {
     if (t.cluster) {
       // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
       const s = this.owner.stats;
-      if (!this.bodyless) this.body = new BodyPipe(this.stream, (n) => { this.bytesIn += n; s.rqBodyBytes += n; });
+      if (!this.bodyless) this.body = new BodyPipe(this.stream, (n, chunk) => { this.bytesIn += n; s.rqBodyBytes += n; this.grpcIn?.feed(chunk); });
       if (this.mirror !== undefined) this.tapMirror();
       this.attempts = new Attempts(t.cluster, this, s, this.owner.decider?.completed !== undefined);
       this.attempts.start();
@@ -364,6 +386,9 @@ export class Http2Exchange implements AttemptSender {
       ...(to ? { cluster: { runtime: this.target!.cluster!.cluster, endpoint: to.endpoint } } : {}),
     };
     this.sentAt = performance.now();
+    this.meshUp = tls?.mesh === true;
+    const exchange = this.meshUp ? this.owner.peerExchange : undefined;
+    const lines = exchange ? withExchangePairs(this.lines, exchange.pairs) : this.lines;
     this.owner.pool.acquire(target, (route) => {
       if (gen !== this.gen || this.gone) {
         if (route.kind === 'h2') route.release();
@@ -371,8 +396,12 @@ export class Http2Exchange implements AttemptSender {
       }
       this.route = route;
       try {
-        if (route.kind === 'h2') this.sendHttp2(route, upstreamHttp2Headers(req, this.lines, this.path, tls ? 'https' : 'http'), gen);
-        else if (route.kind === 'http1') this.sendHttp1(target, this.path, this.lines, gen);
+        if (route.kind === 'h2') {
+          this.upPrincipal = route.principal;
+          this.sendHttp2(route, upstreamHttp2Headers(req, lines, this.path, tls ? 'https' : 'http'), gen);
+        } else if (route.kind === 'http1') {
+          this.sendHttp1(target, this.path, lines, gen);
+        }
         else this.upstreamFailed(route.error, route.transportFailure);
       } catch (err) {
         this.upstreamFailed(err as NodeJS.ErrnoException);
@@ -465,6 +494,7 @@ export class Http2Exchange implements AttemptSender {
       else if (!this.respDone) this.responseCut(H2.INTERNAL_ERROR);
     });
     up.once('socket', (s: Socket) => {
+      this.h1UpSocket = s;
       const note = (): void => { this.upLocal = hostPort(s.localAddress, s.localPort); };
       if (s.connecting) s.once('connect', note);
       else note();
@@ -518,9 +548,10 @@ export class Http2Exchange implements AttemptSender {
     resetStream(this.stream, code);
   }
 
-  private readonly countOut = (n: number): void => {
+  private readonly countOut = (n: number, chunk: Buffer): void => {
     this.bytesOut += n;
     this.owner.stats.rsBodyBytes += n;
+    this.grpcOut?.feed(chunk);
   };
 
   /** Sends the response head on; true when a body follows (to be piped). */
@@ -534,6 +565,22 @@ export class Http2Exchange implements AttemptSender {
     const headers = downstreamResponseHeaders(status, lines);
     const removed = this.target?.removeResponseHeaders;
     if (removed) for (const name of removed) delete headers[name];
+    // Istio's metadata exchange, with mesh peers only: an upstream sidecar's headers are read and taken
+    // out, a client sidecar gets this one's; no application ever sees such headers from a mesh peer.
+    const exchange = this.owner.peerExchange;
+    if (exchange !== undefined && (this.meshUp || this.conn.peer !== undefined)) {
+      const value = headers[PEER_METADATA_HEADER];
+      if (value !== undefined || headers[PEER_METADATA_ID_HEADER] !== undefined) {
+        delete headers[PEER_METADATA_HEADER];
+        delete headers[PEER_METADATA_ID_HEADER];
+      }
+      if (this.meshUp && this.view) {
+        this.upPrincipal ??= this.h1UpSocket ? peerOf(this.h1UpSocket)?.principal : undefined;
+        this.view.upstreamPrincipal = this.upPrincipal;
+        this.view.peerMetadata = typeof value === 'string' ? value : undefined;
+      }
+      if (this.conn.peer !== undefined) for (const [name, v] of exchange.pairs) headers[name] = v;
+    }
     const added = this.target?.addResponseHeaders;
     if (added) {
       for (const [name, value] of added) {
@@ -684,7 +731,12 @@ export class Http2Exchange implements AttemptSender {
     }
     // After the decider: its note may add a flag (RBAC, UAEX) for the response_flags label.
     if (status !== undefined) {
-      s.recordResponse(status, ms, this.conn.peer?.principal, this.req?.grpc ? this.grpcStatus ?? null : undefined, withNoteFlag(this.flags, note));
+      const grpc = this.req?.grpc ? this.grpcStatus ?? null : undefined;
+      const flags = withNoteFlag(this.flags, note);
+      s.recordResponse(status, ms, this.conn.peer?.principal, grpc, flags);
+      const v = this.view;
+      this.owner.standard.recordHttp(v?.routedCluster ?? this.target?.cluster?.cluster.name ?? '', this.conn.peer?.principal ?? v?.upstreamPrincipal ?? '', v?.peerMetadata ?? '',
+        packRequest(status, grpc, flags), ms, this.bytesIn, this.bytesOut, this.grpcIn?.messages ?? 0, this.grpcOut?.messages ?? 0);
     }
     if (this.owner.accessLog) this.log(status, note || undefined, ms);
   }

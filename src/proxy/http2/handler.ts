@@ -24,6 +24,8 @@ import { Http2Exchange } from './exchange.js';
 import { Http1Upstream } from './http1-upstream.js';
 import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
 import { Http2UpstreamPool } from './upstream-sessions.js';
+import type { PeerExchange } from '../peer-exchange.js';
+import type { StandardSeries } from '../standard-series.js';
 
 const log = scope('default');
 
@@ -55,6 +57,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   readonly settings: Http1Settings;
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
+  readonly peerExchange: PeerExchange | undefined;
+  readonly standard: StandardSeries;
   private draining = false;
   /** Open sessions and their streams: open now, since the start, reset by the client before an answer. */
   private readonly sessions = new Map<ServerHttp2Session, SessionStreams>();
@@ -66,6 +70,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     this.settings = { ...DEFAULT_HTTP1_SETTINGS, ...o.settings };
     this.accessLog = o.accessLog;
     this.role = o.role ?? 'outbound';
+    this.peerExchange = o.peerExchange;
+    this.standard = o.standard ?? o.stats.standard;
     this.pool = new Http2UpstreamPool(o.upstream, o.stats, { maxHeaderListSize: this.settings.limits.maxHeadBytes });
     this.http1 = new Http1Upstream(o.upstream, o.stats);
   }

@@ -11,6 +11,8 @@ import type { PeerIdentity } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
 import type { Http1Upstream } from './http1-upstream.js';
 import type { Http2UpstreamPool } from './upstream-sessions.js';
+import type { PeerExchange } from '../peer-exchange.js';
+import type { StandardSeries } from '../standard-series.js';
 
 export interface Http2Owner {
   readonly stats: DirectionStats;
@@ -22,6 +24,10 @@ export interface Http2Owner {
   readonly settings: { readonly normalization: PathNormalization };
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;
+  /** The sidecar's metadata-exchange headers for mesh peers; undefined: none (the gateway). */
+  readonly peerExchange: PeerExchange | undefined;
+  /** Where Istio's standard metrics are counted (the reporter's series). */
+  readonly standard: StandardSeries;
 }
 
 /** One client connection, as its streams see it. */

@@ -26,6 +26,7 @@ import type { Endpoint, TcpKeepalive } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { MESH_ALPN_H2 } from '../tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from '../tls/origination.js';
+import { peerOf } from '../tls/peer-identity.js';
 import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { UNLIMITED, type ConnectionPoolSpec } from '../../traffic/spec.js';
@@ -99,7 +100,9 @@ export function overflowError(): NodeJS.ErrnoException {
 }
 
 export type UpstreamRoute =
-  | { readonly kind: 'h2'; readonly session: ClientHttp2Session; readonly local: string | undefined; release(): void }
+  | { readonly kind: 'h2'; readonly session: ClientHttp2Session; readonly local: string | undefined;
+    /** The upstream sidecar's verified principal (mutual TLS); undefined otherwise. */
+    readonly principal: string | undefined; release(): void }
   | { readonly kind: 'http1' }
   | { readonly kind: 'failed'; readonly error: NodeJS.ErrnoException; readonly transportFailure?: string | undefined };
 
@@ -124,6 +127,7 @@ class SessionEntry {
   local: string | undefined;
   /** At the last idle check, requests elsewhere waited for a connection slot while this session had room. */
   blocking = false;
+  principal: string | undefined = undefined;
   /** Gives back its connection slot in the cluster's maxConnections (at most once); undefined: none held. */
   releaseSlot: (() => void) | undefined;
   readonly waiters: Waiter[] = [];
@@ -216,7 +220,7 @@ export class Http2UpstreamPool {
   private route(e: SessionEntry): UpstreamRoute {
     let released = false;
     return {
-      kind: 'h2', session: e.session!, local: e.local,
+      kind: 'h2', session: e.session!, local: e.local, principal: e.principal,
       release: () => {
         if (released) return;
         released = true;
@@ -359,6 +363,7 @@ export class Http2UpstreamPool {
     socket.once(t.tls ? 'secureConnect' : 'connect', () => {
       connected = true;
       e.local = socket.localAddress !== undefined ? `${socket.localAddress}:${socket.localPort ?? 0}` : undefined;
+      if (t.tls?.mesh) e.principal = peerOf(socket)?.principal;
       const alpn = (socket as TLSSocket).alpnProtocol;
       if (t.tls && !t.tls.mesh && alpn !== 'h2') {
         socket.destroy();

@@ -8,7 +8,7 @@ import { isIP, type OnReadOpts } from 'node:net';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
 import { isCertificateError } from './inbound-mtls.js';
-import { uriSans } from './peer-identity.js';
+import { peerFromSocket, setPeer, uriSans } from './peer-identity.js';
 
 /** How to speak TLS to one upstream (made by the outbound decider from a plan; the engine only applies it). */
 export interface UpstreamTls {
@@ -74,7 +74,12 @@ export function connectTls(dst: Endpoint, t: UpstreamTls, stats: DirectionStats,
   socket.once('connect', () => { connected = true; });
   socket.once('secureConnect', () => {
     secured = true;
-    if (t.mesh) stats.mtlsHandshakes++;
+    if (t.mesh) {
+      stats.mtlsHandshakes++;
+      // The upstream sidecar's verified identity: the source reporter's destination_principal.
+      const peer = peerFromSocket(socket);
+      if (typeof peer !== 'string') setPeer(socket, peer);
+    }
   });
   // First listener: the mark is there before the pool or the relay sees the error.
   socket.on('error', (err: TlsHandshakeError) => {

@@ -36,7 +36,7 @@ describe('environment registry', () => {
     assert.equal(spec.length, 209);
     assert.deepEqual(declarations.filter((v) => v.agentOwn).map((v) => v.name), [
       'MESH_BLOCK_INBOUND_IPV6', 'MESH_JWKS_FOLLOW_SAME_SCHEME_REDIRECTS', 'MESH_MAX_DOWNSTREAM_CONNECTIONS', 'MESH_MAX_HEADERS_KB',
-      'MESH_REQUEST_HEADERS_TIMEOUT', 'MESH_TLS_HANDSHAKE_TIMEOUT',
+      'MESH_REQUEST_HEADERS_TIMEOUT', 'MESH_TLS_HANDSHAKE_TIMEOUT', 'MESH_META_WORKLOAD_NAME', 'MESH_METRICS_PREFIX',
     ]);
     assert.equal(new Set(declarations.map((v) => v.name)).size, declarations.length);
     for (const v of declarations) {

@@ -6,11 +6,13 @@ import { startAdminServer } from '../../../src/admin/server.js';
 import { configureLogging, defaultLogOptions } from '../../../src/log/logger.js';
 import { registerProxyMetrics } from '../../../src/metrics/proxy-metrics.js';
 import { ProxyStats } from '../../../src/proxy/stats.js';
+import { packRequest } from '../../../src/proxy/standard-series.js';
 
 configureLogging({ ...defaultLogOptions, targets: ['stderr'] });
 const stats = new ProxyStats();
 stats.outbound.cxTotal = 3;
 stats.outbound.recordResponse(200, 2);
+stats.outbound.standard.recordHttp('', '', '', packRequest(200, undefined, 0), 2, 0, 0, 0, 0);
 const proxyRegistry = new Registry();
 registerProxyMetrics(proxyRegistry, stats);
 const port = Number(process.argv[2] ?? 15000);

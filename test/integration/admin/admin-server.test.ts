@@ -11,6 +11,8 @@ import { SCOPE_NAMES } from '../../../src/log/levels.js';
 import { registerProxyMetrics } from '../../../src/metrics/proxy-metrics.js';
 import { ProxyStats } from '../../../src/proxy/stats.js';
 import { assertValidPrometheusText } from '../../metrics/prom-text-validator.js';
+import { packRequest } from '../../../src/proxy/standard-series.js';
+import { sumOf } from '../../helpers/prom-samples.js';
 
 interface Answer {
   readonly status: number;
@@ -77,6 +79,7 @@ describe('admin API (real server)', () => {
   stats.outbound.cxTotal = 5;
   stats.outbound.recordResponse(200, 2);
   stats.outbound.recordResponse(503, 40);
+  stats.outbound.standard.recordHttp('', '', '', packRequest(503, undefined, 0), 40, 0, 0, 0, 0);
   const get = (path: string): Promise<Answer> => httpRequest(server.port, 'GET', path);
   const post = (path: string, body?: string): Promise<Answer> => httpRequest(server.port, 'POST', path, '127.0.0.1', body);
 
@@ -158,7 +161,7 @@ describe('admin API (real server)', () => {
       const r = await get(path);
       assert.equal(r.status, 200);
       assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
-      assert.match(r.body, /^mesh_requests_total\{direction="outbound",response_code="503",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="unknown",source_principal="unknown"\} 1$/m);
+      assert.equal(sumOf(r.body, 'mesh_requests_total', { reporter: 'source', response_code: '503', request_protocol: 'http', connection_security_policy: 'unknown' }), 1, r.body);
       assertValidPrometheusText(r.body);
     }
     const filtered = await get('/stats/prometheus?filter=^mesh_requests_total$');

@@ -19,6 +19,7 @@ import { netnsSkip } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
 import { runCli } from '../../helpers/run-cli.js';
 import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
+import { sumOf } from '../../helpers/prom-samples.js';
 
 const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const id = (sa: string): string => `spiffe://cluster.local/ns/default/sa/${sa}`;
@@ -482,9 +483,10 @@ spec:
     assert.ok(value('listener.0.0.0.0_15006.mtls.handshake') >= 2, stats.stdout);
     assert.ok(value('listener.0.0.0.0_15006.mtls.plaintext_refused') >= 1, stats.stdout);
     const proxyMetrics = b.pod.exec('curl', ['-s', 'http://127.0.0.1:15090/stats/prometheus']).stdout;
-    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/sleep"\} [1-9]/m);
-    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="403",request_protocol="http",grpc_response_status="",response_flags="RBAC",connection_security_policy="mutual_tls",source_principal="cluster\.local\/ns\/default\/sa\/other"\} [1-9]/m);
-    assert.match(proxyMetrics, /^mesh_requests_total\{direction="inbound",response_code="200",request_protocol="http",grpc_response_status="",response_flags="-",connection_security_policy="none",source_principal="unknown"\} [1-9]/m);
+    const requests = (labels: Record<string, string>): number => sumOf(proxyMetrics, 'mesh_requests_total', { reporter: 'destination', request_protocol: 'http', ...labels });
+    assert.ok(requests({ response_code: '200', response_flags: '-', connection_security_policy: 'mutual_tls', source_principal: id('sleep') }) >= 1, proxyMetrics);
+    assert.ok(requests({ response_code: '403', response_flags: 'RBAC', connection_security_policy: 'mutual_tls', source_principal: id('other') }) >= 1, proxyMetrics);
+    assert.ok(requests({ response_code: '200', response_flags: '-', connection_security_policy: 'none', source_principal: 'unknown' }) >= 1, proxyMetrics);
     const certs = await runCli(['request', 'GET', 'certs'], { prefix: ['ip', 'netns', 'exec', a.pod.name] });
     const dump = JSON.parse(certs.stdout) as { identity: string; certificates: { cert_chain: { serial_number: string }[] }[] };
     assert.equal(dump.identity, id('sleep'));

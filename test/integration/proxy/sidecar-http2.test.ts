@@ -18,6 +18,7 @@ import { netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../help
 import { runCli } from '../../helpers/run-cli.js';
 import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
 import { waitFor } from '../../helpers/wait-for.js';
+import { sumOf } from '../../helpers/prom-samples.js';
 
 /** The apps' ports (h2-apps.mjs), and one where nothing listens. */
 const GRPC = 7070;
@@ -70,12 +71,11 @@ async function stats(pod: Pod): Promise<Map<string, number>> {
   }));
 }
 
-/** The value of one mesh_requests_total series in the admin's /stats/prometheus (0 when absent). */
-async function requestsTotal(pod: Pod, labels: string): Promise<number> {
+/** The sum of the mesh_requests_total series with these labels in the admin's /stats/prometheus (0 when absent). */
+async function requestsTotal(pod: Pod, labels: Record<string, string>): Promise<number> {
   const r = await runCli(['request', 'GET', '/stats/prometheus'], { prefix: ['ip', 'netns', 'exec', pod.name] });
   assert.equal(r.code, 0, r.stderr);
-  const line = r.stdout.split('\n').find((l) => l.startsWith(`mesh_requests_total{${labels}} `));
-  return line === undefined ? 0 : Number(line.split(' ')[1]);
+  return sumOf(r.stdout, 'mesh_requests_total', labels);
 }
 
 describe('HTTP/2 and gRPC through the sidecar (REDIRECT)', { skip: netnsSkip }, () => {
@@ -176,8 +176,10 @@ describe('HTTP/2 and gRPC through the sidecar (REDIRECT)', { skip: netnsSkip }, 
 
     it(`${w.dir}: counted in /stats (HTTP/2 connection and streams, gRPC statuses) and in mesh_requests_total`, async () => {
       // One channel, three calls: the counters move by exactly that much.
-      const series = (grpcStatus: string): string => `direction="${w.dir}",response_code="200",request_protocol="grpc",grpc_response_status="${grpcStatus}",response_flags="-",`
-        + `connection_security_policy="${w.dir === 'inbound' ? 'none' : 'unknown'}",source_principal="unknown"`;
+      const series = (grpcStatus: string): Record<string, string> => ({
+        reporter: w.dir === 'inbound' ? 'destination' : 'source', response_code: '200', request_protocol: 'grpc', grpc_response_status: grpcStatus,
+        response_flags: '-', connection_security_policy: w.dir === 'inbound' ? 'none' : 'unknown', source_principal: 'unknown',
+      });
       const s0 = await stats(pod);
       const [ok0, notFound0] = [await requestsTotal(pod, series('0')), await requestsTotal(pod, series('5'))];
       const calls = grpcCalls(w.client(), w.host, [{ method: 'Ping' }, { method: 'Fail' }, { method: 'Ping' }]);
