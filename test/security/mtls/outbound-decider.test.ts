@@ -51,11 +51,11 @@ describe('upstreamTlsFor', () => {
     const tlsFor = upstreamTlsFor(src);
     const http = tlsFor(dst, 'b', true) as UpstreamTls;
     assert.equal(http.kind, 'tls');
-    assert.deepEqual(http.alpn, ['istio-peer-exchange', 'istio-http/1.0', 'istio-http/1.1', 'istio-h2']);
+    assert.deepEqual(http.alpn, ['istio-http/1.0', 'istio-http/1.1', 'istio-h2']);
     assert.equal(http.servername, MUTUAL.sni);
     assert.equal(http.mesh, true);
     assert.equal(tlsFor(dst, 'b', true), http, 'the same settings object: the pool key stays');
-    assert.deepEqual((tlsFor(dst, undefined, false) as UpstreamTls).alpn, ['istio-peer-exchange', 'istio']);
+    assert.deepEqual((tlsFor(dst, undefined, false) as UpstreamTls).alpn, ['istio']);
   });
 
   it('a new certificate: new settings with its context for the same plan (new connections use it), then the same object again', async () => {
