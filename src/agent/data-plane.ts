@@ -9,7 +9,7 @@ import { MeshResources } from './resources.js';
 import { localAddresses } from '../net/local-addresses.js';
 import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
-import { readWorkload, serviceEntriesFor } from '../config/resources/workload.js';
+import { readWorkload, serviceEntriesFor, workloadLocality } from '../config/resources/workload.js';
 import type { DestinationRule, ServiceEntry, Workload } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
@@ -339,6 +339,7 @@ export class DataPlane {
     const workload = this.resources.workload;
     const set = buildClusters(snapshot, {
       workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
+      localityLbSetting: this.o.mesh.localityLbSetting, locality: workloadLocality(workload.labels),
     });
     const domain = this.clusterDomain;
     // A VirtualService's host is reached by its names and by its service's addresses (Istio lists the VIPs among the virtual host's domains).

@@ -8,6 +8,8 @@
 // acquired connection by one releaseConnection(); decideRetry() after every attempt of a request
 // that has a retry policy; retryAbandoned() when a request gives up while a retry is scheduled.
 import { createBalancer, NONE, type Balancer, type HostSet, type PickContext, type TriedEndpoint } from './balancers/index.js';
+import { LocalityBalancer } from './balancers/locality.js';
+import { planLocality, type LocalityPlan } from './locality.js';
 import { processClock, type Clock, type Random } from './clock.js';
 import { hostPortOf, splitLocality, type ClusterStatus, type HostStatus } from './cluster-status.js';
 import { ClusterLimits, limitValues } from './limits.js';
@@ -95,6 +97,9 @@ export class ClusterRuntime {
   /** Removed endpoints this thread still has attempts or connections on: detached when they reach 0. */
   private readonly retired = new Set<Endpoint>();
   private balancer: Balancer | undefined;
+  /** The endpoints' priorities and locality groups; undefined: one priority (no locality balancing). */
+  private plan: LocalityPlan | undefined;
+  private localityBalancer: LocalityBalancer | undefined;
   private closed = false;
 
   constructor(o: ClusterRuntimeOptions) {
@@ -157,11 +162,27 @@ export class ClusterRuntime {
       this.retire(m);
     }
     this.members = next;
-    this.balancer = createBalancer(this.spec.policy.loadBalancer, {
-      hosts: this.hostSet(next),
-      random: this.random,
-      panicThresholdPercent: this.spec.policy.outlierDetection?.minHealthPercent ?? 0,
+    const policy = this.spec.policy;
+    const panicThresholdPercent = policy.outlierDetection?.minHealthPercent ?? 0;
+    const hosts = this.hostSet(next);
+    // Built per endpoint list, never per pick: a cluster whose plan is one group keeps its plain balancer.
+    this.plan = policy.locality === undefined || policy.loadBalancer.kind === 'simple' && policy.loadBalancer.simple === 'PASSTHROUGH'
+      ? undefined : planLocality(policy.locality, next.map((m) => m.spec));
+    if (this.plan === undefined) {
+      this.localityBalancer = undefined;
+      this.balancer = createBalancer(policy.loadBalancer, { hosts, random: this.random, panicThresholdPercent });
+      return;
+    }
+    this.localityBalancer = new LocalityBalancer({
+      hosts, plan: this.plan, random: this.random, panicThresholdPercent,
+      inner: (group) => createBalancer(policy.loadBalancer, { hosts: group, random: this.random, panicThresholdPercent: 0 }),
     });
+    this.balancer = this.localityBalancer;
+  }
+
+  /** The priority of the last pick when the cluster balances by locality (0: the first; above: a failover); undefined otherwise. */
+  get lastPickPriority(): number | undefined {
+    return this.localityBalancer?.lastPriority;
   }
 
   /**
@@ -349,10 +370,13 @@ export class ClusterRuntime {
   status(): ClusterStatus {
     const counters = {} as Record<ClusterCounter, number>;
     for (const k of CLUSTER_COUNTERS) counters[k] = this.slot.total(k);
-    const hosts = this.members.map((m): HostStatus => {
+    const plan = this.plan;
+    const hosts = this.members.map((m, i): HostStatus => {
       const s = m.slot;
       return {
         address: m.address, port: m.port, hostPort: m.hostPort, weight: m.spec.weight, ...splitLocality(m.spec.locality),
+        priority: plan === undefined ? 0 : plan.priority[i]!,
+        ...(plan !== undefined && plan.group[i]! >= 0 ? { localityWeight: plan.groups[plan.group[i]!]!.weight } : {}),
         ejected: this.outlier !== undefined && s.isEjected(),
         stats: {
           cx_active: s.activeConnections(), cx_connect_fail: s.total('cx_connect_fail'), cx_total: s.total('cx_total'),

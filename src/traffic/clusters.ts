@@ -5,13 +5,14 @@
 // the engine then answers 503 with flag NC) and a route's timeout and retry policy. Pure: plain data
 // in, frozen plain data out; build once per configuration, never per request.
 import type {
-  DestinationRule, HttpRoute, HttpRouteDestination, LoadBalancerSettings, PolicySettings, ResourceSnapshot, ServiceEntry,
+  DestinationRule, HttpRoute, HttpRouteDestination, LoadBalancerSettings, LocalityLbSetting, PolicySettings, ResourceSnapshot, ServiceEntry,
   ServiceEntryPort, TrafficPolicy, VirtualService, Workload,
 } from '../config/resources/types.js';
 import { ROOT_NAMESPACE } from '../config/resources/types.js';
 import { exportedTo, serviceEntriesFor } from '../config/resources/workload.js';
 import { destinationRuleFor } from '../security/mtls/destination-rules.js';
 import { DEFAULT_CLUSTER_DOMAIN, hostMatchRank } from '../security/mtls/host-names.js';
+import { resolveLocalityLb, type ProxyFacts } from './locality.js';
 import {
   DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, defaultRetry, UNLIMITED, type ClusterDiscovery, type ClusterPolicy, type ClusterSpec, type ConnectionPoolSpec, type LoadBalancerSpec,
   type OutlierDetectionSpec, type RetryCondition, type RetrySpec,
@@ -56,6 +57,10 @@ export interface ClusterBuildContext {
   readonly connectTimeoutMs?: number;
   /** `ns/name` of the Gateways this workload serves: their VirtualServices' destinations are checked too. */
   readonly gateways?: readonly string[];
+  /** The mesh config's `localityLbSetting` (Istio's default: enabled); absent: none. */
+  readonly localityLbSetting?: LocalityLbSetting;
+  /** This proxy's locality (`region/zone/subzone`, '' unknown: workloadLocality); default ''. */
+  readonly locality?: string;
 }
 
 export interface ClusterSet {
@@ -181,13 +186,19 @@ function outlierDetectionOf(od: PolicySettings['outlierDetection']): OutlierDete
 }
 
 /** A merged policy with Istio's defaults: what the balancers, pools and outlier detection run with. */
-export function clusterPolicy(merged: PolicySettings, opts: { connectTimeoutMs?: number; rule?: string; passthrough?: boolean } = {}): ClusterPolicy {
+export function clusterPolicy(
+  merged: PolicySettings,
+  opts: { connectTimeoutMs?: number; rule?: string; passthrough?: boolean; meshLocality?: LocalityLbSetting; proxy?: ProxyFacts } = {},
+): ClusterPolicy {
   const od = outlierDetectionOf(merged.outlierDetection);
+  const locality = opts.passthrough || opts.proxy === undefined ? undefined
+    : resolveLocalityLb(merged.loadBalancer?.locality, opts.meshLocality, od !== undefined, opts.proxy);
   return {
     loadBalancer: opts.passthrough ? { kind: 'simple', simple: 'PASSTHROUGH' } : loadBalancerOf(merged.loadBalancer),
     connectionPool: connectionPoolOf(merged.connectionPool, opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS),
     ...(od !== undefined ? { outlierDetection: od } : {}),
     ...(merged.tls !== undefined ? { tls: merged.tls } : {}),
+    ...(locality !== undefined ? { locality } : {}),
     ...(opts.rule !== undefined ? { rule: opts.rule } : {}),
   };
 }
@@ -218,6 +229,7 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
   const declaredBy = new Map<string, ServiceEntry>();
   const rules = new Map<string, DestinationRule | undefined>();
   const entries = visibleEntries(snapshot.serviceEntries, ctx.workload);
+  const proxy: ProxyFacts = { locality: ctx.locality ?? '', labels: ctx.workload.labels };
 
   const ruleFor = (host: string): DestinationRule | undefined => {
     if (!rules.has(host)) {
@@ -257,6 +269,8 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
             ...(ctx.connectTimeoutMs !== undefined ? { connectTimeoutMs: ctx.connectTimeoutMs } : {}),
             ...(ruleRef !== undefined ? { rule: ruleRef } : {}),
             passthrough: resolution === 'NONE',
+            ...(ctx.localityLbSetting !== undefined ? { meshLocality: ctx.localityLbSetting } : {}),
+            proxy,
           });
           return {
             name: clusterName(port.number, subset?.name, host), host, port: port.number, service: service.key, policy, origin,

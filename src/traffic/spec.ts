@@ -4,6 +4,7 @@
 // policy, outlier detection and limits (src/traffic/*) and the engine read them. Plain data: no
 // socket, no clock, nothing mutable.
 import type { ClientTls } from '../config/resources/types.js';
+import type { LocalityLbSpec } from './locality.js';
 
 /** Istio's "unlimited" for the circuit-breaker thresholds it sets by default (2^32 - 1). */
 export const UNLIMITED = 4294967295;
@@ -95,6 +96,12 @@ export interface ClusterPolicy {
   /** undefined: no outlier detection (nothing is ever ejected). */
   readonly outlierDetection?: OutlierDetectionSpec | undefined;
   readonly tls?: ClientTls | undefined;
+  /**
+   * Locality-aware balancing (`localityLbSetting`, the rule's or the mesh's) when it can change
+   * anything for this proxy: `distribute` covering its locality, or failover with outlierDetection.
+   * Undefined: every endpoint is one priority (no cost per pick).
+   */
+  readonly locality?: LocalityLbSpec | undefined;
   /** `DestinationRule ns/name` the policy came from, if any (for /config_dump and the decisions). */
   readonly rule?: string | undefined;
 }

@@ -83,7 +83,6 @@ outboundTrafficPolicy: {mode: REGISTRY_ONLY}
 defaultHttpRetryPolicy: {attempts: 5}
 h2UpgradePolicy: UPGRADE
 tcpKeepalive: {time: 30s}
-localityLbSetting: {enabled: true}
 dnsRefreshRate: 5s
 defaultServiceExportTo: ["."]
 enableTracing: true
@@ -103,7 +102,6 @@ defaultConfig:
     ['meshConfig.defaultHttpRetryPolicy', /: not honoured by this agent: an HTTP route without retries gets Istio's built-in default/],
     ['meshConfig.h2UpgradePolicy', /never upgraded/],
     ['meshConfig.tcpKeepalive', /DestinationRule's connectionPool\.tcp\.tcpKeepalive is honoured/],
-    ['meshConfig.localityLbSetting', /locality-aware load balancing is not implemented/],
     ['meshConfig.dnsRefreshRate', /every 60s/],
     ['meshConfig.defaultServiceExportTo', /visible to every namespace/],
     ['meshConfig.enableTracing', /no traces/],

@@ -1,7 +1,7 @@
 // A DestinationRule's `trafficPolicy` (the rule's, each port's, each subset's): load balancer,
 // connection pool, outlier detection and TLS, checked as Istio's validation checks them. What Istio
 // would refuse is refused here; what it will only honour in a later version of this agent
-// (locality load balancing, slow start, tunnels, PROXY headers, retry budgets) is refused as "not
+// (slow start, tunnels, PROXY headers, retry budgets) is refused as "not
 // supported yet". Values keep their presence: how a subset's policy overrides the rule's, and which
 // defaults apply, depends on what was written (src/traffic/clusters.ts merges and fills in).
 import type {
@@ -9,6 +9,7 @@ import type {
   SimpleLb, TrafficPolicy,
 } from './types.js';
 import { parseClientTls } from './client-tls.js';
+import { parseLocalityLbSetting } from './locality-lb-setting.js';
 import {
   checkFields, child, FieldError, INT32_MAX, int, item, obj, oneOf, optBool, optDuration, optInt, optList, optObj, str, UINT32_MAX,
   type Warn,
@@ -17,7 +18,6 @@ import { checkHeaderName } from './names.js';
 
 /** What each field refused as "not supported yet" would do. */
 const LATER = {
-  localityLbSetting: 'locality-aware load balancing (distribute, failover, failoverPriority)',
   warmupDurationSecs: 'slow start of new endpoints',
   warmup: 'slow start of new endpoints',
   tunnel: 'tunnelling connections through a proxy (CONNECT or POST)',
@@ -105,21 +105,25 @@ function parseConsistentHash(raw: unknown, field: string, warn: Warn): LoadBalan
   return { kind: 'consistentHash', key, table: { kind: 'ringHash', minimumRingSize: size } };
 }
 
-export function parseLoadBalancer(raw: unknown, field: string, warn: Warn): LoadBalancerSettings {
+/** `outlierDetection`: the same policy has one (locality failover needs it). */
+export function parseLoadBalancer(raw: unknown, field: string, warn: Warn, outlierDetection = false): LoadBalancerSettings {
   const o = obj(raw, field);
   checkFields(o, field, {
-    supported: ['simple', 'consistentHash'],
-    pending: { localityLbSetting: LATER.localityLbSetting, warmupDurationSecs: LATER.warmupDurationSecs, warmup: LATER.warmup },
+    supported: ['simple', 'consistentHash', 'localityLbSetting'],
+    pending: { warmupDurationSecs: LATER.warmupDurationSecs, warmup: LATER.warmup },
   }, warn);
   if (o['simple'] !== undefined && o['consistentHash'] !== undefined) {
     throw new FieldError(child(field, 'consistentHash'), 'give either simple or consistentHash, not both');
   }
-  if (o['consistentHash'] !== undefined) return parseConsistentHash(o['consistentHash'], child(field, 'consistentHash'), warn);
-  if (o['simple'] === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST' };
+  const locality = o['localityLbSetting'] === undefined ? undefined
+    : parseLocalityLbSetting(o['localityLbSetting'], child(field, 'localityLbSetting'), warn, outlierDetection);
+  const withLocality = locality !== undefined ? { locality } : {};
+  if (o['consistentHash'] !== undefined) return { ...parseConsistentHash(o['consistentHash'], child(field, 'consistentHash'), warn), ...withLocality };
+  if (o['simple'] === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST', ...withLocality };
   const name = oneOf(o['simple'], child(field, 'simple'), SIMPLE_NAMES);
   if (name === 'LEAST_CONN') warn(child(field, 'simple'), 'LEAST_CONN is deprecated; Istio reads it as LEAST_REQUEST, and so does this agent');
   const simple: SimpleLb = name === 'UNSPECIFIED' || name === 'LEAST_CONN' ? 'LEAST_REQUEST' : name;
-  return { kind: 'simple', simple };
+  return { kind: 'simple', simple, ...withLocality };
 }
 
 const nonNegative = (o: Readonly<Record<string, unknown>>, key: string, at: string, max = INT32_MAX): number | undefined =>
@@ -224,7 +228,8 @@ export function parseOutlierDetection(raw: unknown, field: string, warn: Warn): 
 const SETTINGS = ['loadBalancer', 'connectionPool', 'outlierDetection', 'tls'] as const;
 
 function parseSettings(o: Readonly<Record<string, unknown>>, field: string, warn: Warn): PolicySettings {
-  const loadBalancer = o['loadBalancer'] === undefined ? undefined : parseLoadBalancer(o['loadBalancer'], child(field, 'loadBalancer'), warn);
+  const loadBalancer = o['loadBalancer'] === undefined ? undefined
+    : parseLoadBalancer(o['loadBalancer'], child(field, 'loadBalancer'), warn, o['outlierDetection'] !== undefined);
   const connectionPool = o['connectionPool'] === undefined ? undefined : parseConnectionPool(o['connectionPool'], child(field, 'connectionPool'));
   const outlierDetection = o['outlierDetection'] === undefined ? undefined
     : parseOutlierDetection(o['outlierDetection'], child(field, 'outlierDetection'), warn);

@@ -195,8 +195,8 @@ function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   const retryOn = o['retryOn'] === undefined ? undefined : parseRetryOn(o['retryOn'], at('retryOn'));
   const retryRemoteLocalities = optBool(o['retryRemoteLocalities'], at('retryRemoteLocalities'));
   if (retryRemoteLocalities !== undefined) {
-    warn(at('retryRemoteLocalities'), 'has no effect here: endpoints are not ordered by locality (locality-aware balancing is not implemented yet, '
-      + 'and this agent has no locality of its own to order them by, as Istio\'s proxy has), so every retry may go to any endpoint of the destination');
+    warn(at('retryRemoteLocalities'), 'has no effect here: a retry is balanced over the priorities as the first attempt is (it may still go to '
+      + 'another locality when the first ones are unhealthy), it does not skip the priorities already tried (Envoy\'s previous_priorities)');
   }
   const retryIgnorePreviousHosts = optBool(o['retryIgnorePreviousHosts'], at('retryIgnorePreviousHosts'));
   const backoffMs = optDuration(o['backoff'], at('backoff'));
