@@ -311,3 +311,42 @@ describe('ClusterRuntime: connections', () => {
     assert.deepEqual([s.hosts[0]!.stats.cx_connect_fail, s.hosts[0]!.stats.rq_total, s.counters.upstream_rq_total], [2, 0, 0]);
   });
 });
+
+describe('ClusterRuntime: locality', () => {
+  const local = [endpoint('10.0.0.1', { locality: 'r/a' }), endpoint('10.0.0.2', { locality: 'r/b' }), endpoint('10.0.0.3', { locality: 'q/a' })];
+  const failoverSpec = (minHealthPercent = 0): ClusterSpec => clusterSpec({
+    policy: {
+      outlierDetection: outlierSpec({ consecutive5xxErrors: 2, maxEjectionPercent: 100, minHealthPercent }),
+      locality: { kind: 'failover', proxy: { locality: 'r/a', labels: {} }, failover: [], failoverPriority: [] },
+    },
+  });
+
+  it('sends everything to the local endpoint, then to the next priority once outlier detection ejects it; /clusters shows the priorities', () => {
+    const clock = new FakeClock();
+    const c = runtime({ spec: failoverSpec(), endpoints: local, clock });
+    for (let k = 0; k < 50; k++) {
+      const ep = picked(c.pick());
+      assert.equal(ep.hostPort, '10.0.0.1:80');
+      c.attemptEnded(ep, ok);
+    }
+    assert.equal(c.lastPickPriority, 0);
+    assert.deepEqual(c.status().hosts.map((h) => h.priority), [0, 1, 2]);
+    for (let k = 0; k < 2; k++) c.attemptEnded(picked(c.pick()), e503);
+    for (let k = 0; k < 50; k++) {
+      const ep = picked(c.pick());
+      assert.equal(ep.hostPort, '10.0.0.2:80', 'the same region\'s other zone, not the other region');
+      c.attemptEnded(ep, ok);
+    }
+    assert.equal(c.lastPickPriority, 1);
+    // Back after the ejection time: the local endpoint takes the traffic again.
+    clock.advance(31_000);
+    c.sweepIfDue();
+    assert.equal(picked(c.pick()).hostPort, '10.0.0.1:80');
+  });
+
+  it('a cluster without locality balancing has no plan: every endpoint priority 0', () => {
+    const c = runtime({ endpoints: local, spec: clusterSpec({ policy: { outlierDetection: outlierSpec() } }) });
+    assert.equal(c.lastPickPriority, undefined);
+    assert.deepEqual(c.status().hosts.map((h) => h.priority), [0, 0, 0]);
+  });
+});
