@@ -245,6 +245,11 @@ export class Attempts {
       const ejected = c.ejectedEndpoints();
       if (ejected.length > 0) this.note(`passed over as ejected: ${ejected.join(' ')}`);
       if (c.panic) this.note('panic: every endpoint is a candidate (minHealthPercent)');
+      // Locality failover: the pick left the first priority (its endpoints are ejected or too few are healthy).
+      const priority = c.lastPickPriority;
+      if (priority !== undefined && priority > 0 && !isPickFailure(picked)) {
+        this.note(`locality failover: priority ${priority} (${picked.spec.locality || 'no locality'}: ${picked.hostPort})`);
+      }
     }
     if (isPickFailure(picked)) {
       this.note(`no endpoint: ${picked.failure === 'overflow' ? 'the cluster\'s request limit (maxRequests)' : 'every endpoint is ejected or none is known'}`);
