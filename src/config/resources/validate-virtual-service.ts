@@ -181,7 +181,7 @@ function parseRetryOn(raw: unknown, field: string): NonNullable<HttpRetry['retry
   return { conditions, statusCodes };
 }
 
-function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
+function parseRetries(raw: unknown, field: string): HttpRetry {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['attempts', 'perTryTimeout', 'retryOn', 'retryRemoteLocalities', 'retryIgnorePreviousHosts', 'backoff'] });
   const at = (k: string): string => child(field, k);
@@ -194,10 +194,6 @@ function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   const perTryTimeoutMs = optDuration(o['perTryTimeout'], at('perTryTimeout'));
   const retryOn = o['retryOn'] === undefined ? undefined : parseRetryOn(o['retryOn'], at('retryOn'));
   const retryRemoteLocalities = optBool(o['retryRemoteLocalities'], at('retryRemoteLocalities'));
-  if (retryRemoteLocalities !== undefined) {
-    warn(at('retryRemoteLocalities'), 'has no effect here: a retry is balanced over the priorities as the first attempt is (it may still go to '
-      + 'another locality when the first ones are unhealthy), it does not skip the priorities already tried (Envoy\'s previous_priorities)');
-  }
   const retryIgnorePreviousHosts = optBool(o['retryIgnorePreviousHosts'], at('retryIgnorePreviousHosts'));
   const backoffMs = optDuration(o['backoff'], at('backoff'));
   return {
@@ -286,7 +282,7 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   const rewrite = parseRewrite(o['rewrite'], at('rewrite'));
   const requestHeaders = parseHeaderEdits(o['headers'], at('headers'));
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
-  const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'), warn);
+  const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'));
   const actions = [route.length > 0 && 'route', redirect && 'redirect', directResponse && 'directResponse'].filter(Boolean);
   if (actions.length === 0) throw new FieldError(field, 'needs one of route, redirect or directResponse');
   if (actions.length > 1) throw new FieldError(field, `takes only one of route, redirect or directResponse, got ${actions.join(' and ')}`);

@@ -18,6 +18,8 @@ export interface LocalityBalancerOptions {
 }
 
 const SPREAD = 1_000_003;
+/** Istio's update_frequency of Envoy's previous_priorities retry priority. */
+export const PRIORITY_UPDATE_FREQUENCY = 2;
 
 export class LocalityBalancer implements Balancer {
   private readonly hosts: HostSet;
@@ -75,8 +77,10 @@ export class LocalityBalancer implements Balancer {
     // A consistent hash chooses its priority and locality from the hash too, so a key stays put.
     const u = hash === undefined ? this.random() : (hash % SPREAD) / SPREAD;
     const point = Math.floor(u * 100);
+    const attempted = ctx.attempted;
+    const cumulative = attempted !== undefined && attempted.length >= PRIORITY_UPDATE_FREQUENCY ? this.withoutAttempted(attempted) : this.cumulative;
     let p = 0;
-    while (p < this.cumulative.length - 1 && point >= this.cumulative[p]!) p++;
+    while (p < cumulative.length - 1 && point >= cumulative[p]!) p++;
     this.lastPriority = p;
     this.panic = this.panicPerPriority[p] === 1;
     let g = this.firstGroup[p]!;
@@ -125,6 +129,26 @@ export class LocalityBalancer implements Balancer {
         this.groupCumulative[k] = acc;
       }
     }
+  }
+
+  // Envoy's previous_priorities (update frequency 2, Istio's): the first two attempts use the loads
+  // as they are; later ones leave out the priorities of the attempts before the last even count, the
+  // loads recomputed over the others; when that leaves none, the loads as they are. Only retries of a
+  // route with retryRemoteLocalities come here, so its allocations cost nothing elsewhere.
+  private withoutAttempted(attempted: readonly TriedEndpoint[]): Int32Array {
+    const excluded = new Uint8Array(this.totalPerPriority.length);
+    const upTo = attempted.length - (attempted.length % PRIORITY_UPDATE_FREQUENCY);
+    for (let k = 0; k < upTo; k++) {
+      const i = attempted[k]!.index;
+      if (i >= 0 && this.plan.priority[i]! >= 0) excluded[this.plan.priority[i]!] = 1;
+    }
+    const healthy = Int32Array.from(this.healthyPerPriority, (h, p) => (excluded[p] === 1 ? 0 : h));
+    const loads = priorityLoads(healthy, this.totalPerPriority, 0);
+    if (loads.none) return this.cumulative;
+    const cumulative = new Int32Array(loads.load.length);
+    let sum = 0;
+    for (let p = 0; p < cumulative.length; p++) cumulative[p] = sum += loads.load[p]!;
+    return cumulative;
   }
 
   // Why an allocation: only a retry of a request to a cluster with a plan maps its tried endpoints.

@@ -66,6 +66,21 @@ describe('LocalityBalancer: failover', () => {
     for (let k = 0; k < 200; k++) assert.equal(b.pick({ tried: [{ index: 0 }] }), 1);
   });
 
+  it('retryRemoteLocalities: from the third attempt, the priorities of the first two are left out (Envoy\'s previous_priorities, update frequency 2)', () => {
+    const { b } = balancer(FAILOVER, EPS, Math.random);
+    for (let k = 0; k < 200; k++) {
+      assert.ok(b.pick({ attempted: [{ index: 0 }] }) <= 1, 'the second attempt: the loads as they are');
+      const third = b.pick({ attempted: [{ index: 0 }, { index: 1 }] });
+      assert.ok(third === 2 || third === 3, `the third: the next priority (${third})`);
+      const fourth = b.pick({ attempted: [{ index: 0 }, { index: 1 }, { index: 2 }] });
+      assert.ok(fourth === 2 || fourth === 3, `the fourth: still only the first two left out (${fourth})`);
+      const fifth = b.pick({ attempted: [{ index: 0 }, { index: 2 }, { index: 1 }, { index: 3 }] });
+      assert.ok(fifth === 4 || fifth === 5, `the fifth: priorities 0 and 1 left out (${fifth})`);
+      const all = b.pick({ attempted: [{ index: 0 }, { index: 2 }, { index: 4 }, { index: 5 }] });
+      assert.ok(all <= 1, `every priority tried: the loads as they are (${all})`);
+    }
+  });
+
   it('a consistent hash keeps a key on its endpoint, and moves it to the next priority on ejection', () => {
     const ring: LoadBalancerSpec = { kind: 'consistentHash', key: { kind: 'sourceIp' }, table: { kind: 'ringHash', minimumRingSize: 1024 } };
     const { hosts, b } = balancer(FAILOVER, EPS, Math.random, { lb: ring });
