@@ -10,6 +10,7 @@
 import { createBalancer, NONE, type Balancer, type HostSet, type PickContext, type TriedEndpoint } from './balancers/index.js';
 import { LocalityBalancer } from './balancers/locality.js';
 import { planLocality, type LocalityPlan } from './locality.js';
+import { slowStartFactor } from './slow-start.js';
 import { processClock, type Clock, type Random } from './clock.js';
 import { hostPortOf, splitLocality, type ClusterStatus, type HostStatus } from './cluster-status.js';
 import { ClusterLimits, limitValues } from './limits.js';
@@ -31,6 +32,8 @@ export class Endpoint implements TriedEndpoint, OutlierMember {
   readonly hostPort: string;
   /** This runtime's attempts and connections in flight to the endpoint (a removed one is let go at 0). */
   inFlight = 0;
+  /** When it joined the cluster (process clock, ms); -Infinity: it was there from the start (no slow start). */
+  joinedAt = Number.NEGATIVE_INFINITY;
 
   constructor(spec: EndpointSpec, index: number, readonly slot: EndpointSlot) {
     this.spec = spec;
@@ -73,6 +76,8 @@ export interface ClusterRuntimeOptions {
   readonly random?: Random | undefined;
   /** EJECT / UNEJECT events this thread caused, for the outlier log (formatOutlierEvent). */
   readonly onOutlierEvent?: ((e: OutlierEvent) => void) | undefined;
+  /** The runtime this one replaces (same cluster, new spec): its endpoints keep their join times (slow start). */
+  readonly previous?: ClusterRuntime | undefined;
 }
 
 const EMPTY_CONTEXT: PickContext = Object.freeze({});
@@ -101,6 +106,10 @@ export class ClusterRuntime {
   private plan: LocalityPlan | undefined;
   private localityBalancer: LocalityBalancer | undefined;
   private closed = false;
+  /** The first endpoint list is in force: endpoints added from now on are in slow start. */
+  private started = false;
+  /** While replacing a runtime: the join times of its endpoints. */
+  private joined: Map<string, number> | undefined;
 
   constructor(o: ClusterRuntimeOptions) {
     this.spec = o.spec;
@@ -116,7 +125,13 @@ export class ClusterRuntime {
     const od = o.spec.policy.outlierDetection;
     const emit = o.onOutlierEvent ?? (() => undefined);
     this.outlier = od === undefined ? undefined : new OutlierDetector(od, this.slot, o.spec.name, this.clock, emit);
+    // Endpoints of the first list were there from the start; after it (or when replacing a runtime), newcomers join now.
+    if (o.previous !== undefined) {
+      this.joined = new Map(o.previous.endpoints.map((m) => [m.hostPort, m.joinedAt]));
+    }
     this.setEndpoints(o.endpoints);
+    this.joined = undefined;
+    this.started = true;
     // Schedules the first sweep, or runs one already due (a sweep claimed must be run).
     this.sweepIfDue();
   }
@@ -153,7 +168,10 @@ export class ClusterRuntime {
         kept.index = next.length;
         next.push(kept);
       } else {
-        next.push(new Endpoint(spec, next.length, this.store.attachEndpoint(this.name, hp)));
+        const ep = new Endpoint(spec, next.length, this.store.attachEndpoint(this.name, hp));
+        const before = this.joined?.get(hp);
+        ep.joinedAt = before ?? (this.started || this.joined !== undefined ? this.clock.now() : Number.NEGATIVE_INFINITY);
+        next.push(ep);
       }
     }
     for (const m of this.members) {
@@ -454,7 +472,7 @@ export class ClusterRuntime {
   // The HostSet the balancer reads: weights and keys from the list, health and load from shared memory.
   private hostSet(list: readonly Endpoint[]): HostSet {
     const slot = this.slot;
-    return {
+    const hosts: HostSet = {
       size: list.length,
       weight: (i) => list[i]!.spec.weight,
       key: (i) => list[i]!.hostPort,
@@ -463,6 +481,24 @@ export class ClusterRuntime {
       isHealthy: this.outlier === undefined ? () => true : (i) => !list[i]!.slot.isEjected(),
       activeRequests: (i) => list[i]!.slot.activeRequests(),
       healthVersion: () => slot.healthVersion(),
+    };
+    const lb = this.spec.policy.loadBalancer;
+    const ss = lb.kind === 'simple' ? lb.slowStart : undefined;
+    if (ss === undefined) return hosts;
+    let until = Number.NEGATIVE_INFINITY;
+    for (const m of list) until = Math.max(until, m.joinedAt + ss.windowMs);
+    // Nobody in slow start: the plain set, nothing more per pick.
+    if (until <= this.clock.now()) return hosts;
+    const clock = this.clock;
+    return {
+      ...hosts,
+      // Read at each pick (EDF re-add), so the weight grows as time passes.
+      weight: (i) => {
+        const m = list[i]!;
+        return m.spec.weight * slowStartFactor(ss, clock.now() - m.joinedAt);
+      },
+      // The window's end changes the version: the balancer rebuilds (equal weights again: P2C).
+      healthVersion: () => slot.healthVersion() + (clock.now() < until ? 0.5 : 0),
     };
   }
 

@@ -134,7 +134,13 @@ export function mergeTrafficPolicy(rule: TrafficPolicy | undefined, subset: Traf
 
 function loadBalancerOf(lb: LoadBalancerSettings | undefined): LoadBalancerSpec {
   if (lb === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST' };
-  if (lb.kind === 'simple') return { kind: 'simple', simple: lb.simple };
+  if (lb.kind === 'simple') {
+    // Envoy ramps up endpoints under ROUND_ROBIN and LEAST_REQUEST only (the others are warned about at load).
+    const w = lb.warmup;
+    const slowStart = w !== undefined && (lb.simple === 'ROUND_ROBIN' || lb.simple === 'LEAST_REQUEST')
+      ? { windowMs: w.durationMs, minWeight: w.minimumPercent / 100, aggression: w.aggression } : undefined;
+    return { kind: 'simple', simple: lb.simple, ...(slowStart !== undefined ? { slowStart } : {}) };
+  }
   return { kind: 'consistentHash', key: lb.key, table: lb.table };
 }
 

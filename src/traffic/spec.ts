@@ -34,8 +34,21 @@ export type HashKey =
   | { readonly kind: 'sourceIp' }
   | { readonly kind: 'queryParameter'; readonly name: string };
 
+/** Envoy's slow start (Istio's `warmup`): an endpoint that joins the cluster ramps up its weight over the window. */
+export interface SlowStartSpec {
+  readonly windowMs: number;
+  /** The least share of its weight an endpoint gets, 0..1 (Istio's minimumPercent / 100; default 0.1). */
+  readonly minWeight: number;
+  /** ≥ 1; the weight follows (time in window / window)^(1 / aggression). */
+  readonly aggression: number;
+}
+
 export type LoadBalancerSpec =
-  | { readonly kind: 'simple'; readonly simple: SimpleLoadBalancer }
+  | {
+    readonly kind: 'simple'; readonly simple: SimpleLoadBalancer;
+    /** ROUND_ROBIN and LEAST_REQUEST only (Envoy's); undefined: new endpoints get their full weight at once. */
+    readonly slowStart?: SlowStartSpec | undefined;
+  }
   | {
     readonly kind: 'consistentHash';
     readonly key: HashKey;

@@ -350,3 +350,42 @@ describe('ClusterRuntime: locality', () => {
     assert.deepEqual(c.status().hosts.map((h) => h.priority), [0, 0, 0]);
   });
 });
+
+describe('ClusterRuntime: slow start (warmup)', () => {
+  const slow = clusterSpec({ policy: { loadBalancer: { kind: 'simple', simple: 'ROUND_ROBIN', slowStart: { windowMs: 10_000, minWeight: 0.1, aggression: 1 } } } });
+  const share = (c: ClusterRuntime, hostPort: string, n: number): number => {
+    let hits = 0;
+    for (let k = 0; k < n; k++) {
+      const ep = picked(c.pick());
+      if (ep.hostPort === hostPort) hits++;
+      c.attemptEnded(ep, ok);
+    }
+    return hits / n;
+  };
+
+  it('the first endpoints get their full weight; one that joins later ramps up over the window, then is even', () => {
+    const clock = new FakeClock();
+    const c = runtime({ spec: slow, endpoints: [endpoint('10.0.0.1'), endpoint('10.0.0.2')], clock });
+    assert.ok(Math.abs(share(c, '10.0.0.1:80', 1000) - 0.5) < 0.01, 'no slow start at the start');
+    c.setEndpoints([endpoint('10.0.0.1'), endpoint('10.0.0.2'), endpoint('10.0.0.3')]);
+    // Weighted round robin is deterministic: at 0.1 of its weight, 0.1 / 2.1 of the picks.
+    assert.ok(Math.abs(share(c, '10.0.0.3:80', 2100) - 0.1 / 2.1) < 0.01);
+    clock.advance(5_000);
+    assert.ok(Math.abs(share(c, '10.0.0.3:80', 2500) - 0.5 / 2.5) < 0.01);
+    clock.advance(5_000);
+    assert.ok(Math.abs(share(c, '10.0.0.3:80', 3000) - 1 / 3) < 0.01, 'full weight after the window');
+  });
+
+  it('a new version of the cluster keeps its endpoints\' join times; without warmup a newcomer gets its full share at once', () => {
+    const clock = new FakeClock();
+    const store = privateTrafficStore({ endpointSlots: 64, clusterSlots: 8 });
+    const first = runtime({ spec: slow, endpoints: [endpoint('10.0.0.1')], clock, store });
+    first.setEndpoints([endpoint('10.0.0.1'), endpoint('10.0.0.2')]);
+    const next = new ClusterRuntime({ spec: slow, endpoints: [endpoint('10.0.0.1'), endpoint('10.0.0.2')], store, clock, random: seeded(2), previous: first });
+    first.close();
+    assert.ok(Math.abs(share(next, '10.0.0.2:80', 1100) - 0.1 / 1.1) < 0.01, 'still in slow start');
+    const plain = runtime({ endpoints: [endpoint('10.0.0.1')], clock, spec: clusterSpec({ policy: { loadBalancer: { kind: 'simple', simple: 'ROUND_ROBIN' } } }) });
+    plain.setEndpoints([endpoint('10.0.0.1'), endpoint('10.0.0.2')]);
+    assert.ok(Math.abs(share(plain, '10.0.0.2:80', 1000) - 0.5) < 0.01);
+  });
+});

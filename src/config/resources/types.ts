@@ -306,7 +306,17 @@ export type LoadBalancerSettings = (
   }) & {
   /** `localityLbSetting` as written (checked as Istio checks it); absent: the mesh config's. */
   readonly locality?: LocalityLbSetting;
+  /** `warmup` (or the deprecated `warmupDurationSecs`): Envoy's slow start of endpoints that join. */
+  readonly warmup?: WarmupSettings;
 };
+
+export interface WarmupSettings {
+  readonly durationMs: number;
+  /** Percent of its weight a new endpoint starts with (default 10). */
+  readonly minimumPercent: number;
+  /** Speed of the ramp (default 1: linear; higher: faster at first). */
+  readonly aggression: number;
+}
 
 /**
  * Istio's LocalityLoadBalancerSetting (a DestinationRule's `loadBalancer.localityLbSetting`, or the
