@@ -4,7 +4,8 @@
 // - distribute: the weights hold per request, an uncovered locality gets nothing;
 // - failover (outlierDetection): everything to the pod's own zone; once outlier detection ejects it,
 //   to the same region's other zone; once that is ejected too, to the other region; /clusters shows
-//   each endpoint's priority and /debug/decisions names the failover.
+//   each endpoint's priority and /debug/decisions names the failover;
+// - warmup: an endpoint that joins a ROUND_ROBIN cluster starts at a tenth of its share.
 // The statistical bound is 4.5 standard deviations of a binomial either side: a correct sidecar fails
 // it less than once in 100,000 runs (two-sided ≈ 6.8e-6).
 import assert from 'node:assert/strict';
@@ -49,6 +50,12 @@ spec:
   - route: [{destination: {host: ${HOST}}}]
     retries: {attempts: 0}
 `;
+
+/** The service with only these backends as endpoints (the same VirtualService). */
+const serviceWith = (names: readonly Backend[]): string => SERVICE_ENTRY.replace(
+  Object.values(BACKENDS).map((b) => `  - {address: ${b.address}, ports: {http: 8080}, locality: ${b.locality}}`).join('\n'),
+  names.map((n) => `  - {address: ${BACKENDS[n].address}, ports: {http: 8080}, locality: ${BACKENDS[n].locality}}`).join('\n'),
+);
 
 const rule = (trafficPolicy: string): string => `---
 apiVersion: networking.mesh.io/v1
@@ -174,5 +181,17 @@ describe('locality-aware balancing: distribute and failover', { skip: netnsSkip 
     assert.ok((per['b3'] ?? 0) > 0 && (per['b4'] ?? 0) > 0, `the other region's two zones are one priority: ${JSON.stringify(per)}`);
     await mode('b1', 'ok');
     await mode('b2', 'ok');
+  });
+
+  it('warmup: an endpoint that joins gets a small share at first (ROUND_ROBIN, 60 s window from 10 %)', async () => {
+    const warm = rule('loadBalancer: {simple: ROUND_ROBIN, warmup: {duration: 60s}}');
+    await resources(serviceWith(['b1', 'b2']) + warm);
+    assert.deepEqual(Object.keys(perBackend(http(100))).sort(), ['b1', 'b2']);
+    await resources(serviceWith(['b1', 'b2', 'b3']) + warm);
+    // Weights 1, 1 and 0.1 for its first 6 s: about 0.1 / 2.1 of the requests (29 of 600), against
+    // 200 without warmup. Each worker's weighted rotation is deterministic: the bounds are wide.
+    const per = perBackend(http(600));
+    assert.ok((per['b3'] ?? 0) >= 5 && (per['b3'] ?? 0) <= 80, `the new endpoint got ${per['b3'] ?? 0} of 600: ${JSON.stringify(per)}`);
+    assert.equal((per['b1'] ?? 0) + (per['b2'] ?? 0) + (per['b3'] ?? 0), 600, JSON.stringify(per));
   });
 });
