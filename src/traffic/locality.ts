@@ -242,9 +242,14 @@ export function priorityLoads(healthy: ArrayLike<number>, total: ArrayLike<numbe
   const panic = new Uint8Array(n);
   const health = new Int32Array(n);
   let sum = 0;
-  for (let p = 0; p < n; p++) sum += health[p] = priorityHealth(healthy[p]!, total[p]!);
+  let hosts = 0;
+  for (let p = 0; p < n; p++) {
+    sum += health[p] = priorityHealth(healthy[p]!, total[p]!);
+    hosts += total[p]!;
+  }
   const normalized = Math.min(100, sum);
-  if (normalized === 0 && panicThresholdPercent === 0) {
+  // No endpoint at all (distribute covering none), or none healthy without a panic threshold.
+  if (hosts === 0 || (normalized === 0 && panicThresholdPercent === 0)) {
     load[0] = 100;
     return { load, panic, none: true };
   }
@@ -255,8 +260,6 @@ export function priorityLoads(healthy: ArrayLike<number>, total: ArrayLike<numbe
       if (panic[p] === 0) all = false;
     }
     if (all) {
-      let hosts = 0;
-      for (let p = 0; p < n; p++) hosts += total[p]!;
       let left = 100;
       for (let p = 0; p < n; p++) left -= load[p] = Math.floor((total[p]! * 100) / hosts);
       load[0]! += left;

@@ -178,3 +178,13 @@ trustDomain: cluster.local
   assert.match(m.warnings.find((w) => w.includes('discoveryAddress')) ?? '', /no XDS.*set CA_ADDR/);
   assert.equal(m.trustDomain, 'cluster.local');
 });
+
+it('reads localityLbSetting (Istio\'s default: enabled), checked as a DestinationRule\'s, bad values naming the field', () => {
+  assert.deepEqual(loadMeshConfig('m', undefined, '').localityLbSetting, { enabled: true, distribute: [], failover: [], failoverPriority: [] });
+  const m = loadMeshConfig('mesh.yaml', 'localityLbSetting: {failover: [{from: us-east, to: eu-west}]}\n', '');
+  assert.deepEqual(m.localityLbSetting, { distribute: [], failover: [{ from: 'us-east', to: 'eu-west' }], failoverPriority: [] });
+  assert.deepEqual(m.warnings, [], 'failover in the mesh config: Istio checks it as if outlier detection were set');
+  assert.deepEqual(loadMeshConfig('m', 'localityLbSetting: {enabled: false}\n', '').localityLbSetting.enabled, false);
+  assert.throws(() => loadMeshConfig('mesh.yaml', 'localityLbSetting: {distribute: [{from: "*", to: {a: 50}}]}\n', ''),
+    (e: unknown) => e instanceof AgentError && /^mesh\.yaml: localityLbSetting\.distribute\[0\]\.to: the weights sum to 50/.test(e.message));
+});

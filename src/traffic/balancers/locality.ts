@@ -84,6 +84,7 @@ export class LocalityBalancer implements Balancer {
     this.lastPriority = p;
     this.panic = this.panicPerPriority[p] === 1;
     let g = this.firstGroup[p]!;
+    if (g < 0) return NONE;
     const end = this.endGroup[p]!;
     if (end - g > 1) {
       const top = this.groupCumulative[end - 1]!;

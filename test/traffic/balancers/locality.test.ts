@@ -115,4 +115,8 @@ describe('LocalityBalancer: distribute', () => {
     const seen = tally(5, 20000, () => b.pick({}));
     assert.ok(chiSquare([seen[3]!, seen[4]!], [28, 20]) < CHI2_1E5[1]!, `${seen}`);
   });
+  it('no endpoint in any locality distribute names: no healthy upstream, with or without a panic threshold', () => {
+    const only = [endpoint('10.0.2.1', { locality: 'q/a' }), endpoint('10.0.2.2', { locality: 'q/b' })];
+    for (const panic of [0, 50]) assert.equal(balancer(spec, only, Math.random, { panic }).b.pick({}), NONE);
+  });
 });
