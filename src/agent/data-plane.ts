@@ -334,12 +334,20 @@ export class DataPlane {
     });
   }
 
+  /** The workload's locality (`region/zone/subzone`, '' unknown), from its pod labels. */
+  private locality: string | undefined;
+
   /** Builds the clusters a configuration version asks for, and puts them in force. */
   private applyTraffic(snapshot: ResourceSnapshot): void {
     const workload = this.resources.workload;
+    if (this.locality === undefined) {
+      // The pod's labels are read once: so is its locality, said once at start.
+      this.locality = workloadLocality(workload.labels);
+      if (this.o.primary) log.info(`locality: ${this.locality === '' ? 'none (no istio-locality or topology label on the pod)' : this.locality}`);
+    }
     const set = buildClusters(snapshot, {
       workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
-      localityLbSetting: this.o.mesh.localityLbSetting, locality: workloadLocality(workload.labels),
+      localityLbSetting: this.o.mesh.localityLbSetting, locality: this.locality,
     });
     const domain = this.clusterDomain;
     // A VirtualService's host is reached by its names and by its service's addresses (Istio lists the VIPs among the virtual host's domains).
