@@ -5,6 +5,7 @@
 // - failover (outlierDetection): everything to the pod's own zone; once outlier detection ejects it,
 //   to the same region's other zone; once that is ejected too, to the other region; /clusters shows
 //   each endpoint's priority and /debug/decisions names the failover;
+// - retryRemoteLocalities: a retry leaves the priorities already tried;
 // - warmup: an endpoint that joins a ROUND_ROBIN cluster starts at a tenth of its share.
 // The statistical bound is 4.5 standard deviations of a binomial either side: a correct sidecar fails
 // it less than once in 100,000 runs (two-sided ≈ 6.8e-6).
@@ -154,6 +155,23 @@ describe('locality-aware balancing: distribute and failover', { skip: netnsSkip 
     // Binomial(1000, 0.3): mean 300, sd 14.5; [235, 365] is ±4.5 sd.
     assert.ok(remote >= 235 && remote <= 365, `eu-west got ${remote} of 1000: ${JSON.stringify(per)}`);
     assert.equal((per['b1'] ?? 0) + remote, 1000, JSON.stringify(per));
+  });
+
+  it('retryRemoteLocalities: the third attempt leaves the priority the first two tried', async () => {
+    // Outlier detection that ejects nothing here (1000 errors): failover priorities without ejections.
+    // (Before the failover test: its ejections would outlive it, the cluster being the same.)
+    const od = 'outlierDetection: {consecutive5xxErrors: 1000}';
+    const retries = (remote: boolean): string => SERVICE_ENTRY.replace('retries: {attempts: 0}',
+      `retries: {attempts: 2, retryOn: 5xx, retryRemoteLocalities: ${remote}}`);
+    await mode('b1', '503');
+    try {
+      await resources(retries(false) + rule(od));
+      assert.deepEqual(perBackend(http(20)), { 503: 20 }, 'every attempt stays in the first priority (b1 alone)');
+      await resources(retries(true) + rule(od));
+      assert.deepEqual(perBackend(http(20)), { b2: 20 }, 'the third attempt goes to the next priority');
+    } finally {
+      await mode('b1', 'ok');
+    }
   });
 
   it('failover: the pod\'s zone, then (ejected) the same region\'s other zone, then the other region; /clusters and /debug/decisions say so', async () => {
