@@ -9,7 +9,7 @@ import { MeshResources } from './resources.js';
 import { localAddresses } from '../net/local-addresses.js';
 import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
-import { readWorkload, serviceEntriesFor } from '../config/resources/workload.js';
+import { readWorkload, serviceEntriesFor, workloadLocality } from '../config/resources/workload.js';
 import { outboundTrafficMode, scopeSnapshot } from '../traffic/sidecar-scope.js';
 import { accessLogDirections } from '../config/resources/telemetry-scope.js';
 import { SwitchedAccessLog } from '../log/switched-access-log.js';
@@ -362,6 +362,9 @@ export class DataPlane {
     });
   }
 
+  /** The workload's locality (`region/zone/subzone`, '' unknown), from its pod labels. */
+  private locality: string | undefined;
+
   /** Builds the clusters a configuration version asks for, and puts them in force. */
   private applyTraffic(snapshot: ResourceSnapshot): void {
     const workload = this.resources.workload;
@@ -370,8 +373,14 @@ export class DataPlane {
       this.accessLogs.client.on = on.client;
       this.accessLogs.server.on = on.server;
     }
+    if (this.locality === undefined) {
+      // The pod's labels are read once: so is its locality, said once at start.
+      this.locality = workloadLocality(workload.labels);
+      if (this.o.primary) log.info(`locality: ${this.locality === '' ? 'none (no istio-locality or topology label on the pod)' : this.locality}`);
+    }
     const set = buildClusters(snapshot, {
       workload, clusterDomain: this.clusterDomain, connectTimeoutMs: this.o.mesh.connectTimeoutMs,
+      localityLbSetting: this.o.mesh.localityLbSetting, locality: this.locality,
     });
     const domain = this.clusterDomain;
     // A VirtualService's host is reached by its names and by its service's addresses (Istio lists the VIPs among the virtual host's domains).

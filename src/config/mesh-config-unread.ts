@@ -9,7 +9,7 @@ type Doc = Readonly<Record<string, unknown>>;
 /** Top-level keys mesh-config.ts reads (and checks). */
 export const READ_MESH_KEYS: readonly string[] = [
   'defaultConfig', 'configSources', 'accessLogFile', 'accessLogEncoding', 'accessLogFormat', 'pathNormalization',
-  'enableAutoMtls', 'autoMtlsCidrs', 'trustDomain', 'connectTimeout', 'outboundTrafficPolicy',
+  'enableAutoMtls', 'autoMtlsCidrs', 'trustDomain', 'connectTimeout', 'outboundTrafficPolicy', 'localityLbSetting',
 ];
 /** `defaultConfig` (and PROXY_CONFIG) keys mesh-config.ts reads. */
 export const READ_PROXY_KEYS: readonly string[] = [
@@ -44,7 +44,6 @@ const MESH: Readonly<Record<string, Unread>> = {
   },
   h2UpgradePolicy: { why: 'HTTP/1.1 requests are never upgraded to HTTP/2 toward upstreams (DO_NOT_UPGRADE)', same: (v) => v === 'DO_NOT_UPGRADE' },
   tcpKeepalive: { why: 'no mesh-wide TCP keepalive is set on upstream connections; a DestinationRule\'s connectionPool.tcp.tcpKeepalive is honoured' },
-  localityLbSetting: { why: 'locality-aware load balancing is not implemented' },
   dnsRefreshRate: { why: 'DNS endpoints are resolved again at their TTL, else every 60s (Istio\'s default); another rate is not applied', same: durationMs(60_000) },
   defaultServiceExportTo: { why: EVERY_NAMESPACE, same: equalJson(['*']) },
   defaultVirtualServiceExportTo: { why: EVERY_NAMESPACE, same: equalJson(['*']) },

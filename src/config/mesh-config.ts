@@ -8,6 +8,9 @@ import { AccessLogFormatError, compileAccessLogFormat } from '../log/access-form
 import { parseCidr } from './resources/addresses.js';
 import { parseGoDuration } from './env/values.js';
 import { unreadMeshKeys, unreadProxyKeys } from './mesh-config-unread.js';
+import { FieldError } from './resources/fields.js';
+import { parseLocalityLbSetting } from './resources/locality-lb-setting.js';
+import type { LocalityLbSetting } from './resources/types.js';
 
 /** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
 export const PATH_NORMALIZATIONS = ['NONE', 'BASE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'] as const;
@@ -70,6 +73,11 @@ export interface MeshConfig {
    * no service it sees covers; a Sidecar resource's own mode wins.
    */
   readonly outboundTrafficPolicy: 'ALLOW_ANY' | 'REGISTRY_ONLY';
+  /**
+   * Istio's `localityLbSetting`: the locality balancing of clusters whose DestinationRule gives none.
+   * Istio's default mesh config has `{enabled: true}`: locality failover wherever outlierDetection is set.
+   */
+  readonly localityLbSetting: LocalityLbSetting;
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
   /** One line per key read and not honoured (`meshConfig.x: not honoured by this agent: why`), logged at start. */
@@ -243,5 +251,20 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     ...autoMtlsOf(doc, path),
     connectTimeoutMs: connectTimeoutOf(doc, path),
     outboundTrafficPolicy: outboundTrafficPolicyOf(doc, path),
+    localityLbSetting: localityLbSettingOf(doc, path, warnings),
   };
+}
+
+/** Istio's default: enabled, nothing else (failover by locality where outlierDetection is set). */
+export const DEFAULT_LOCALITY_LB_SETTING: LocalityLbSetting = Object.freeze({ enabled: true, distribute: [], failover: [], failoverPriority: [] });
+
+// Istio validates the mesh's setting as if outlier detection were present (it applies to many rules).
+function localityLbSettingOf(doc: Doc, path: string, warnings: string[]): LocalityLbSetting {
+  if (doc['localityLbSetting'] === undefined || doc['localityLbSetting'] === null) return DEFAULT_LOCALITY_LB_SETTING;
+  try {
+    return parseLocalityLbSetting(doc['localityLbSetting'], 'localityLbSetting', (field, message) => warnings.push(`meshConfig.${field}: ${message}`), true);
+  } catch (err) {
+    if (err instanceof FieldError) throw bad(path, err.field, err.message);
+    throw err;
+  }
 }

@@ -73,6 +73,8 @@ export class Attempts {
    */
   trail: string[] | undefined;
   private tried: Endpoint[] | undefined;
+  /** The endpoints of the earlier attempts, kept only for retryRemoteLocalities (their priorities are left out). */
+  private attempted: Endpoint[] | undefined;
   private final: AttemptOutcome | undefined;
   private perTry: NodeJS.Timeout | undefined;
   private backoff: NodeJS.Timeout | undefined;
@@ -232,6 +234,7 @@ export class Attempts {
     this.stats.upstreamRqRetries++;
     const ep = this.endpoint;
     if (ep !== undefined && this.t.retry.ignorePreviousHosts) (this.tried ??= []).push(ep);
+    if (ep !== undefined && this.t.retry.retryRemoteLocalities) (this.attempted ??= []).push(ep);
     this.backoff = setTimeout(() => {
       this.backoff = undefined;
       if (!this.over) this.next();
@@ -240,11 +243,17 @@ export class Attempts {
 
   private next(): void {
     const c = this.t.cluster;
-    const picked = c.pick(this.t.hash === undefined && this.tried === undefined ? undefined : { hash: this.t.hash, tried: this.tried });
+    const picked = c.pick(this.t.hash === undefined && this.tried === undefined && this.attempted === undefined ? undefined
+      : { hash: this.t.hash, tried: this.tried, attempted: this.attempted });
     if (this.record) {
       const ejected = c.ejectedEndpoints();
       if (ejected.length > 0) this.note(`passed over as ejected: ${ejected.join(' ')}`);
       if (c.panic) this.note('panic: every endpoint is a candidate (minHealthPercent)');
+      // Locality failover: the pick left the first priority (its endpoints are ejected or too few are healthy).
+      const priority = c.lastPickPriority;
+      if (priority !== undefined && priority > 0 && !isPickFailure(picked)) {
+        this.note(`locality failover: priority ${priority} (${picked.spec.locality || 'no locality'}: ${picked.hostPort})`);
+      }
     }
     if (isPickFailure(picked)) {
       this.note(`no endpoint: ${picked.failure === 'overflow' ? 'the cluster\'s request limit (maxRequests)' : 'every endpoint is ejected or none is known'}`);

@@ -11,6 +11,7 @@ export type EndpointHealth = 'HEALTHY' | 'FAILED_OUTLIER_CHECK';
 /** The `/config_dump` entry of one cluster; `status` gives the endpoints' health (matched by address:port). */
 export function clusterConfigDump(spec: ClusterSpec, endpoints: readonly EndpointSpec[], status: ClusterStatus): Record<string, unknown> {
   const ejected = new Set(status.hosts.filter((h) => h.ejected).map((h) => h.hostPort));
+  const byHostPort = new Map(status.hosts.map((h) => [h.hostPort, h]));
   const p = spec.policy;
   return {
     name: spec.name,
@@ -26,12 +27,17 @@ export function clusterConfigDump(spec: ClusterSpec, endpoints: readonly Endpoin
       connectionPool: p.connectionPool,
       outlierDetection: p.outlierDetection ?? null,
       tls: p.tls ?? null,
+      // The proxy's labels are its own business: its locality is what the plan was made against.
+      locality: p.locality === undefined ? null : { ...p.locality, proxy: { locality: p.locality.proxy.locality } },
     },
     endpoints: endpoints.map((e) => {
       const hostPort = hostPortOf(e.address, e.port);
       const health: EndpointHealth = ejected.has(hostPort) ? 'FAILED_OUTLIER_CHECK' : 'HEALTHY';
+      const host = byHostPort.get(hostPort);
       return {
         address: e.address, port: e.port, labels: e.labels, locality: e.locality ?? '', weight: e.weight,
+        priority: host?.priority ?? 0,
+        ...(host?.localityWeight !== undefined ? { locality_weight: host.localityWeight } : {}),
         ...(e.serviceAccount !== undefined ? { service_account: e.serviceAccount } : {}),
         origin: e.origin, health,
       };

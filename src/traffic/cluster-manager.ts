@@ -59,7 +59,7 @@ export class ClusterManager {
         continue;
       }
       const runtime = new ClusterRuntime({
-        spec, endpoints, store: this.o.store, clock: this.o.clock, random: this.o.random, onOutlierEvent: this.o.onOutlierEvent,
+        spec, endpoints, store: this.o.store, clock: this.o.clock, random: this.o.random, onOutlierEvent: this.o.onOutlierEvent, previous: old,
       });
       this.built.set(runtime, text);
       next.set(spec.name, runtime);

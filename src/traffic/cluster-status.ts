@@ -25,6 +25,10 @@ export interface HostStatus {
   readonly region: string;
   readonly zone: string;
   readonly subZone: string;
+  /** Envoy's priority (locality failover): 0 first; -1 when `distribute` sends it nothing. */
+  readonly priority: number;
+  /** Its locality's weight when the cluster balances by `distribute`. */
+  readonly localityWeight?: number | undefined;
   /** Ejected by outlier detection (health_flags `/failed_outlier_check`). */
   readonly ejected: boolean;
   readonly stats: HostStats;
@@ -81,7 +85,7 @@ export function formatClustersText(clusters: readonly ClusterStatus[]): string {
       for (const s of HOST_STAT_NAMES) lines.push(`${p}::${s}::${h.stats[s]}`);
       lines.push(`${p}::hostname::`, `${p}::health_flags::${h.ejected ? '/failed_outlier_check' : 'healthy'}`, `${p}::weight::${h.weight}`,
         `${p}::region::${h.region}`, `${p}::zone::${h.zone}`, `${p}::sub_zone::${h.subZone}`, `${p}::canary::false`,
-        `${p}::priority::0`, `${p}::success_rate::-1`, `${p}::local_origin_success_rate::-1`);
+        `${p}::priority::${h.priority}`, `${p}::success_rate::-1`, `${p}::local_origin_success_rate::-1`);
     }
   }
   return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
@@ -120,6 +124,7 @@ export function clusterStatusesJson(clusters: readonly ClusterStatus[]): Record<
         stats: [...counters, ...gauges],
         health_status: { ...(h.ejected ? { failed_outlier_check: true } : {}), eds_health_status: 'HEALTHY' },
         weight: h.weight,
+        ...(h.priority > 0 ? { priority: h.priority } : {}),
         locality,
       };
     }),

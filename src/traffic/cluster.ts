@@ -8,6 +8,9 @@
 // acquired connection by one releaseConnection(); decideRetry() after every attempt of a request
 // that has a retry policy; retryAbandoned() when a request gives up while a retry is scheduled.
 import { createBalancer, NONE, type Balancer, type HostSet, type PickContext, type TriedEndpoint } from './balancers/index.js';
+import { LocalityBalancer } from './balancers/locality.js';
+import { planLocality, type LocalityPlan } from './locality.js';
+import { slowStartFactor } from './slow-start.js';
 import { processClock, type Clock, type Random } from './clock.js';
 import { hostPortOf, splitLocality, type ClusterStatus, type HostStatus } from './cluster-status.js';
 import { ClusterLimits, limitValues } from './limits.js';
@@ -29,6 +32,8 @@ export class Endpoint implements TriedEndpoint, OutlierMember {
   readonly hostPort: string;
   /** This runtime's attempts and connections in flight to the endpoint (a removed one is let go at 0). */
   inFlight = 0;
+  /** When it joined the cluster (process clock, ms); -Infinity: it was there from the start (no slow start). */
+  joinedAt = Number.NEGATIVE_INFINITY;
 
   constructor(spec: EndpointSpec, index: number, readonly slot: EndpointSlot) {
     this.spec = spec;
@@ -71,6 +76,8 @@ export interface ClusterRuntimeOptions {
   readonly random?: Random | undefined;
   /** EJECT / UNEJECT events this thread caused, for the outlier log (formatOutlierEvent). */
   readonly onOutlierEvent?: ((e: OutlierEvent) => void) | undefined;
+  /** The runtime this one replaces (same cluster, new spec): its endpoints keep their join times (slow start). */
+  readonly previous?: ClusterRuntime | undefined;
 }
 
 const EMPTY_CONTEXT: PickContext = Object.freeze({});
@@ -95,7 +102,14 @@ export class ClusterRuntime {
   /** Removed endpoints this thread still has attempts or connections on: detached when they reach 0. */
   private readonly retired = new Set<Endpoint>();
   private balancer: Balancer | undefined;
+  /** The endpoints' priorities and locality groups; undefined: one priority (no locality balancing). */
+  private plan: LocalityPlan | undefined;
+  private localityBalancer: LocalityBalancer | undefined;
   private closed = false;
+  /** The first endpoint list is in force: endpoints added from now on are in slow start. */
+  private started = false;
+  /** While replacing a runtime: the join times of its endpoints. */
+  private joined: Map<string, number> | undefined;
 
   constructor(o: ClusterRuntimeOptions) {
     this.spec = o.spec;
@@ -111,7 +125,13 @@ export class ClusterRuntime {
     const od = o.spec.policy.outlierDetection;
     const emit = o.onOutlierEvent ?? (() => undefined);
     this.outlier = od === undefined ? undefined : new OutlierDetector(od, this.slot, o.spec.name, this.clock, emit);
+    // Endpoints of the first list were there from the start; after it (or when replacing a runtime), newcomers join now.
+    if (o.previous !== undefined) {
+      this.joined = new Map(o.previous.endpoints.map((m) => [m.hostPort, m.joinedAt]));
+    }
     this.setEndpoints(o.endpoints);
+    this.joined = undefined;
+    this.started = true;
     // Schedules the first sweep, or runs one already due (a sweep claimed must be run).
     this.sweepIfDue();
   }
@@ -148,7 +168,10 @@ export class ClusterRuntime {
         kept.index = next.length;
         next.push(kept);
       } else {
-        next.push(new Endpoint(spec, next.length, this.store.attachEndpoint(this.name, hp)));
+        const ep = new Endpoint(spec, next.length, this.store.attachEndpoint(this.name, hp));
+        const before = this.joined?.get(hp);
+        ep.joinedAt = before ?? (this.started || this.joined !== undefined ? this.clock.now() : Number.NEGATIVE_INFINITY);
+        next.push(ep);
       }
     }
     for (const m of this.members) {
@@ -157,11 +180,27 @@ export class ClusterRuntime {
       this.retire(m);
     }
     this.members = next;
-    this.balancer = createBalancer(this.spec.policy.loadBalancer, {
-      hosts: this.hostSet(next),
-      random: this.random,
-      panicThresholdPercent: this.spec.policy.outlierDetection?.minHealthPercent ?? 0,
+    const policy = this.spec.policy;
+    const panicThresholdPercent = policy.outlierDetection?.minHealthPercent ?? 0;
+    const hosts = this.hostSet(next);
+    // Built per endpoint list, never per pick: a cluster whose plan is one group keeps its plain balancer.
+    this.plan = policy.locality === undefined || policy.loadBalancer.kind === 'simple' && policy.loadBalancer.simple === 'PASSTHROUGH'
+      ? undefined : planLocality(policy.locality, next.map((m) => m.spec));
+    if (this.plan === undefined) {
+      this.localityBalancer = undefined;
+      this.balancer = createBalancer(policy.loadBalancer, { hosts, random: this.random, panicThresholdPercent });
+      return;
+    }
+    this.localityBalancer = new LocalityBalancer({
+      hosts, plan: this.plan, random: this.random, panicThresholdPercent,
+      inner: (group) => createBalancer(policy.loadBalancer, { hosts: group, random: this.random, panicThresholdPercent: 0 }),
     });
+    this.balancer = this.localityBalancer;
+  }
+
+  /** The priority of the last pick when the cluster balances by locality (0: the first; above: a failover); undefined otherwise. */
+  get lastPickPriority(): number | undefined {
+    return this.localityBalancer?.lastPriority;
   }
 
   /**
@@ -349,10 +388,13 @@ export class ClusterRuntime {
   status(): ClusterStatus {
     const counters = {} as Record<ClusterCounter, number>;
     for (const k of CLUSTER_COUNTERS) counters[k] = this.slot.total(k);
-    const hosts = this.members.map((m): HostStatus => {
+    const plan = this.plan;
+    const hosts = this.members.map((m, i): HostStatus => {
       const s = m.slot;
       return {
         address: m.address, port: m.port, hostPort: m.hostPort, weight: m.spec.weight, ...splitLocality(m.spec.locality),
+        priority: plan === undefined ? 0 : plan.priority[i]!,
+        ...(plan !== undefined && plan.group[i]! >= 0 ? { localityWeight: plan.groups[plan.group[i]!]!.weight } : {}),
         ejected: this.outlier !== undefined && s.isEjected(),
         stats: {
           cx_active: s.activeConnections(), cx_connect_fail: s.total('cx_connect_fail'), cx_total: s.total('cx_total'),
@@ -430,7 +472,7 @@ export class ClusterRuntime {
   // The HostSet the balancer reads: weights and keys from the list, health and load from shared memory.
   private hostSet(list: readonly Endpoint[]): HostSet {
     const slot = this.slot;
-    return {
+    const hosts: HostSet = {
       size: list.length,
       weight: (i) => list[i]!.spec.weight,
       key: (i) => list[i]!.hostPort,
@@ -439,6 +481,24 @@ export class ClusterRuntime {
       isHealthy: this.outlier === undefined ? () => true : (i) => !list[i]!.slot.isEjected(),
       activeRequests: (i) => list[i]!.slot.activeRequests(),
       healthVersion: () => slot.healthVersion(),
+    };
+    const lb = this.spec.policy.loadBalancer;
+    const ss = lb.kind === 'simple' ? lb.slowStart : undefined;
+    if (ss === undefined) return hosts;
+    let until = Number.NEGATIVE_INFINITY;
+    for (const m of list) until = Math.max(until, m.joinedAt + ss.windowMs);
+    // Nobody in slow start: the plain set, nothing more per pick.
+    if (until <= this.clock.now()) return hosts;
+    const clock = this.clock;
+    return {
+      ...hosts,
+      // Read at each pick (EDF re-add), so the weight grows as time passes.
+      weight: (i) => {
+        const m = list[i]!;
+        return m.spec.weight * slowStartFactor(ss, clock.now() - m.joinedAt);
+      },
+      // The window's end changes the version: the balancer rebuilds (equal weights again: P2C).
+      healthVersion: () => slot.healthVersion() + (clock.now() < until ? 0.5 : 0),
     };
   }
 

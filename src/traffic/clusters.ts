@@ -5,13 +5,14 @@
 // the engine then answers 503 with flag NC) and a route's timeout and retry policy. Pure: plain data
 // in, frozen plain data out; build once per configuration, never per request.
 import type {
-  DestinationRule, HttpRoute, HttpRouteDestination, LoadBalancerSettings, PolicySettings, ResourceSnapshot, ServiceEntry,
+  DestinationRule, HttpRoute, HttpRouteDestination, LoadBalancerSettings, LocalityLbSetting, PolicySettings, ResourceSnapshot, ServiceEntry,
   RetryBudgetSettings, ServiceEntryPort, TrafficPolicy, VirtualService, Workload,
 } from '../config/resources/types.js';
 import { ROOT_NAMESPACE } from '../config/resources/types.js';
 import { exportedTo, serviceEntriesFor } from '../config/resources/workload.js';
 import { destinationRuleFor } from '../security/mtls/destination-rules.js';
 import { DEFAULT_CLUSTER_DOMAIN, hostMatchRank } from '../security/mtls/host-names.js';
+import { resolveLocalityLb, type ProxyFacts } from './locality.js';
 import {
   DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, defaultRetry, UNLIMITED, type ClusterDiscovery, type ClusterPolicy, type ClusterSpec, type ConnectionPoolSpec, type LoadBalancerSpec,
   type OutlierDetectionSpec, type RetryCondition, type RetrySpec,
@@ -56,6 +57,10 @@ export interface ClusterBuildContext {
   readonly connectTimeoutMs?: number;
   /** `ns/name` of the Gateways this workload serves: their VirtualServices' destinations are checked too. */
   readonly gateways?: readonly string[];
+  /** The mesh config's `localityLbSetting` (Istio's default: enabled); absent: none. */
+  readonly localityLbSetting?: LocalityLbSetting;
+  /** This proxy's locality (`region/zone/subzone`, '' unknown: workloadLocality); default ''. */
+  readonly locality?: string;
 }
 
 export interface ClusterSet {
@@ -129,7 +134,13 @@ export function mergeTrafficPolicy(rule: TrafficPolicy | undefined, subset: Traf
 
 function loadBalancerOf(lb: LoadBalancerSettings | undefined): LoadBalancerSpec {
   if (lb === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST' };
-  if (lb.kind === 'simple') return { kind: 'simple', simple: lb.simple };
+  if (lb.kind === 'simple') {
+    // Envoy ramps up endpoints under ROUND_ROBIN and LEAST_REQUEST only (the others are warned about at load).
+    const w = lb.warmup;
+    const slowStart = w !== undefined && (lb.simple === 'ROUND_ROBIN' || lb.simple === 'LEAST_REQUEST')
+      ? { windowMs: w.durationMs, minWeight: w.minimumPercent / 100, aggression: w.aggression } : undefined;
+    return { kind: 'simple', simple: lb.simple, ...(slowStart !== undefined ? { slowStart } : {}) };
+  }
   return { kind: 'consistentHash', key: lb.key, table: lb.table };
 }
 
@@ -189,14 +200,22 @@ function outlierDetectionOf(od: PolicySettings['outlierDetection']): OutlierDete
 }
 
 /** A merged policy with Istio's defaults: what the balancers, pools and outlier detection run with. */
-export function clusterPolicy(merged: PolicySettings, opts: { connectTimeoutMs?: number; rule?: string; passthrough?: boolean; retryBudget?: RetryBudgetSettings } = {}): ClusterPolicy {
+export function clusterPolicy(
+  merged: PolicySettings,
+  opts: {
+    connectTimeoutMs?: number; rule?: string; passthrough?: boolean; retryBudget?: RetryBudgetSettings; meshLocality?: LocalityLbSetting; proxy?: ProxyFacts;
+  } = {},
+): ClusterPolicy {
   const od = outlierDetectionOf(merged.outlierDetection);
   const pool = connectionPoolOf(merged.connectionPool, opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
+  const locality = opts.passthrough || opts.proxy === undefined ? undefined
+    : resolveLocalityLb(merged.loadBalancer?.locality, opts.meshLocality, od !== undefined, opts.proxy);
   return {
     loadBalancer: opts.passthrough ? { kind: 'simple', simple: 'PASSTHROUGH' } : loadBalancerOf(merged.loadBalancer),
     connectionPool: opts.retryBudget === undefined ? pool : { ...pool, http: { ...pool.http, retryBudget: retryBudgetOf(opts.retryBudget) } },
     ...(od !== undefined ? { outlierDetection: od } : {}),
     ...(merged.tls !== undefined ? { tls: merged.tls } : {}),
+    ...(locality !== undefined ? { locality } : {}),
     ...(opts.rule !== undefined ? { rule: opts.rule } : {}),
   };
 }
@@ -227,6 +246,7 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
   const declaredBy = new Map<string, ServiceEntry>();
   const rules = new Map<string, DestinationRule | undefined>();
   const entries = visibleEntries(snapshot.serviceEntries, ctx.workload);
+  const proxy: ProxyFacts = { locality: ctx.locality ?? '', labels: ctx.workload.labels };
 
   const ruleFor = (host: string): DestinationRule | undefined => {
     if (!rules.has(host)) {
@@ -269,6 +289,8 @@ export function buildClusters(snapshot: Pick<ResourceSnapshot, 'serviceEntries' 
             ...(ctx.connectTimeoutMs !== undefined ? { connectTimeoutMs: ctx.connectTimeoutMs } : {}),
             ...(ruleRef !== undefined ? { rule: ruleRef } : {}),
             passthrough: resolution === 'NONE',
+            ...(ctx.localityLbSetting !== undefined ? { meshLocality: ctx.localityLbSetting } : {}),
+            proxy,
           });
           return {
             name: clusterName(port.number, subset?.name, host), host, port: port.number, service: service.key, policy, origin,

@@ -4,6 +4,7 @@
 // policy, outlier detection and limits (src/traffic/*) and the engine read them. Plain data: no
 // socket, no clock, nothing mutable.
 import type { ClientTls } from '../config/resources/types.js';
+import type { LocalityLbSpec } from './locality.js';
 
 /** Istio's "unlimited" for the circuit-breaker thresholds it sets by default (2^32 - 1). */
 export const UNLIMITED = 4294967295;
@@ -33,8 +34,21 @@ export type HashKey =
   | { readonly kind: 'sourceIp' }
   | { readonly kind: 'queryParameter'; readonly name: string };
 
+/** Envoy's slow start (Istio's `warmup`): an endpoint that joins the cluster ramps up its weight over the window. */
+export interface SlowStartSpec {
+  readonly windowMs: number;
+  /** The least share of its weight an endpoint gets, 0..1 (Istio's minimumPercent / 100; default 0.1). */
+  readonly minWeight: number;
+  /** ≥ 1; the weight follows (time in window / window)^(1 / aggression). */
+  readonly aggression: number;
+}
+
 export type LoadBalancerSpec =
-  | { readonly kind: 'simple'; readonly simple: SimpleLoadBalancer }
+  | {
+    readonly kind: 'simple'; readonly simple: SimpleLoadBalancer;
+    /** ROUND_ROBIN and LEAST_REQUEST only (Envoy's); undefined: new endpoints get their full weight at once. */
+    readonly slowStart?: SlowStartSpec | undefined;
+  }
   | {
     readonly kind: 'consistentHash';
     readonly key: HashKey;
@@ -100,6 +114,12 @@ export interface ClusterPolicy {
   /** undefined: no outlier detection (nothing is ever ejected). */
   readonly outlierDetection?: OutlierDetectionSpec | undefined;
   readonly tls?: ClientTls | undefined;
+  /**
+   * Locality-aware balancing (`localityLbSetting`, the rule's or the mesh's) when it can change
+   * anything for this proxy: `distribute` covering its locality, or failover with outlierDetection.
+   * Undefined: every endpoint is one priority (no cost per pick).
+   */
+  readonly locality?: LocalityLbSpec | undefined;
   /** `DestinationRule ns/name` the policy came from, if any (for /config_dump and the decisions). */
   readonly rule?: string | undefined;
 }

@@ -83,7 +83,6 @@ outboundTrafficPolicy: {mode: REGISTRY_ONLY}
 defaultHttpRetryPolicy: {attempts: 5}
 h2UpgradePolicy: UPGRADE
 tcpKeepalive: {time: 30s}
-localityLbSetting: {enabled: true}
 dnsRefreshRate: 5s
 defaultServiceExportTo: ["."]
 enableTracing: true
@@ -102,7 +101,6 @@ defaultConfig:
     ['meshConfig.defaultHttpRetryPolicy', /: not honoured by this agent: an HTTP route without retries gets Istio's built-in default/],
     ['meshConfig.h2UpgradePolicy', /never upgraded/],
     ['meshConfig.tcpKeepalive', /DestinationRule's connectionPool\.tcp\.tcpKeepalive is honoured/],
-    ['meshConfig.localityLbSetting', /locality-aware load balancing is not implemented/],
     ['meshConfig.dnsRefreshRate', /every 60s/],
     ['meshConfig.defaultServiceExportTo', /visible to every namespace/],
     ['meshConfig.enableTracing', /no traces/],
@@ -188,4 +186,14 @@ it('outboundTrafficPolicy.mode is read: ALLOW_ANY by default, REGISTRY_ONLY when
   assert.deepEqual(loadMeshConfig('m', 'outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n', '').warnings, []);
   assert.throws(() => loadMeshConfig('m', 'outboundTrafficPolicy: {mode: BLOCK}\n', ''), /outboundTrafficPolicy\.mode.*"BLOCK" is not ALLOW_ANY or REGISTRY_ONLY/);
   assert.throws(() => loadMeshConfig('m', 'outboundTrafficPolicy: {mode: ALLOW_ANY, egressProxy: {host: e}}\n', ''), /outboundTrafficPolicy\.egressProxy.*not supported yet/);
+});
+
+it('reads localityLbSetting (Istio\'s default: enabled), checked as a DestinationRule\'s, bad values naming the field', () => {
+  assert.deepEqual(loadMeshConfig('m', undefined, '').localityLbSetting, { enabled: true, distribute: [], failover: [], failoverPriority: [] });
+  const m = loadMeshConfig('mesh.yaml', 'localityLbSetting: {failover: [{from: us-east, to: eu-west}]}\n', '');
+  assert.deepEqual(m.localityLbSetting, { distribute: [], failover: [{ from: 'us-east', to: 'eu-west' }], failoverPriority: [] });
+  assert.deepEqual(m.warnings, [], 'failover in the mesh config: Istio checks it as if outlier detection were set');
+  assert.deepEqual(loadMeshConfig('m', 'localityLbSetting: {enabled: false}\n', '').localityLbSetting.enabled, false);
+  assert.throws(() => loadMeshConfig('mesh.yaml', 'localityLbSetting: {distribute: [{from: "*", to: {a: 50}}]}\n', ''),
+    (e: unknown) => e instanceof AgentError && /^mesh\.yaml: localityLbSetting\.distribute\[0\]\.to: the weights sum to 50/.test(e.message));
 });

@@ -19,9 +19,10 @@ describe('clusterConfigDump', () => {
     assert.equal((policy['connectionPool']!['tcp'] as Record<string, number>)['maxConnections'], 3);
     assert.equal(policy['outlierDetection']!['consecutive5xxErrors'], 2);
     assert.equal(policy['tls'], null);
+    assert.equal(policy['locality'], null, 'no locality balancing');
     assert.deepEqual(dump['endpoints'], [
-      { address: '10.0.0.1', port: 80, labels: { version: 'v1' }, locality: 'us-east1/us-east1-b', weight: 1, origin: 'ServiceEntry default/test', health: 'FAILED_OUTLIER_CHECK' },
-      { address: '10.0.0.2', port: 80, labels: { version: 'v1' }, locality: 'us-east1/us-east1-c', weight: 2, origin: 'ServiceEntry default/test', health: 'HEALTHY' },
+      { address: '10.0.0.1', port: 80, labels: { version: 'v1' }, locality: 'us-east1/us-east1-b', weight: 1, priority: 0, origin: 'ServiceEntry default/test', health: 'FAILED_OUTLIER_CHECK' },
+      { address: '10.0.0.2', port: 80, labels: { version: 'v1' }, locality: 'us-east1/us-east1-c', weight: 2, priority: 0, origin: 'ServiceEntry default/test', health: 'HEALTHY' },
     ]);
   });
 

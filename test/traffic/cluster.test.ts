@@ -311,3 +311,81 @@ describe('ClusterRuntime: connections', () => {
     assert.deepEqual([s.hosts[0]!.stats.cx_connect_fail, s.hosts[0]!.stats.rq_total, s.counters.upstream_rq_total], [2, 0, 0]);
   });
 });
+
+describe('ClusterRuntime: locality', () => {
+  const local = [endpoint('10.0.0.1', { locality: 'r/a' }), endpoint('10.0.0.2', { locality: 'r/b' }), endpoint('10.0.0.3', { locality: 'q/a' })];
+  const failoverSpec = (minHealthPercent = 0): ClusterSpec => clusterSpec({
+    policy: {
+      outlierDetection: outlierSpec({ consecutive5xxErrors: 2, maxEjectionPercent: 100, minHealthPercent }),
+      locality: { kind: 'failover', proxy: { locality: 'r/a', labels: {} }, failover: [], failoverPriority: [] },
+    },
+  });
+
+  it('sends everything to the local endpoint, then to the next priority once outlier detection ejects it; /clusters shows the priorities', () => {
+    const clock = new FakeClock();
+    const c = runtime({ spec: failoverSpec(), endpoints: local, clock });
+    for (let k = 0; k < 50; k++) {
+      const ep = picked(c.pick());
+      assert.equal(ep.hostPort, '10.0.0.1:80');
+      c.attemptEnded(ep, ok);
+    }
+    assert.equal(c.lastPickPriority, 0);
+    assert.deepEqual(c.status().hosts.map((h) => h.priority), [0, 1, 2]);
+    for (let k = 0; k < 2; k++) c.attemptEnded(picked(c.pick()), e503);
+    for (let k = 0; k < 50; k++) {
+      const ep = picked(c.pick());
+      assert.equal(ep.hostPort, '10.0.0.2:80', 'the same region\'s other zone, not the other region');
+      c.attemptEnded(ep, ok);
+    }
+    assert.equal(c.lastPickPriority, 1);
+    // Back after the ejection time: the local endpoint takes the traffic again.
+    clock.advance(31_000);
+    c.sweepIfDue();
+    assert.equal(picked(c.pick()).hostPort, '10.0.0.1:80');
+  });
+
+  it('a cluster without locality balancing has no plan: every endpoint priority 0', () => {
+    const c = runtime({ endpoints: local, spec: clusterSpec({ policy: { outlierDetection: outlierSpec() } }) });
+    assert.equal(c.lastPickPriority, undefined);
+    assert.deepEqual(c.status().hosts.map((h) => h.priority), [0, 0, 0]);
+  });
+});
+
+describe('ClusterRuntime: slow start (warmup)', () => {
+  const slow = clusterSpec({ policy: { loadBalancer: { kind: 'simple', simple: 'ROUND_ROBIN', slowStart: { windowMs: 10_000, minWeight: 0.1, aggression: 1 } } } });
+  const share = (c: ClusterRuntime, hostPort: string, n: number): number => {
+    let hits = 0;
+    for (let k = 0; k < n; k++) {
+      const ep = picked(c.pick());
+      if (ep.hostPort === hostPort) hits++;
+      c.attemptEnded(ep, ok);
+    }
+    return hits / n;
+  };
+
+  it('the first endpoints get their full weight; one that joins later ramps up over the window, then is even', () => {
+    const clock = new FakeClock();
+    const c = runtime({ spec: slow, endpoints: [endpoint('10.0.0.1'), endpoint('10.0.0.2')], clock });
+    assert.ok(Math.abs(share(c, '10.0.0.1:80', 1000) - 0.5) < 0.01, 'no slow start at the start');
+    c.setEndpoints([endpoint('10.0.0.1'), endpoint('10.0.0.2'), endpoint('10.0.0.3')]);
+    // Weighted round robin is deterministic: at 0.1 of its weight, 0.1 / 2.1 of the picks.
+    assert.ok(Math.abs(share(c, '10.0.0.3:80', 2100) - 0.1 / 2.1) < 0.01);
+    clock.advance(5_000);
+    assert.ok(Math.abs(share(c, '10.0.0.3:80', 2500) - 0.5 / 2.5) < 0.01);
+    clock.advance(5_000);
+    assert.ok(Math.abs(share(c, '10.0.0.3:80', 3000) - 1 / 3) < 0.01, 'full weight after the window');
+  });
+
+  it('a new version of the cluster keeps its endpoints\' join times; without warmup a newcomer gets its full share at once', () => {
+    const clock = new FakeClock();
+    const store = privateTrafficStore({ endpointSlots: 64, clusterSlots: 8 });
+    const first = runtime({ spec: slow, endpoints: [endpoint('10.0.0.1')], clock, store });
+    first.setEndpoints([endpoint('10.0.0.1'), endpoint('10.0.0.2')]);
+    const next = new ClusterRuntime({ spec: slow, endpoints: [endpoint('10.0.0.1'), endpoint('10.0.0.2')], store, clock, random: seeded(2), previous: first });
+    first.close();
+    assert.ok(Math.abs(share(next, '10.0.0.2:80', 1100) - 0.1 / 1.1) < 0.01, 'still in slow start');
+    const plain = runtime({ endpoints: [endpoint('10.0.0.1')], clock, spec: clusterSpec({ policy: { loadBalancer: { kind: 'simple', simple: 'ROUND_ROBIN' } } }) });
+    plain.setEndpoints([endpoint('10.0.0.1'), endpoint('10.0.0.2')]);
+    assert.ok(Math.abs(share(plain, '10.0.0.2:80', 1000) - 0.5) < 0.01);
+  });
+});

@@ -173,6 +173,26 @@ describe('defaults of outlier detection and connection pools (Istio on Envoy)', 
   });
 });
 
+describe('locality balancing: which setting applies to a cluster', () => {
+  const mesh = { enabled: true, distribute: [], failover: [], failoverPriority: [] };
+  const locCtx: ClusterBuildContext = { ...ctx, locality: 'us-east/a', localityLbSetting: mesh };
+  const policyOf = (rule: string, c: ClusterBuildContext = locCtx, subset?: string) =>
+    buildClusters(snapshotOf(reviews(), dr('reviews', rule)), c).byName.get(clusterName(80, subset, REVIEWS))!.policy;
+  it('failover (the mesh default) only where outlierDetection is set', () => {
+    assert.equal(policyOf('{host: reviews, trafficPolicy: {loadBalancer: {simple: RANDOM}}}').locality, undefined);
+    assert.deepEqual(policyOf('{host: reviews, trafficPolicy: {outlierDetection: {}}}').locality,
+      { kind: 'failover', proxy: { locality: 'us-east/a', labels: SHOP.labels }, failover: [], failoverPriority: [] });
+    assert.equal(policyOf('{host: reviews, trafficPolicy: {outlierDetection: {}}}', ctx).locality, undefined, 'no mesh setting given: none');
+  });
+  it('the rule\'s distribute for this proxy\'s locality; a subset\'s loadBalancer replaces the rule\'s (Istio\'s merge)', () => {
+    const rule = '{host: reviews, trafficPolicy: {loadBalancer: {localityLbSetting: {distribute: [{from: us-east/*, to: {us-east/a: 90, us-west: 10}}]}}}, '
+      + 'subsets: [{name: v1, labels: {version: v1}, trafficPolicy: {loadBalancer: {simple: RANDOM}}}]}';
+    assert.deepEqual(policyOf(rule).locality?.kind, 'distribute');
+    assert.equal(policyOf(rule, locCtx, 'v1').locality, undefined);
+    assert.equal(policyOf(rule, { ...locCtx, locality: 'eu/x' }).locality, undefined, 'no from covers the proxy');
+  });
+});
+
 describe('which rule and which entries this workload sees', () => {
   it('a rule in the client\'s namespace wins over the service\'s, which wins over the root namespace\'s', () => {
     const lb = (...docs: string[]): string => {

@@ -106,7 +106,7 @@ export const variables = defineVariables([
     here: "istiod",
     description: "Start leader election and acquire leadership before running controllers. When false, a single control-plane instance is assumed and election is skipped." },
   { name: "ENABLE_LOCALITY_WEIGHTED_LB_CONFIG", type: "bool", default: false,
-    here: "not-supported", matches: false, why: "locality-aware load balancing is not implemented",
+    here: "not-supported", matches: false, why: "locality weights are set only where a DestinationRule (or the mesh config) gives distribute; every other cluster balances over its endpoints as one set",
     description: "Always set locality-weighted load-balancing config on clusters; otherwise only when a DestinationRule specifies locality load balancing." },
   { name: "ENABLE_MCS_AUTO_EXPORT", type: "bool", default: false,
     here: "istiod",

@@ -367,14 +367,42 @@ export type ConsistentHashKey =
   | { readonly kind: 'queryParameter'; readonly name: string };
 
 /** `loadBalancer`, validated; Istio's defaults that depend on nothing else are filled in. */
-export type LoadBalancerSettings =
+export type LoadBalancerSettings = (
   | { readonly kind: 'simple'; readonly simple: SimpleLb }
   | {
     readonly kind: 'consistentHash';
     readonly key: ConsistentHashKey;
     /** RING_HASH unless maglev is given; minimumRingSize 1024 unless given (Envoy's default, which Istio keeps). */
     readonly table: { readonly kind: 'ringHash'; readonly minimumRingSize: number } | { readonly kind: 'maglev'; readonly tableSize: number };
-  };
+  }) & {
+  /** `localityLbSetting` as written (checked as Istio checks it); absent: the mesh config's. */
+  readonly locality?: LocalityLbSetting;
+  /** `warmup` (or the deprecated `warmupDurationSecs`): Envoy's slow start of endpoints that join. */
+  readonly warmup?: WarmupSettings;
+};
+
+export interface WarmupSettings {
+  readonly durationMs: number;
+  /** Percent of its weight a new endpoint starts with (default 10). */
+  readonly minimumPercent: number;
+  /** Speed of the ramp (default 1: linear; higher: faster at first). */
+  readonly aggression: number;
+}
+
+/**
+ * Istio's LocalityLoadBalancerSetting (a DestinationRule's `loadBalancer.localityLbSetting`, or the
+ * mesh config's `localityLbSetting`). Localities are `region/zone/subzone`, a trailing `*` a wildcard.
+ */
+export interface LocalityLbSetting {
+  /** Absent: on (Istio's default); false turns locality balancing off for the rule. */
+  readonly enabled?: boolean;
+  /** From the proxy's locality (`from`) to these localities, by percent (the weights sum to 100). */
+  readonly distribute: readonly { readonly from: string; readonly to: readonly { readonly locality: string; readonly weight: number }[] }[];
+  /** Regions: when every endpoint of the proxy's region `from` is unhealthy, region `to` next. */
+  readonly failover: readonly { readonly from: string; readonly to: string }[];
+  /** Labels (`key`, or `key=value` to give the proxy's value) ranking endpoints by how many of them, in order, they share. */
+  readonly failoverPriority: readonly string[];
+}
 
 /** `connectionPool` as written (absent fields stay absent: Istio's defaults depend on presence and on the mesh config). */
 export interface ConnectionPoolSettings {

@@ -1,25 +1,23 @@
 // A DestinationRule's `trafficPolicy` (the rule's, each port's, each subset's): load balancer,
 // connection pool, outlier detection and TLS, checked as Istio's validation checks them. What Istio
 // would refuse is refused here; what it will only honour in a later version of this agent
-// (locality load balancing, slow start, tunnels, PROXY headers) is refused as "not
+// (tunnels, PROXY headers) is refused as "not
 // supported yet". Values keep their presence: how a subset's policy overrides the rule's, and which
 // defaults apply, depends on what was written (src/traffic/clusters.ts merges and fills in).
 import type {
   ConnectionPoolSettings, ConsistentHashKey, LoadBalancerSettings, OutlierDetectionSettings, PolicySettings, PortTrafficPolicy,
-  RetryBudgetSettings, SimpleLb, TrafficPolicy,
+  RetryBudgetSettings, SimpleLb, TrafficPolicy, WarmupSettings,
 } from './types.js';
 import { parseClientTls } from './client-tls.js';
+import { parseLocalityLbSetting } from './locality-lb-setting.js';
 import {
-  checkFields, child, FieldError, INT32_MAX, int, item, obj, oneOf, optBool, optDuration, optInt, optList, optObj, str, UINT32_MAX,
+  checkFields, child, duration, FieldError, INT32_MAX, int, item, obj, oneOf, optBool, optDuration, optInt, optList, optObj, show, str, UINT32_MAX,
   type Warn,
 } from './fields.js';
 import { checkHeaderName } from './names.js';
 
 /** What each field refused as "not supported yet" would do. */
 const LATER = {
-  localityLbSetting: 'locality-aware load balancing (distribute, failover, failoverPriority)',
-  warmupDurationSecs: 'slow start of new endpoints',
-  warmup: 'slow start of new endpoints',
   tunnel: 'tunnelling connections through a proxy (CONNECT or POST)',
   proxyProtocol: 'sending a PROXY protocol header to the upstream',
   budgetInterval: 'a retry budget over an interval of past requests (the budget counts the requests in flight)',
@@ -105,21 +103,65 @@ function parseConsistentHash(raw: unknown, field: string, warn: Warn): LoadBalan
   return { kind: 'consistentHash', key, table: { kind: 'ringHash', minimumRingSize: size } };
 }
 
-export function parseLoadBalancer(raw: unknown, field: string, warn: Warn): LoadBalancerSettings {
+/** Envoy's slow start defaults, which Istio keeps unless `warmup` says. */
+export const WARMUP_DEFAULTS = Object.freeze({ minimumPercent: 10, aggression: 1 });
+
+// `warmup` or the deprecated `warmupDurationSecs` (Istio accepts either, not both).
+function parseWarmup(o: Readonly<Record<string, unknown>>, field: string, warn: Warn): WarmupSettings | undefined {
+  if (o['warmup'] !== undefined && o['warmupDurationSecs'] !== undefined) {
+    throw new FieldError(child(field, 'warmupDurationSecs'), 'cannot be given with warmup (Istio\'s rule); use warmup.duration');
+  }
+  if (o['warmupDurationSecs'] !== undefined) {
+    const durationMs = duration(o['warmupDurationSecs'], child(field, 'warmupDurationSecs'));
+    warn(child(field, 'warmupDurationSecs'), 'is deprecated (Istio still honours it, and so does this agent); use warmup.duration');
+    return { durationMs, ...WARMUP_DEFAULTS };
+  }
+  if (o['warmup'] === undefined) return undefined;
+  const at = child(field, 'warmup');
+  const w = obj(o['warmup'], at);
+  checkFields(w, at, { supported: ['duration', 'minimumPercent', 'aggression'] });
+  const durationMs = duration(w['duration'], child(at, 'duration'));
+  const number = (k: string, min: number, max: number, def: number): number => {
+    const v = w[k];
+    if (v === undefined) return def;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+      throw new FieldError(child(at, k), `${show(v)}: expected a number from ${min}${max === Infinity ? ' up' : ` to ${max}`}`);
+    }
+    return v;
+  };
+  return {
+    durationMs,
+    minimumPercent: number('minimumPercent', 0, 100, WARMUP_DEFAULTS.minimumPercent),
+    aggression: number('aggression', 1, Infinity, WARMUP_DEFAULTS.aggression),
+  };
+}
+
+/** `outlierDetection`: the same policy has one (locality failover needs it). */
+export function parseLoadBalancer(raw: unknown, field: string, warn: Warn, outlierDetection = false): LoadBalancerSettings {
   const o = obj(raw, field);
   checkFields(o, field, {
-    supported: ['simple', 'consistentHash'],
-    pending: { localityLbSetting: LATER.localityLbSetting, warmupDurationSecs: LATER.warmupDurationSecs, warmup: LATER.warmup },
+    supported: ['simple', 'consistentHash', 'localityLbSetting', 'warmup', 'warmupDurationSecs'],
   }, warn);
   if (o['simple'] !== undefined && o['consistentHash'] !== undefined) {
     throw new FieldError(child(field, 'consistentHash'), 'give either simple or consistentHash, not both');
   }
-  if (o['consistentHash'] !== undefined) return parseConsistentHash(o['consistentHash'], child(field, 'consistentHash'), warn);
-  if (o['simple'] === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST' };
+  const locality = o['localityLbSetting'] === undefined ? undefined
+    : parseLocalityLbSetting(o['localityLbSetting'], child(field, 'localityLbSetting'), warn, outlierDetection);
+  const warmup = parseWarmup(o, field, warn);
+  const withLocality = { ...(locality !== undefined ? { locality } : {}), ...(warmup !== undefined ? { warmup } : {}) };
+  const warnNoSlowStart = (kind: string): void => {
+    if (warmup !== undefined) warn(child(field, o['warmup'] !== undefined ? 'warmup' : 'warmupDurationSecs'), `has no effect with ${kind}: Envoy ramps up new endpoints only under ROUND_ROBIN and LEAST_REQUEST (Istio sets it on those alone)`);
+  };
+  if (o['consistentHash'] !== undefined) {
+    warnNoSlowStart('a consistent hash');
+    return { ...parseConsistentHash(o['consistentHash'], child(field, 'consistentHash'), warn), ...withLocality };
+  }
+  if (o['simple'] === undefined) return { kind: 'simple', simple: 'LEAST_REQUEST', ...withLocality };
   const name = oneOf(o['simple'], child(field, 'simple'), SIMPLE_NAMES);
   if (name === 'LEAST_CONN') warn(child(field, 'simple'), 'LEAST_CONN is deprecated; Istio reads it as LEAST_REQUEST, and so does this agent');
   const simple: SimpleLb = name === 'UNSPECIFIED' || name === 'LEAST_CONN' ? 'LEAST_REQUEST' : name;
-  return { kind: 'simple', simple };
+  if (simple === 'RANDOM' || simple === 'PASSTHROUGH') warnNoSlowStart(simple);
+  return { kind: 'simple', simple, ...withLocality };
 }
 
 const nonNegative = (o: Readonly<Record<string, unknown>>, key: string, at: string, max = INT32_MAX): number | undefined =>
@@ -224,7 +266,8 @@ export function parseOutlierDetection(raw: unknown, field: string, warn: Warn): 
 const SETTINGS = ['loadBalancer', 'connectionPool', 'outlierDetection', 'tls'] as const;
 
 function parseSettings(o: Readonly<Record<string, unknown>>, field: string, warn: Warn): PolicySettings {
-  const loadBalancer = o['loadBalancer'] === undefined ? undefined : parseLoadBalancer(o['loadBalancer'], child(field, 'loadBalancer'), warn);
+  const loadBalancer = o['loadBalancer'] === undefined ? undefined
+    : parseLoadBalancer(o['loadBalancer'], child(field, 'loadBalancer'), warn, o['outlierDetection'] !== undefined);
   const connectionPool = o['connectionPool'] === undefined ? undefined : parseConnectionPool(o['connectionPool'], child(field, 'connectionPool'));
   const outlierDetection = o['outlierDetection'] === undefined ? undefined
     : parseOutlierDetection(o['outlierDetection'], child(field, 'outlierDetection'), warn);

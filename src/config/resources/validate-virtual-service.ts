@@ -186,7 +186,7 @@ function parseRetryOn(raw: unknown, field: string): NonNullable<HttpRetry['retry
   return { conditions, statusCodes };
 }
 
-function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
+function parseRetries(raw: unknown, field: string): HttpRetry {
   const o = obj(raw, field);
   checkFields(o, field, { supported: ['attempts', 'perTryTimeout', 'retryOn', 'retryRemoteLocalities', 'retryIgnorePreviousHosts', 'backoff'] });
   const at = (k: string): string => child(field, k);
@@ -199,10 +199,6 @@ function parseRetries(raw: unknown, field: string, warn: Warn): HttpRetry {
   const perTryTimeoutMs = optDuration(o['perTryTimeout'], at('perTryTimeout'));
   const retryOn = o['retryOn'] === undefined ? undefined : parseRetryOn(o['retryOn'], at('retryOn'));
   const retryRemoteLocalities = optBool(o['retryRemoteLocalities'], at('retryRemoteLocalities'));
-  if (retryRemoteLocalities !== undefined) {
-    warn(at('retryRemoteLocalities'), 'has no effect here: endpoints are not ordered by locality (locality-aware balancing is not implemented yet, '
-      + 'and this agent has no locality of its own to order them by, as Istio\'s proxy has), so every retry may go to any endpoint of the destination');
-  }
   const retryIgnorePreviousHosts = optBool(o['retryIgnorePreviousHosts'], at('retryIgnorePreviousHosts'));
   const backoffMs = optDuration(o['backoff'], at('backoff'));
   return {
@@ -500,7 +496,7 @@ function parseRoute(raw: unknown, field: string, namespace: string, vsGateways: 
   const requestHeaders = headers?.request;
   const responseHeaders = headers?.response;
   const timeoutMs = optDuration(o['timeout'], at('timeout'));
-  const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'), warn);
+  const retries = o['retries'] === undefined ? undefined : parseRetries(o['retries'], at('retries'));
   const fault = parseFault(o['fault'], at('fault'));
   const actions = [route.length > 0 && 'route', redirect && 'redirect', directResponse && 'directResponse'].filter(Boolean);
   if (actions.length === 0) throw new FieldError(field, 'needs one of route, redirect or directResponse');

@@ -9,12 +9,11 @@ import { labelMap } from './selector.js';
 
 export const WORKLOAD_FIELDS = ['address', 'ports', 'labels', 'network', 'locality', 'weight', 'serviceAccount'] as const;
 
-// Both are what Istio ignores for a proxy with no network and no locality of its own, which is this
-// agent: its interface has neither (Istio's proxy takes them from istiod's node metadata).
+// What Istio ignores for a proxy with no network of its own, which is this agent: its interface has
+// none (Istio's proxy takes it from istiod's node metadata). `locality` is honoured (locality-aware
+// balancing against the workload's own locality: src/traffic/locality.ts).
 const NETWORK_HAS_NO_EFFECT = 'has no effect here: this agent has no network of its own, and Istio too dials an endpoint directly when either side\'s '
   + 'network is unset; reaching endpoints of another network through its gateway (multi-network meshes) is not supported';
-const LOCALITY_HAS_NO_EFFECT = 'is shown in the cluster dumps but does not steer balancing: locality-aware load balancing is not implemented yet; '
-  + 'Istio ranks endpoints by their locality against the proxy\'s own (with outlierDetection), which this agent does not have';
 
 /** Istio's rule for port names (ServiceEntry ports, endpoint and WorkloadEntry port maps): a DNS label. */
 export function checkPortName(name: string, field: string): string {
@@ -60,10 +59,9 @@ export function parseWorkloadFields(o: Obj, field: string, rule: AddressRule, po
   const labels = o['labels'] === undefined ? {} : labelMap(o['labels'], at('labels'));
   const network = optStr(o['network'], at('network'));
   const locality = optStr(o['locality'], at('locality'));
-  // Accepted (Istio's documents carry them) and said to do nothing here, at load: a field we accept
+  // Accepted (Istio's documents carry it) and said to do nothing here, at load: a field we accept
   // is never silently ignored.
   if (network !== undefined && network !== '') warn(at('network'), NETWORK_HAS_NO_EFFECT);
-  if (locality !== undefined && locality !== '') warn(at('locality'), LOCALITY_HAS_NO_EFFECT);
   const weight = optInt(o['weight'], at('weight'), 0, UINT32_MAX) ?? 0;
   const serviceAccount = optStr(o['serviceAccount'], at('serviceAccount'), { nonEmpty: true });
   return {

@@ -9,6 +9,7 @@ import type {
   AuthorizationPolicy, Gateway, LabelSelector, RequestAuthentication, ResourceSnapshot, ServiceEntry, VirtualService, Workload,
 } from './types.js';
 import { ROOT_NAMESPACE } from './types.js';
+import { LOCALITY_LABEL, TOPOLOGY_LABELS } from './locality-lb-setting.js';
 
 export const LABELS_FILE = 'etc/mesh/pod/labels';
 
@@ -93,6 +94,24 @@ export function readWorkload(cwd: string, namespace: string, labelsWhenAbsent: R
     throw new AgentError('ERR_CONFIG', `${path}: cannot be read: ${(err as Error).message}`, { cause: err });
   }
   return { namespace, labels: parseLabels(text) };
+}
+
+/**
+ * The workload's locality (`region/zone/subzone`, '' when unknown), from its pod labels: Istio's
+ * pilot-agent reads the `istio-locality` label (`.` standing for `/`); without it, istiod takes the
+ * node's topology labels, which this agent (no istiod) reads from the pod's own labels:
+ * `topology.kubernetes.io/region`, `topology.kubernetes.io/zone` (Kubernetes copies both onto pods
+ * with its pod topology labels), `topology.istio.io/subzone`.
+ */
+export function workloadLocality(labels: Readonly<Record<string, string>>): string {
+  const own = Object.hasOwn(labels, LOCALITY_LABEL) ? labels[LOCALITY_LABEL]!.trim() : '';
+  if (own !== '') return own.replace(/\./g, '/');
+  const get = (k: string): string => (Object.hasOwn(labels, k) ? labels[k]!.trim() : '');
+  const region = get(TOPOLOGY_LABELS.region);
+  const zone = get(TOPOLOGY_LABELS.zone);
+  const subzone = get(TOPOLOGY_LABELS.subzone);
+  if (region === '' && zone === '' && subzone === '') return '';
+  return subzone !== '' ? `${region}/${zone}/${subzone}` : zone !== '' ? `${region}/${zone}` : region;
 }
 
 /** matchLabels semantics: every label of the selector is on the workload; absent or {} selects all. */

@@ -36,6 +36,11 @@ export interface PickContext {
   readonly hash?: number | undefined;
   /** Given only when the retry policy has ignorePreviousHosts: endpoints to avoid if another exists. */
   readonly tried?: readonly TriedEndpoint[] | undefined;
+  /**
+   * Given only when the retry policy has retryRemoteLocalities: the endpoints of the request's earlier
+   * attempts, whose priorities a retry leaves out (Envoy's previous_priorities, as Istio sets it).
+   */
+  readonly attempted?: readonly TriedEndpoint[] | undefined;
 }
 
 export interface Balancer {

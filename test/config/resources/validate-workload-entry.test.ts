@@ -27,11 +27,10 @@ serviceAccount: reviews`)).resource as WorkloadEntry;
   assert.deepEqual([named.address, named.ports, named.labels, named.weight], ['vm-1.example.com', {}, {}, 0], 'a name, for DNS entries; the v1beta1 alias');
 });
 
-it('says at load that network and locality do not steer traffic here (never accepted and silently ignored)', () => {
+it('says at load that network does not steer traffic here; locality is honoured, nothing said (never accepted and silently ignored)', () => {
   const { warnings } = acceptWarned(we('address: 10.0.3.7\nnetwork: vpc-1\nlocality: us-east1/us-east1-b'));
-  assert.equal(warnings.length, 2, warnings.join('; '));
+  assert.equal(warnings.length, 1, warnings.join('; '));
   assert.match(warnings[0] ?? '', /^spec\.network: has no effect here: .*multi-network meshes\) is not supported/);
-  assert.match(warnings[1] ?? '', /^spec\.locality: .*does not steer balancing: locality-aware load balancing is not implemented yet/);
   assert.deepEqual(acceptWarned(we('address: 10.0.3.7\nnetwork: ""\nlocality: ""')).warnings, [], 'empty: nothing said, nothing to ignore');
 });
 
