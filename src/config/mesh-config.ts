@@ -8,6 +8,7 @@ import { AccessLogFormatError, compileAccessLogFormat } from '../log/access-form
 import { parseCidr } from './resources/addresses.js';
 import { parseGoDuration } from './env/values.js';
 import { unreadMeshKeys, unreadProxyKeys } from './mesh-config-unread.js';
+import { ProviderFieldError, readExtAuthzProviders, type ExtAuthzProvider } from './ext-authz-providers.js';
 
 /** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
 export const PATH_NORMALIZATIONS = ['NONE', 'BASE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'] as const;
@@ -65,6 +66,8 @@ export interface MeshConfig {
   readonly trustDomain?: string;
   /** Istio's `connectTimeout`: a new upstream connection not made by then fails (a DestinationRule's tcp.connectTimeout wins); default 10 s. */
   readonly connectTimeoutMs: number;
+  /** `extensionProviders` of the external-authorizer kinds (AuthorizationPolicy CUSTOM names them). */
+  readonly extAuthzProviders: readonly ExtAuthzProvider[];
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
   /** One line per key read and not honoured (`meshConfig.x: not honoured by this agent: why`), logged at start. */
@@ -195,6 +198,15 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     proxy = proxyConfigOf(envDoc, 'PROXY_CONFIG', '', proxy);
     warnings.push(...unreadProxyKeys(envDoc, 'PROXY_CONFIG.'));
   }
+  let extAuthzProviders: readonly ExtAuthzProvider[];
+  try {
+    const read = readExtAuthzProviders(doc['extensionProviders']);
+    extAuthzProviders = read.providers;
+    warnings.push(...read.warnings);
+  } catch (err) {
+    if (err instanceof ProviderFieldError) throw bad(path, err.field, err.message.slice(err.field.length + 2));
+    throw err;
+  }
   const sources = doc['configSources'] ?? [];
   if (!Array.isArray(sources)) throw bad(path, 'configSources', 'expected a list of {address: fs://DIR}');
   const configSources = sources.map((s: unknown, i) => {
@@ -223,5 +235,6 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     pathNormalization: pathNormalizationOf(doc, path),
     ...autoMtlsOf(doc, path),
     connectTimeoutMs: connectTimeoutOf(doc, path),
+    extAuthzProviders,
   };
 }
