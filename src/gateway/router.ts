@@ -295,7 +295,7 @@ export class GatewayRouter {
         }
         // Nothing to check (no JWT rule, no policy): the context is not read, no address looked up.
         // Otherwise it is whole, even for a policy that arrives while a JWT's keys are fetched.
-        const ctx = this.o.security.idle ? { port: plan.port } : this.requestContext(req, plan.port);
+        const ctx = this.o.security.idle ? { port: plan.port } : this.requestContext(req, plan.port, scheme);
         const outcome = this.o.security.check(req, ctx, draft);
         if (outcome instanceof Promise) return outcome.then((x) => this.routeRequest(req, x, draft, plan.port, scheme));
         return this.routeRequest(req, outcome, draft, plan.port, scheme);
@@ -310,7 +310,7 @@ export class GatewayRouter {
    * end, as in Envoy), the peer and the client behind any trusted proxies, and on an HTTPS port
    * the SNI of the client's ClientHello (`connection.sni`).
    */
-  private requestContext(req: IncomingMessage, port: number): RequestContext {
+  private requestContext(req: IncomingMessage, port: number, scheme: 'http' | 'https'): RequestContext {
     const socket = req.socket;
     const peer = socket.remoteAddress;
     const local = socket.localAddress;
@@ -320,6 +320,7 @@ export class GatewayRouter {
       ...(local ? { destinationIp: plainAddress(local) } : {}),
       ...(peer ? { sourceIp: peer, remoteIp: clientAddress(firstValue(req.headers['x-forwarded-for']), plainAddress(peer), this.o.numTrustedProxies ?? 0) } : {}),
       ...(sni ? { sni } : {}),
+      scheme,
     };
   }
 
@@ -332,7 +333,9 @@ export class GatewayRouter {
       return NOT_FOUND;
     }
     const authn = security.authn;
-    const { setHeaders, removeHeaders, path: tokenlessPath } = security.edits;
+    const { setHeaders, removeHeaders, path: tokenlessPath, responseHeaders } = security.edits;
+    // An external authorizer's lines for the client's response (CUSTOM), on whatever is forwarded.
+    const authzResponse = responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : {};
     const server = this.tlsServerOf.get(req.socket);
     const decision = route(table, {
       port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
@@ -392,7 +395,7 @@ export class GatewayRouter {
           draft.upstream = cluster.cluster.name;
           const path = decision.rewrite?.path ?? tokenlessPath;
           return {
-            kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster,
+            kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster, ...authzResponse,
             ...(addHeaders ? { addHeaders } : {}),
             ...(path !== undefined && path !== draft.path ? { path } : {}),
             ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),
@@ -405,7 +408,7 @@ export class GatewayRouter {
           return tls;
         }
         const target: ForwardTarget = {
-          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}),
+          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}), ...authzResponse,
           ...(addHeaders ? { addHeaders } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),
           ...(decision.timeoutMs ? { timeoutMs: decision.timeoutMs } : {}),

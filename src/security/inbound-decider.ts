@@ -57,10 +57,13 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
         return DENIED;
       }
     }
-    const { setHeaders, removeHeaders, path } = outcome.edits;
+    const { setHeaders, removeHeaders, path, responseHeaders } = outcome.edits;
     if (peer) setHeaders.push([XFCC, xfccValue(peer, self())]);
     else removeHeaders.push(XFCC);
-    return { kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}) };
+    return {
+      kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}),
+      ...(responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : {}),
+    };
   };
   return {
     decide: (req, dst) => {

@@ -1,13 +1,14 @@
 // An authorizer's answer (or its failure) made into what the proxy does (pure): the edits of an
 // allowed request, or the reply to a refused one. Names the proxy owns are never edited by an
-// authorizer: Host, framing and connection headers, x-forwarded-client-cert, x-envoy-*, and every
+// authorizer: Host, framing and connection headers, x-forwarded-client-cert, x-forwarded-for and
+// -proto (the gateway writes them), x-envoy-*, and every
 // header the JWT filter wrote or removed (claim headers, the token), so that what the other
 // policies and the application see of them is what the proxy asserts.
 import type { LocalReply } from '../../proxy/decider.js';
 import type { CheckAnswer, UpstreamHeaderEdit } from './check.js';
 
 const OWNED = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'content-length', 'expect', 'x-forwarded-client-cert']);
+  'content-length', 'expect', 'x-forwarded-client-cert', 'x-forwarded-for', 'x-forwarded-proto']);
 
 export function ownedByProxy(lowerName: string, jwtEdited: ReadonlySet<string>): boolean {
   return OWNED.has(lowerName) || lowerName.startsWith(':') || lowerName.startsWith('x-envoy-') || jwtEdited.has(lowerName)
