@@ -11,6 +11,7 @@ import { detailsWord } from '../log/access-record.js';
 import type { LocalReply } from '../proxy/decider.js';
 import { authorityOf } from '../proxy/request-view.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
+import { plainAddress } from '../gateway/forwarded-for.js';
 import { evaluate, evaluateConnection, selectCustom, type AuthzDecision, type AuthzRequest } from './authz/evaluate.js';
 import { editedHeader } from './authz/header-values.js';
 import type { ExtAuthzProvider } from '../config/ext-authz-providers.js';
@@ -363,9 +364,9 @@ function checkInput(
     protocol: req.httpVersion === '2.0' ? 'HTTP/2' : `HTTP/${req.httpVersion ?? '1.1'}`,
     headers,
     source: {
-      address: ctx.sourceIp ?? socket.remoteAddress ?? '', port: socket.remotePort ?? 0,
+      address: plainAddress(ctx.sourceIp ?? socket.remoteAddress), port: socket.remotePort ?? 0,
       ...(ctx.sourcePrincipal ? { principal: `spiffe://${ctx.sourcePrincipal}` } : {}),
     },
-    destination: { address: ctx.destinationIp ?? socket.localAddress ?? '', port: ctx.port },
+    destination: { address: plainAddress(ctx.destinationIp ?? socket.localAddress), port: ctx.port },
   };
 }
