@@ -79,6 +79,8 @@ const NO_CONNECT: Verdict = { kind: 'reply', status: 405, body: 'CONNECT is not 
  * run with `forwardClientCertDetails: SANITIZE_SET`; a plaintext client has no certificate).
  */
 const ASSERTED = ['x-forwarded-client-cert'];
+/** No external authorizer's response lines (the usual case): nothing allocated per request. */
+const NO_AUTHZ_RESPONSE: { readonly addResponseHeaders?: readonly (readonly [string, string])[] } = Object.freeze({});
 
 /**
  * The headers as the backend will get them (the JWT filter's edits applied), which routes match,
@@ -335,7 +337,7 @@ export class GatewayRouter {
     const authn = security.authn;
     const { setHeaders, removeHeaders, path: tokenlessPath, responseHeaders } = security.edits;
     // An external authorizer's lines for the client's response (CUSTOM), on whatever is forwarded.
-    const authzResponse = responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : {};
+    const authzResponse = responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : NO_AUTHZ_RESPONSE;
     const server = this.tlsServerOf.get(req.socket);
     const decision = route(table, {
       port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
