@@ -16,6 +16,8 @@ const DENIED: LocalReply = { kind: 'reply', status: 403, body: 'RBAC: access den
 
 export const XFCC = 'x-forwarded-client-cert';
 const STRIP_XFCC: readonly string[] = [XFCC];
+/** No external authorizer's lines for the response (the usual case): nothing allocated for them. */
+const NO_RESPONSE_HEADERS: { readonly addResponseHeaders?: readonly (readonly [string, string])[] } = Object.freeze({});
 
 /** `sni`: the server name of the client's ClientHello, when the connection is TLS (mutual TLS, or TLS carried as bytes). */
 function context(dst: Endpoint, source: string | undefined, peer: PeerIdentity | undefined, sni: string | undefined): RequestContext {
@@ -62,7 +64,7 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
     else removeHeaders.push(XFCC);
     return {
       kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}),
-      ...(responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : {}),
+      ...(responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : NO_RESPONSE_HEADERS),
     };
   };
   return {
