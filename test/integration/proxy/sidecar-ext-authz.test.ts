@@ -28,7 +28,7 @@ spec:
   action: CUSTOM
   provider: {name: authz}
   rules:
-  - to: [{operation: {ports: ["9080"], notPaths: ["/public*"]}}]
+  - to: [{operation: {ports: ["9080", "7080"], notPaths: ["/public*"]}}]
   - to: [{operation: {ports: ["9081"]}}]
 `;
 
@@ -63,6 +63,7 @@ describe('the sidecar asks a gRPC authorizer for its inbound CUSTOM policies', {
       env: ['POD_NAMESPACE=shop'],
       prepare: async (p) => {
         await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'echo-app.mjs'), '0.0.0.0', '9080', 'app']));
+        await untilFirstOutput(p.start(process.execPath, [join(FIXTURES, 'h2-apps.mjs'), '0.0.0.0', 'app']));
         const authz: ChildProcess = p.start(process.execPath, [join(FIXTURES, 'ext-authz-servers.mjs'), '127.0.0.1', '9191', '9292']);
         await untilFirstOutput(authz);
         authz.stdout!.on('data', (d: string) => { log += d; });
@@ -93,6 +94,19 @@ describe('the sidecar asks a gRPC authorizer for its inbound CUSTOM policies', {
     const r = call(pod.peer, '/deny/x');
     assert.deepEqual([r.status, r.body, r.headers['x-authz-reason']], [401, 'denied by the grpc authorizer', 'nope']);
     assert.match(call(pod.peer, '/public').body, /^app saw 127\.0\.0\.6 GET \/public/);
+  });
+
+  it('HTTP/2 requests are checked too: allowed with the client\'s lines, refused as written', () => {
+    const script = `const h2 = require('node:http2'); const c = h2.connect('http://${POD_V4}:7080'); const out = [];
+      const one = (path) => new Promise((resolve) => { const s = c.request({ ':path': path }); let body = '', head;
+        s.on('response', (h) => { head = h; }); s.setEncoding('utf8'); s.on('data', (d) => { body += d; });
+        s.on('end', () => resolve({ status: head[':status'], note: head['x-downstream-note'], reason: head['x-authz-reason'], body })); s.end(); });
+      (async () => { for (const p of ['/ok', '/deny/h2']) out.push(await one(p)); c.close(); process.stdout.write(JSON.stringify(out)); })();
+      setTimeout(() => process.exit(1), 8000).unref();`;
+    const [ok, denied] = JSON.parse(pod.peer.exec(process.execPath, ['-e', script]).stdout) as { status: number; note?: string; reason?: string; body: string }[];
+    assert.deepEqual([ok!.status, ok!.note], [200, 'checked'], ok!.body);
+    assert.match(ok!.body, /"path":"\/ok"/);
+    assert.deepEqual([denied!.status, denied!.reason, denied!.body], [401, 'nope', 'denied by the grpc authorizer']);
   });
 
   it('a TCP connection a CUSTOM rule selects is closed before a byte reaches the app', () => {
