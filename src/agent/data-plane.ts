@@ -281,7 +281,7 @@ export class DataPlane {
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
     this.authorizers = new Authorizers(mesh.extAuthzProviders);
-    this.security = new RequestSecurity(this.authenticator, this.decisions, this.authorizers);
+    this.security = new RequestSecurity(this.authenticator, this.decisions, this.authorizers, () => this.credentials.current?.certificate.spiffeId);
     this.upstreamTls = upstreamTls({
       plan: (facts) => this.mtlsInForce().plan(facts),
       generation: () => {

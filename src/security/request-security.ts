@@ -127,8 +127,15 @@ export class RequestSecurity {
   private hasRules = false;
   private sniRead = false;
 
-  /** `authorizers`: the mesh config's external authorizers (none: every CUSTOM policy denies what it selects). */
-  constructor(readonly authenticator: JwtAuthenticator, private readonly decisions: DecisionLog, private readonly authorizers?: Authorizers) {}
+  /**
+   * `authorizers`: the mesh config's external authorizers (none: every CUSTOM policy denies what it
+   * selects). `self`: this workload's SPIFFE id, an authorizer's `destination.principal` for requests
+   * that came over mesh mTLS.
+   */
+  constructor(
+    readonly authenticator: JwtAuthenticator, private readonly decisions: DecisionLog, private readonly authorizers?: Authorizers,
+    private readonly self: () => string | undefined = () => undefined,
+  ) {}
 
   /**
    * Takes the rules and policies that select this workload (every configuration change). AUDIT
@@ -315,7 +322,7 @@ export class RequestSecurity {
       const v = editedHeader(authzRequest.headers, authzRequest.headerEdits, name);
       return v === undefined ? undefined : typeof v === 'string' ? [v] : v;
     };
-    const input = checkInput(req, url, ctx, authzRequest, current);
+    const input = checkInput(req, url, ctx, authzRequest, current, ctx.sourcePrincipal !== undefined ? this.self() : undefined);
     const jwtEdited = new Set([...edits.removeHeaders, ...edits.setHeaders.map(([n]) => n)]);
     // HTTP/1: the client's connection closing ends the check. HTTP/2 streams share one connection
     // (a listener each would pile up): their check ends at the provider's time-out.
@@ -348,6 +355,7 @@ export class RequestSecurity {
 /** The request as an authorizer is told it: its headers as the JWT filter left them. */
 function checkInput(
   req: IncomingMessage, url: string, ctx: RequestContext, r: AuthzRequest, current: (name: string) => readonly string[] | undefined,
+  selfId: string | undefined,
 ): CheckInput {
   const headers = new Map<string, readonly string[]>();
   const names = new Set([...Object.keys(r.headers), ...(r.headerEdits?.set ?? []).map(([n]) => n)]);
@@ -367,6 +375,6 @@ function checkInput(
       address: plainAddress(ctx.sourceIp ?? socket.remoteAddress), port: socket.remotePort ?? 0,
       ...(ctx.sourcePrincipal ? { principal: `spiffe://${ctx.sourcePrincipal}` } : {}),
     },
-    destination: { address: plainAddress(ctx.destinationIp ?? socket.localAddress), port: ctx.port },
+    destination: { address: plainAddress(ctx.destinationIp ?? socket.localAddress), port: ctx.port, ...(selfId ? { principal: selfId } : {}) },
   };
 }

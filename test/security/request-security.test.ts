@@ -226,7 +226,7 @@ describe('RequestSecurity', () => {
       const decisions = new DecisionLog();
       const sec = new RequestSecurity(authenticator, decisions, new Authorizers(providers, () => ({
         check: (input) => { asked.push(input); return Promise.resolve(answer(input)); }, close: () => {},
-      })));
+      })), () => 'spiffe://cluster.local/ns/shop/sa/web');
       const warnings = sec.configure([rule({ issuer: ISS, jwks: jwksOf(key), outputClaimToHeaders: [{ header: 'x-jwt-sub', claim: ['sub'] }] })], policies);
       return { sec, decisions, asked, warnings };
     }
@@ -260,6 +260,11 @@ describe('RequestSecurity', () => {
       assert.deepEqual([input.path, input.host, input.headers.get('authorization'), input.headers.get('x-jwt-sub'), input.headers.get('x-custom')],
         ['/admin/1?x=y', 'shop', undefined, ['carol'], ['c']]);
       assert.deepEqual([input.source, input.destination], [{ address: '10.0.0.1', port: 4000 }, { address: '', port: PORT }]);
+      // Over mesh mTLS both ends have their identity.
+      const mtls = withSocket(['Host', 'shop'], '/admin');
+      await alice.sec.check(mtls, { port: PORT, sourceIp: '10.0.0.1', sourcePrincipal: 'cluster.local/ns/a/sa/b' }, alice.decisions.begin(mtls, 'test'));
+      assert.deepEqual([alice.asked[1]!.source.principal, alice.asked[1]!.destination.principal],
+        ['spiffe://cluster.local/ns/a/sa/b', 'spiffe://cluster.local/ns/shop/sa/web']);
       const bob = withAuthorizer([checkAdmin, denyBob], () => allowAs('bob'));
       const denied = await check(bob.sec, bob.decisions, withSocket(['Host', 'shop'], '/admin'));
       assert.equal(denied.reply?.status, 403);
