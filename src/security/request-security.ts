@@ -333,6 +333,8 @@ export class RequestSecurity {
     return this.authorizers!.check(provider, input, leaving?.signal).then((answer) => {
       if (leaving) socket.removeListener('close', gone);
       const outcome = applyAnswer(answer, provider, current, jwtEdited);
+      // Envoy's ext_authz counters: ok, denied, error, and failure_mode_allowed (an error let through).
+      this.decisions.count('ext_authz', answer.kind === 'allow' ? 'ok' : answer.kind === 'deny' ? 'denied' : outcome.allowed ? 'failure_mode_allowed' : 'error');
       if (!outcome.allowed) {
         draft.authz = `denied by ${who}: ${outcome.note}`;
         draft.flag = 'UAEX';

@@ -279,6 +279,7 @@ describe('RequestSecurity', () => {
       const o = await sec.check(req, { port: PORT }, draft);
       assert.deepEqual(o.reply, { kind: 'reply', status: 401, body: 'who are you', headers: { 'www-authenticate': 'Basic' }, flag: 'UAEX', details: 'ext_authz_denied' });
       assert.match(draft.authz, /^denied by CUSTOM policy ns\/ext \(provider authz\): denied by the authorizer with 401/);
+      assert.deepEqual([...(decisions.counts.get('ext_authz') ?? new Map())], [['denied', 1]]);
     });
 
     it('a provider the mesh config lacks, or two providers on one workload: the selected requests are denied, and said', async () => {

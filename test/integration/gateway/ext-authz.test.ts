@@ -192,6 +192,11 @@ describe('an authorizer configured to fail open', () => {
     assert.match(failed.body, /app saw .* GET \/error\/headers/);
     assert.equal(get(pod, '/slow/x').status, 200);
   });
+
+  it('counts the checks let through (Envoy\'s failure_mode_allowed)', async () => {
+    const stats = await pod.ns.runCli(['request', 'GET', '/stats']);
+    assert.match(stats.stdout, /^http\.gateway\.decisions\.ext_authz\.failure_mode_allowed: 2$/m, stats.stdout);
+  });
 });
 
 describe('a CUSTOM policy whose provider the mesh config does not define', () => {
