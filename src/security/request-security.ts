@@ -12,7 +12,7 @@ import type { LocalReply } from '../proxy/decider.js';
 import { authorityOf } from '../proxy/request-view.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
 import { plainAddress } from '../gateway/forwarded-for.js';
-import { evaluate, evaluateConnection, selectCustom, type AuthzDecision, type AuthzRequest } from './authz/evaluate.js';
+import { evaluate, evaluateConnection, needsHttp, selectCustom, type AuthzDecision, type AuthzRequest } from './authz/evaluate.js';
 import { editedHeader } from './authz/header-values.js';
 import type { ExtAuthzProvider } from '../config/ext-authz-providers.js';
 import { applyAnswer } from './ext-authz/apply.js';
@@ -166,7 +166,8 @@ export class RequestSecurity {
     const warnings: string[] = [];
     const names = [...new Set(customs.map((p) => p.provider ?? ''))];
     const id = (p: AuthorizationPolicy): string => `AuthorizationPolicy ${p.meta.namespace}/${p.meta.name}`;
-    for (const p of customs) {
+    // Only where a rule can select a connection at all (one needing an HTTP field selects none).
+    for (const p of customs.filter((c) => c.rules.some((r) => !needsHttp(r)))) {
       warnings.push(`${id(p)}: CUSTOM applies to HTTP requests; a connection not carried as HTTP that its rules select is denied `
         + '(no authorizer is asked for connections here)');
     }

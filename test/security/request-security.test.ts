@@ -239,7 +239,8 @@ describe('RequestSecurity', () => {
     };
 
     it('a request no CUSTOM rule selects is not sent (and the check is synchronous)', () => {
-      const { sec, decisions, asked } = withAuthorizer([checkAdmin], () => allowAs('x'));
+      const { sec, decisions, asked, warnings } = withAuthorizer([checkAdmin], () => allowAs('x'));
+      assert.deepEqual(warnings, [], 'its rules need HTTP: no connection is selected, nothing to say');
       const req = withSocket(['Host', 'a'], '/public');
       const outcome = sec.check(req, { port: PORT, sourceIp: '10.0.0.1' }, decisions.begin(req, 'test'));
       assert.equal(outcome instanceof Promise, false);

@@ -184,7 +184,7 @@ function isHttpOnlyKey(key: string): boolean {
 }
 
 /** Whether a rule needs an HTTP-only field: `requestPrincipals`, `hosts`, `methods`, `paths` (and `not` forms), `request.*`. */
-function needsHttp(rule: AuthorizationRule): boolean {
+export function needsHttp(rule: AuthorizationRule): boolean {
   return rule.from.some((s) => set(s.requestPrincipals) || set(s.notRequestPrincipals))
     || rule.to.some((o) => set(o.hosts) || set(o.notHosts) || set(o.methods) || set(o.notMethods) || set(o.paths) || set(o.notPaths))
     || rule.when.some((c) => isHttpOnlyKey(c.key));
