@@ -335,12 +335,14 @@ export class GatewayRouter {
       return NOT_FOUND;
     }
     const authn = security.authn;
-    const { setHeaders, removeHeaders, path: tokenlessPath, responseHeaders } = security.edits;
+    const { setHeaders, removeHeaders, path: tokenlessPath, responseHeaders, beforeAuthorizer } = security.edits;
     // An external authorizer's lines for the client's response (CUSTOM), on whatever is forwarded.
     const authzResponse = responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : NO_AUTHZ_RESPONSE;
     const server = this.tlsServerOf.get(req.socket);
     const decision = route(table, {
-      port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
+      port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme,
+      // The route is chosen on the request as it came to the external authorizer (Envoy does not choose it again after its edits).
+      headers: beforeAuthorizer ? editedHeaders(req.headers, beforeAuthorizer.removeHeaders, beforeAuthorizer.setHeaders) : editedHeaders(req.headers, removeHeaders, setHeaders),
       claims: authn.outcome === 'valid' ? authn.claims : undefined,
       ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}),
     });

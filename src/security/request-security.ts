@@ -59,6 +59,11 @@ export interface SecurityEdits {
   path?: string;
   /** Lines an external authorizer adds to the response to the client. */
   responseHeaders?: readonly (readonly [string, string])[];
+  /**
+   * The header edits before an external authorizer's, when it made some: the gateway routes on
+   * these (Envoy picks the route before ext_authz edits the request and does not pick it again).
+   */
+  beforeAuthorizer?: { readonly setHeaders: readonly [string, string][]; readonly removeHeaders: readonly string[] };
 }
 
 export interface SecurityOutcome {
@@ -344,6 +349,7 @@ export class RequestSecurity {
         return { authn, edits, reply: outcome.reply };
       }
       if (outcome.set.length > 0 || outcome.remove.length > 0) {
+        edits.beforeAuthorizer = { setHeaders: edits.setHeaders, removeHeaders: [...edits.removeHeaders] };
         const touched = new Set([...outcome.set.map(([n]) => n), ...outcome.remove]);
         edits.setHeaders = [...edits.setHeaders.filter(([n]) => !touched.has(n)), ...outcome.set];
         edits.removeHeaders.push(...outcome.remove);

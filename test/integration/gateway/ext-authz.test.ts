@@ -10,14 +10,18 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FIXTURES, httpGateway, routeTo, startGatewayPod, type Answer, type GatewayPod } from '../../helpers/gateway.js';
+import { FIXTURES, httpGateway, startGatewayPod, virtualService, type Answer, type GatewayPod } from '../../helpers/gateway.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const HTTP_PORT = 9191;
 const GRPC_PORT = 9292;
 
 const resources = (provider: string): Record<string, string> => ({
-  'gateway.yaml': `${httpGateway('gw', 8080)}---\n${routeTo('all', ['*'], 'gw', 9080)}`,
+  // A route on a header the authorizer writes: the route is chosen before its edits, as in Envoy.
+  'gateway.yaml': `${httpGateway('gw', 8080)}---\n${virtualService('all', 'gw', `  - match: [{headers: {x-authz-user: {exact: alice}}}]
+    route: [{destination: {host: 127.0.0.1, port: {number: 9090}}}]
+  - route: [{destination: {host: 127.0.0.1, port: {number: 9080}}}]
+`)}`,
   'policy.yaml': `apiVersion: security.mesh.io/v1
 kind: AuthorizationPolicy
 metadata: {name: ext, namespace: mesh-system}
@@ -63,7 +67,7 @@ async function gatewayWith(providers: string, policyProvider: string): Promise<{
   let log = '';
   const pod = await startGatewayPod({
     resources: resources(policyProvider),
-    apps: { 9080: 'app' },
+    apps: { 9080: 'app', 9090: 'other' },
     prepare: async (p) => {
       mkdirSync(join(p.dir, 'etc', 'mesh', 'config'), { recursive: true });
       writeFileSync(join(p.dir, 'etc', 'mesh', 'config', 'mesh'), `extensionProviders:\n${providers}`);
@@ -96,6 +100,7 @@ for (const kind of ['http', 'grpc'] as const) {
       assert.equal(r.status, 200, r.body);
       const h = seen(r);
       assert.equal(h['x-authz-user'], 'alice');
+      assert.equal((JSON.parse(r.body) as { app: string }).app, 'app', 'routed on the request before the authorizer\'s edits');
       assert.equal(h['x-drop-me'], undefined, 'the authorizer removed it');
       // Owned by the proxy: neither the client's nor the authorizer's copy reaches the app.
       assert.equal(h['x-forwarded-client-cert'], undefined);
@@ -134,6 +139,10 @@ for (const kind of ['http', 'grpc'] as const) {
         assert.equal(r.headers['www-authenticate'], 'Basic realm="authz"', 'always let through with a refusal');
         assert.equal(r.headers['x-hidden'], undefined, 'not in headersToDownstreamOnDeny');
       }
+    });
+
+    it('the route matches the request as the client sent it', () => {
+      assert.match(get(pod, '/public/x', { 'x-authz-user': 'alice' }).body, /^other saw /);
     });
 
     it('a path no CUSTOM rule selects is not checked', async () => {
