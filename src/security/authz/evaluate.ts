@@ -349,9 +349,13 @@ export function selectCustom(policies: readonly AuthorizationPolicy[], req: Auth
  */
 function decide(policies: readonly AuthorizationPolicy[], view: AuthzView): AuthzDecision {
   let allowCount = 0;
+  let customs = false;
   // AUDIT policies are not evaluated: without an audit provider they have no effect (see the top).
-  for (const p of policies) if (p.action === 'ALLOW') allowCount++;
   for (const p of policies) {
+    if (p.action === 'ALLOW') allowCount++;
+    else if (p.action === 'CUSTOM') customs = true;
+  }
+  if (customs) for (const p of policies) {
     if (p.action !== 'CUSTOM') continue;
     const rule = matchingRule(p, view);
     if (rule >= 0) {
