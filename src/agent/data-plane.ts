@@ -2,6 +2,7 @@
 // listeners (sidecar) or the Gateway listeners (router), the JWT and policy checks, the mesh
 // resources they follow, and the counters and decisions they keep. The primary worker also runs the
 // agent's surfaces (src/agent.ts); the others (src/worker-main.ts) report their counters to it.
+import { Authorizers } from '../security/ext-authz/authorizers.js';
 import { hostname } from 'node:os';
 import type { Counter } from 'prom-client';
 import { PORTS } from '../config/ports.js';
@@ -259,6 +260,8 @@ export class DataPlane {
   readonly decisions = new DecisionLog();
   readonly authenticator: JwtAuthenticator;
   readonly security: RequestSecurity;
+  /** The mesh config's external authorizers (AuthorizationPolicy CUSTOM). */
+  private readonly authorizers: Authorizers;
   readonly router: GatewayRouter | undefined;
   readonly resources: MeshResources;
   /** Undefined: nothing is logged (and nothing measured for it). */
@@ -300,7 +303,8 @@ export class DataPlane {
       log: (level, message) => log[level](`jwks: ${message}`),
       ...(o.primary?.onJwksFetch ? { onFetch: o.primary.onJwksFetch } : {}),
     });
-    this.security = new RequestSecurity(this.authenticator, this.decisions);
+    this.authorizers = new Authorizers(mesh.extAuthzProviders);
+    this.security = new RequestSecurity(this.authenticator, this.decisions, this.authorizers, () => this.credentials.current?.certificate.spiffeId);
     this.upstreamTls = upstreamTls({
       plan: (facts) => this.mtlsInForce().plan(facts),
       generation: () => {
@@ -542,6 +546,7 @@ export class DataPlane {
     this.resources.close();
     this.clusters.close();
     this.authenticator.close();
+    this.authorizers.close();
     const stopped = Promise.allSettled([...this.captures.map((l) => l.stopAccepting()), this.router?.shutdown()]);
     for (const l of this.captures) l.closeAll();
     await stopped;

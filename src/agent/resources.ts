@@ -47,6 +47,8 @@ export class MeshResources {
   readonly rejectCounts = new Map<string, number>();
   private watcher: { close(): void } | undefined;
   private applying: Promise<void> = Promise.resolve();
+  /** Warnings of the policies in force already logged (not repeated at each version). */
+  private readonly saidOnce = new Set<string>();
   readonly directories: readonly string[];
 
   constructor(private readonly o: MeshResourcesOptions) {
@@ -125,7 +127,11 @@ export class MeshResources {
     const snapshot = this.o.scope ? this.o.scope(loaded) : loaded;
     const rules = requestAuthenticationsFor(snapshot, workload).flatMap((r) => r.jwtRules);
     const policies = authorizationPoliciesFor(snapshot, workload);
-    this.o.security.configure(rules, policies);
+    // A CUSTOM policy whose provider cannot be used...: said once, by the primary worker.
+    for (const warning of this.o.security.configure(rules, policies)) {
+      if (!this.o.quiet && !this.saidOnce.has(warning)) log.warn(`authorization: ${warning}`);
+      this.saidOnce.add(warning);
+    }
     // Istio's DNS table holds the services visible to the proxy's namespace only.
     this.o.dns?.setServiceEntries(serviceEntriesFor(snapshot.serviceEntries, workload.namespace));
     if (this.o.router) {

@@ -11,6 +11,7 @@ import { unreadMeshKeys, unreadProxyKeys } from './mesh-config-unread.js';
 import { FieldError } from './resources/fields.js';
 import { parseLocalityLbSetting } from './resources/locality-lb-setting.js';
 import type { LocalityLbSetting } from './resources/types.js';
+import { ProviderFieldError, readExtAuthzProviders, type ExtAuthzProvider } from './ext-authz-providers.js';
 
 /** Istio's `pathNormalization.normalization` values (what each does: proxy/path-normalization.ts). */
 export const PATH_NORMALIZATIONS = ['NONE', 'BASE', 'MERGE_SLASHES', 'DECODE_AND_MERGE_SLASHES'] as const;
@@ -78,6 +79,8 @@ export interface MeshConfig {
    * Istio's default mesh config has `{enabled: true}`: locality failover wherever outlierDetection is set.
    */
   readonly localityLbSetting: LocalityLbSetting;
+  /** `extensionProviders` of the external-authorizer kinds (AuthorizationPolicy CUSTOM names them). */
+  readonly extAuthzProviders: readonly ExtAuthzProvider[];
   /** The whole document as read, for /config_dump. */
   readonly raw: Readonly<Record<string, unknown>>;
   /** One line per key read and not honoured (`meshConfig.x: not honoured by this agent: why`), logged at start. */
@@ -222,6 +225,15 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     proxy = proxyConfigOf(envDoc, 'PROXY_CONFIG', '', proxy);
     warnings.push(...unreadProxyKeys(envDoc, 'PROXY_CONFIG.'));
   }
+  let extAuthzProviders: readonly ExtAuthzProvider[];
+  try {
+    const read = readExtAuthzProviders(doc['extensionProviders']);
+    extAuthzProviders = read.providers;
+    warnings.push(...read.warnings);
+  } catch (err) {
+    if (err instanceof ProviderFieldError) throw bad(path, err.field, err.message.slice(err.field.length + 2));
+    throw err;
+  }
   const sources = doc['configSources'] ?? [];
   if (!Array.isArray(sources)) throw bad(path, 'configSources', 'expected a list of {address: fs://DIR}');
   const configSources = sources.map((s: unknown, i) => {
@@ -252,6 +264,7 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     connectTimeoutMs: connectTimeoutOf(doc, path),
     outboundTrafficPolicy: outboundTrafficPolicyOf(doc, path),
     localityLbSetting: localityLbSettingOf(doc, path, warnings),
+    extAuthzProviders,
   };
 }
 

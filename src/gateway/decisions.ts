@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import type { DecisionNote, ResponseFlagName } from '../log/access-record.js';
 import type { ConnectionFacts } from '../proxy/decider.js';
 
-export type DecisionStage = 'jwt' | 'authz' | 'route';
+export type DecisionStage = 'jwt' | 'ext_authz' | 'authz' | 'route';
 
 /** A decision as kept and shown; as a DecisionNote it also carries the route name, flag and details for the access log. */
 export interface Decision extends DecisionNote {

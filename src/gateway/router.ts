@@ -88,6 +88,8 @@ const NO_CONNECT: Verdict = { kind: 'reply', status: 405, body: 'CONNECT is not 
  * run with `forwardClientCertDetails: SANITIZE_SET`; a plaintext client has no certificate).
  */
 const ASSERTED = ['x-forwarded-client-cert'];
+/** No external authorizer's response lines (the usual case): nothing allocated per request. */
+const NO_AUTHZ_RESPONSE: { readonly addResponseHeaders?: readonly (readonly [string, string])[] } = Object.freeze({});
 
 /** A route's response edits and copies when it has none. */
 const NO_EXTRAS: Pick<ForwardTarget, 'mirrors'> = Object.freeze({});
@@ -309,7 +311,7 @@ export class GatewayRouter {
         }
         // Nothing to check (no JWT rule, no policy): the context is not read, no address looked up.
         // Otherwise it is whole, even for a policy that arrives while a JWT's keys are fetched.
-        const ctx = this.o.security.idle ? { port: plan.port } : this.requestContext(req, plan.port);
+        const ctx = this.o.security.idle ? { port: plan.port } : this.requestContext(req, plan.port, scheme);
         const outcome = this.o.security.check(req, ctx, draft);
         if (outcome instanceof Promise) return outcome.then((x) => this.routeRequest(req, x, draft, plan.port, scheme));
         return this.routeRequest(req, outcome, draft, plan.port, scheme);
@@ -324,7 +326,7 @@ export class GatewayRouter {
    * end, as in Envoy), the peer and the client behind any trusted proxies, and on an HTTPS port
    * the SNI of the client's ClientHello (`connection.sni`).
    */
-  private requestContext(req: IncomingMessage, port: number): RequestContext {
+  private requestContext(req: IncomingMessage, port: number, scheme: 'http' | 'https'): RequestContext {
     const socket = req.socket;
     const peer = socket.remoteAddress;
     const local = socket.localAddress;
@@ -334,6 +336,7 @@ export class GatewayRouter {
       ...(local ? { destinationIp: plainAddress(local) } : {}),
       ...(peer ? { sourceIp: peer, remoteIp: clientAddress(firstValue(req.headers['x-forwarded-for']), plainAddress(peer), this.o.numTrustedProxies ?? 0) } : {}),
       ...(sni ? { sni } : {}),
+      scheme,
     };
   }
 
@@ -358,10 +361,14 @@ export class GatewayRouter {
       return NOT_FOUND;
     }
     const authn = security.authn;
-    const { setHeaders, removeHeaders, path: tokenlessPath } = security.edits;
+    const { setHeaders, removeHeaders, path: tokenlessPath, responseHeaders, beforeAuthorizer } = security.edits;
+    // An external authorizer's lines for the client's response (CUSTOM), on whatever is forwarded.
+    const authzResponse = responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : NO_AUTHZ_RESPONSE;
     const server = this.tlsServerOf.get(req.socket);
     const decision = route(table, {
-      port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme, headers: editedHeaders(req.headers, removeHeaders, setHeaders),
+      port, ...(server !== undefined ? { server } : {}), host: draft.authority, method: draft.method, path: draft.path, scheme,
+      // The route is chosen on the request as it came to the external authorizer (Envoy does not choose it again after its edits).
+      headers: beforeAuthorizer ? editedHeaders(req.headers, beforeAuthorizer.removeHeaders, beforeAuthorizer.setHeaders) : editedHeaders(req.headers, removeHeaders, setHeaders),
       claims: authn.outcome === 'valid' ? authn.claims : undefined,
       ...(req.socket.remoteAddress ? { sourceIp: req.socket.remoteAddress } : {}),
     });
@@ -448,7 +455,7 @@ export class GatewayRouter {
           draft.upstream = cluster.cluster.name;
           const path = decision.rewrite?.path ?? tokenlessPath;
           return {
-            kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster,
+            kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, cluster, ...authzResponse,
             ...(addHeaders ? { addHeaders } : {}),
             ...(responseHeaders ? { addResponseHeaders: responseHeaders.add, removeResponseHeaders: responseHeaders.remove } : {}),
             ...(path !== undefined && path !== draft.path ? { path } : {}),
@@ -463,7 +470,7 @@ export class GatewayRouter {
           return tls;
         }
         const target: ForwardTarget = {
-          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}),
+          kind: 'forward', address: dst.host, port: dst.port, setHeaders, removeHeaders, ...(tls ? { tls } : {}), ...authzResponse,
           ...(addHeaders ? { addHeaders } : {}),
           ...(responseHeaders ? { addResponseHeaders: responseHeaders.add, removeResponseHeaders: responseHeaders.remove } : {}),
           ...(path !== undefined && path !== draft.path ? { path } : {}),

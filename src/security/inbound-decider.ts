@@ -32,6 +32,8 @@ function carriesOwned(req: IncomingMessage): boolean {
 function notePeerMetadata(req: IncomingMessage): void {
   if (req instanceof RequestView) req.peerMetadata = req.value(PEER_METADATA_HEADER);
 }
+/** No external authorizer's lines for the response (the usual case): nothing allocated for them. */
+const NO_RESPONSE_HEADERS: { readonly addResponseHeaders?: readonly (readonly [string, string])[] } = Object.freeze({});
 
 /** `sni`: the server name of the client's ClientHello, when the connection is TLS (mutual TLS, or TLS carried as bytes). */
 function context(dst: Endpoint, source: string | undefined, peer: PeerIdentity | undefined, sni: string | undefined): RequestContext {
@@ -73,14 +75,17 @@ export function inboundDecider(security: RequestSecurity, decisions: DecisionLog
         return DENIED;
       }
     }
-    const { setHeaders, removeHeaders, path } = outcome.edits;
+    const { setHeaders, removeHeaders, path, responseHeaders } = outcome.edits;
     if (peer) {
       setHeaders.push([XFCC, xfccValue(peer, self())]);
       removeHeaders.push(...PEER_METADATA_HEADERS);
     } else {
       removeHeaders.push(...STRIP_OWNED);
     }
-    return { kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}) };
+    return {
+      kind: 'forward', address: dst.address, port: dst.port, setHeaders, removeHeaders, ...(path !== undefined ? { path } : {}),
+      ...(responseHeaders !== undefined ? { addResponseHeaders: responseHeaders } : NO_RESPONSE_HEADERS),
+    };
   };
   return {
     decide: (req, dst) => {

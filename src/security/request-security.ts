@@ -9,8 +9,15 @@ import type { IncomingMessage } from 'node:http';
 import type { AuthorizationPolicy, JwtRule } from '../config/resources/types.js';
 import { detailsWord } from '../log/access-record.js';
 import type { LocalReply } from '../proxy/decider.js';
+import { authorityOf } from '../proxy/request-view.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
-import { evaluate, evaluateConnection, type AuthzDecision } from './authz/evaluate.js';
+import { plainAddress } from '../gateway/forwarded-for.js';
+import { evaluate, evaluateConnection, needsHttp, selectCustom, type AuthzDecision, type AuthzRequest } from './authz/evaluate.js';
+import { editedHeader } from './authz/header-values.js';
+import type { ExtAuthzProvider } from '../config/ext-authz-providers.js';
+import { applyAnswer } from './ext-authz/apply.js';
+import type { Authorizers } from './ext-authz/authorizers.js';
+import type { CheckInput } from './ext-authz/check.js';
 import { requestHeaderLines } from './header-lines.js';
 import type { AuthnResult, JwtAuthenticator, RequestHeaders } from './jwt/authenticator.js';
 
@@ -28,6 +35,8 @@ export interface RequestContext {
   readonly sourceNamespace?: string;
   /** The server name of the client's TLS ClientHello (`connection.sni`); absent on plaintext, or when it sent none. */
   readonly sni?: string;
+  /** The request's scheme (an external authorizer is told it); default http. */
+  readonly scheme?: 'http' | 'https';
 }
 
 /** The connection fields of a context (the mTLS peer, the SNI), for an authz request. */
@@ -48,6 +57,13 @@ export interface SecurityEdits {
   removeHeaders: string[];
   /** The request target to forward, when it changed (a token's query parameter removed). */
   path?: string;
+  /** Lines an external authorizer adds to the response to the client. */
+  responseHeaders?: readonly (readonly [string, string])[];
+  /**
+   * The header edits before an external authorizer's, when it made some: the gateway routes on
+   * these (Envoy picks the route before ext_authz edits the request and does not pick it again).
+   */
+  beforeAuthorizer?: { readonly setHeaders: readonly [string, string][]; readonly removeHeaders: readonly string[] };
 }
 
 export interface SecurityOutcome {
@@ -101,28 +117,86 @@ export function hostOnly(authority: string): string {
   return h.toLowerCase();
 }
 
+/** CUSTOM policies whose requests go to an external authorizer, and that authorizer. */
+interface CustomInForce {
+  readonly policies: readonly AuthorizationPolicy[];
+  readonly provider: ExtAuthzProvider;
+}
+
 export class RequestSecurity {
+  /** What HTTP requests are evaluated against (CUSTOM policies sent to an authorizer left out). */
   private policies: readonly AuthorizationPolicy[] = [];
+  /** What connections not carried as HTTP are evaluated against: every policy in force. */
+  private connectionPolicies: readonly AuthorizationPolicy[] = [];
+  private custom: CustomInForce | undefined;
   private hasRules = false;
   private sniRead = false;
 
-  constructor(readonly authenticator: JwtAuthenticator, private readonly decisions: DecisionLog) {}
+  /**
+   * `authorizers`: the mesh config's external authorizers (none: every CUSTOM policy denies what it
+   * selects). `self`: this workload's SPIFFE id, an authorizer's `destination.principal` for requests
+   * that came over mesh mTLS.
+   */
+  constructor(
+    readonly authenticator: JwtAuthenticator, private readonly decisions: DecisionLog, private readonly authorizers?: Authorizers,
+    private readonly self: () => string | undefined = () => undefined,
+  ) {}
 
   /**
    * Takes the rules and policies that select this workload (every configuration change). AUDIT
    * policies are left out: they have no effect here (no audit provider; said at load), so a
-   * workload with only those stays on the path that checks nothing.
+   * workload with only those stays on the path that checks nothing. Answers what an operator must
+   * be told: CUSTOM policies whose provider cannot be used (they deny what they select, as Istio's do).
    */
-  configure(rules: readonly JwtRule[], policies: readonly AuthorizationPolicy[]): void {
+  configure(rules: readonly JwtRule[], policies: readonly AuthorizationPolicy[]): string[] {
     this.authenticator.setRules(rules);
     this.hasRules = rules.length > 0;
-    this.policies = policies.some((p) => p.action === 'AUDIT') ? policies.filter((p) => p.action !== 'AUDIT') : policies;
-    this.sniRead = this.policies.some((p) => p.rules.some((r) => r.when.some((c) => c.key === 'connection.sni')));
+    const active = policies.some((p) => p.action === 'AUDIT') ? policies.filter((p) => p.action !== 'AUDIT') : policies;
+    const { custom, warnings } = this.customOf(active);
+    this.custom = custom;
+    this.connectionPolicies = active;
+    this.policies = custom ? active.filter((p) => !custom.policies.includes(p)) : active;
+    this.sniRead = active.some((p) => p.rules.some((r) => r.when.some((c) => c.key === 'connection.sni')));
+    return warnings;
+  }
+
+  /**
+   * The CUSTOM policies an authorizer can be asked for. Istio's rules: the provider must be one of
+   * the mesh config's, and a workload's CUSTOM policies must all name the same one; otherwise they
+   * deny what they select.
+   */
+  private customOf(active: readonly AuthorizationPolicy[]): { custom?: CustomInForce; warnings: string[] } {
+    const customs = active.filter((p) => p.action === 'CUSTOM');
+    if (customs.length === 0) return { warnings: [] };
+    const warnings: string[] = [];
+    const names = [...new Set(customs.map((p) => p.provider ?? ''))];
+    const id = (p: AuthorizationPolicy): string => `AuthorizationPolicy ${p.meta.namespace}/${p.meta.name}`;
+    // Only where a rule can select a connection at all (one needing an HTTP field selects none).
+    for (const p of customs.filter((c) => c.rules.some((r) => !needsHttp(r)))) {
+      warnings.push(`${id(p)}: CUSTOM applies to HTTP requests; a connection not carried as HTTP that its rules select is denied `
+        + '(no authorizer is asked for connections here)');
+    }
+    if (names.length > 1) {
+      for (const p of customs) {
+        warnings.push(`${id(p)}: spec.provider.name: this workload's CUSTOM policies name ${names.length} providers (${names.join(', ')}); `
+          + 'one provider per workload, as in Istio: the requests they select are denied');
+      }
+      return { warnings };
+    }
+    const provider = this.authorizers?.provider(names[0]!);
+    if (!provider) {
+      for (const p of customs) {
+        warnings.push(`${id(p)}: spec.provider.name: ${JSON.stringify(names[0])} is not an envoyExtAuthzHttp or envoyExtAuthzGrpc provider `
+          + 'of the mesh config\'s extensionProviders: the requests it selects are denied');
+      }
+      return { warnings };
+    }
+    return { custom: { policies: customs, provider }, warnings };
   }
 
   /** Nothing to check: the sidecar skips this stage entirely (no call per request). */
   get idle(): boolean {
-    return !this.hasRules && this.policies.length === 0;
+    return !this.hasRules && this.connectionPolicies.length === 0;
   }
 
   /**
@@ -130,7 +204,7 @@ export class RequestSecurity {
    * False: every connection is allowed without evaluation (RequestAuthentication alone never blocks TCP).
    */
   get hasPolicies(): boolean {
-    return this.policies.length > 0;
+    return this.connectionPolicies.length > 0;
   }
 
   /** Some policy in force has a `connection.sni` condition: TLS carried as bytes is judged with its ClientHello's server name. */
@@ -177,8 +251,8 @@ export class RequestSecurity {
    * the caller counts it once the connection is carried or refused (it may still turn out HTTP).
    */
   checkConnection(ctx: ConnectionContext): AuthzDecision {
-    if (this.policies.length === 0) return { allowed: true, reason: 'no policies' };
-    return evaluateConnection(this.policies, {
+    if (this.connectionPolicies.length === 0) return { allowed: true, reason: 'no policies' };
+    return evaluateConnection(this.connectionPolicies, {
       port: ctx.port,
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
@@ -188,7 +262,7 @@ export class RequestSecurity {
 
   private authorize(
     req: IncomingMessage, headers: RequestHeaders, url: string, ctx: RequestContext, draft: DecisionDraft, authn: AuthnResult,
-  ): SecurityOutcome {
+  ): SecurityOutcome | Promise<SecurityOutcome> {
     this.decisions.count('jwt', authn.outcome);
     const edits = this.upstreamEdits(authn, url, headers);
     if (authn.outcome === 'invalid') {
@@ -200,14 +274,14 @@ export class RequestSecurity {
     }
     draft.jwt = authn.outcome;
     if (authn.outcome === 'valid') draft.principal = authn.principal;
-    if (this.policies.length === 0) {
+    if (this.policies.length === 0 && !this.custom) {
       draft.authz = ALLOWED_NO_POLICIES;
       this.decisions.count('authz', 'allowed');
       return { authn, edits };
     }
     const valid = authn.outcome === 'valid' ? authn : undefined;
     const host = headers.host;
-    const authz = evaluate(this.policies, {
+    const authzRequest: AuthzRequest = {
       method: req.method ?? 'GET',
       // With its query: `request.headers[:path]` reads it whole; operations strip it.
       path: url,
@@ -220,9 +294,19 @@ export class RequestSecurity {
       ...(ctx.sourceIp ? { sourceIp: ctx.sourceIp, remoteIp: ctx.remoteIp ?? ctx.sourceIp } : {}),
       ...(ctx.destinationIp ? { destinationIp: ctx.destinationIp } : {}),
       ...connectionFields(ctx),
-    });
+    };
+    // Istio's order: CUSTOM first; its authorizer's verdict, then DENY and ALLOW on the request as edited.
+    const custom = this.custom;
+    const hit = custom ? selectCustom(custom.policies, authzRequest) : undefined;
+    if (custom && hit) return this.askAuthorizer(req, url, ctx, draft, authn, edits, authzRequest, custom.provider, hit.policy);
+    return this.judge(authzRequest, draft, authn, edits, '');
+  }
+
+  /** DENY then ALLOW; `prefix` says what CUSTOM decided before, for the decision log. */
+  private judge(authzRequest: AuthzRequest, draft: DecisionDraft, authn: AuthnResult, edits: SecurityEdits, prefix: string): SecurityOutcome {
+    const authz = evaluate(this.policies, authzRequest);
     const verdict = authz.allowed ? 'allowed' : 'denied';
-    draft.authz = authz.reason.startsWith(verdict) ? authz.reason : `${verdict}: ${authz.reason}`;
+    draft.authz = prefix + (authz.reason.startsWith(verdict) ? authz.reason : `${verdict}: ${authz.reason}`);
     this.decisions.count('authz', authz.allowed ? 'allowed' : 'denied');
     if (!authz.allowed) {
       draft.flag = 'RBAC';
@@ -230,4 +314,77 @@ export class RequestSecurity {
     }
     return authz.allowed ? { authn, authz, edits } : { authn, authz, edits, reply: DENIED };
   }
+
+  /**
+   * Sends the request (as the JWT filter left it) to the CUSTOM policy's authorizer. Refused: its
+   * answer goes back to the client. Allowed: its header edits join the request's, and DENY and
+   * ALLOW judge the request with them. The check ends when the client's connection closes.
+   */
+  private askAuthorizer(
+    req: IncomingMessage, url: string, ctx: RequestContext, draft: DecisionDraft, authn: AuthnResult, edits: SecurityEdits,
+    authzRequest: AuthzRequest, provider: ExtAuthzProvider, policy: AuthorizationPolicy,
+  ): Promise<SecurityOutcome> {
+    const who = `CUSTOM policy ${policy.meta.namespace}/${policy.meta.name} (provider ${provider.name})`;
+    const current = (name: string): readonly string[] | undefined => {
+      const v = editedHeader(authzRequest.headers, authzRequest.headerEdits, name);
+      return v === undefined ? undefined : typeof v === 'string' ? [v] : v;
+    };
+    const input = checkInput(req, url, ctx, authzRequest, current, ctx.sourcePrincipal !== undefined ? this.self() : undefined);
+    const jwtEdited = new Set([...edits.removeHeaders, ...edits.setHeaders.map(([n]) => n)]);
+    // HTTP/1: the client's connection closing ends the check. HTTP/2 streams share one connection
+    // (a listener each would pile up): their check ends at the provider's time-out.
+    const leaving = req.httpVersion === '2.0' ? undefined : new AbortController();
+    const socket = req.socket;
+    const gone = (): void => leaving?.abort();
+    if (leaving) socket.once('close', gone);
+    return this.authorizers!.check(provider, input, leaving?.signal).then((answer) => {
+      if (leaving) socket.removeListener('close', gone);
+      const outcome = applyAnswer(answer, provider, current, jwtEdited);
+      // Envoy's ext_authz counters: ok, denied, error, and failure_mode_allowed (an error let through).
+      this.decisions.count('ext_authz', answer.kind === 'allow' ? 'ok' : answer.kind === 'deny' ? 'denied' : outcome.allowed ? 'failure_mode_allowed' : 'error');
+      if (!outcome.allowed) {
+        draft.authz = `denied by ${who}: ${outcome.note}`;
+        draft.flag = 'UAEX';
+        if (outcome.reply.details !== undefined) draft.details = outcome.reply.details;
+        this.decisions.count('authz', 'denied');
+        return { authn, edits, reply: outcome.reply };
+      }
+      if (outcome.set.length > 0 || outcome.remove.length > 0) {
+        edits.beforeAuthorizer = { setHeaders: edits.setHeaders, removeHeaders: [...edits.removeHeaders] };
+        const touched = new Set([...outcome.set.map(([n]) => n), ...outcome.remove]);
+        edits.setHeaders = [...edits.setHeaders.filter(([n]) => !touched.has(n)), ...outcome.set];
+        edits.removeHeaders.push(...outcome.remove);
+      }
+      if (outcome.responseHeaders.length > 0) edits.responseHeaders = outcome.responseHeaders;
+      const edited: AuthzRequest = { ...authzRequest, headerEdits: { remove: edits.removeHeaders, set: edits.setHeaders } };
+      return this.judge(edited, draft, authn, edits, `${who}: ${outcome.note}; `);
+    });
+  }
+}
+
+/** The request as an authorizer is told it: its headers as the JWT filter left them. */
+function checkInput(
+  req: IncomingMessage, url: string, ctx: RequestContext, r: AuthzRequest, current: (name: string) => readonly string[] | undefined,
+  selfId: string | undefined,
+): CheckInput {
+  const headers = new Map<string, readonly string[]>();
+  const names = new Set([...Object.keys(r.headers), ...(r.headerEdits?.set ?? []).map(([n]) => n)]);
+  for (const n of names) {
+    const lines = current(n);
+    if (lines !== undefined) headers.set(n, lines);
+  }
+  const socket = req.socket;
+  return {
+    method: req.method ?? 'GET',
+    path: url,
+    host: authorityOf(req),
+    scheme: ctx.scheme ?? 'http',
+    protocol: req.httpVersion === '2.0' ? 'HTTP/2' : `HTTP/${req.httpVersion ?? '1.1'}`,
+    headers,
+    source: {
+      address: plainAddress(ctx.sourceIp ?? socket.remoteAddress), port: socket.remotePort ?? 0,
+      ...(ctx.sourcePrincipal ? { principal: `spiffe://${ctx.sourcePrincipal}` } : {}),
+    },
+    destination: { address: plainAddress(ctx.destinationIp ?? socket.localAddress), port: ctx.port, ...(selfId ? { principal: selfId } : {}) },
+  };
 }

@@ -9,6 +9,9 @@ import { headersObject } from '../../src/proxy/http1/headers.js';
 import { JwtAuthenticator } from '../../src/security/jwt/authenticator.js';
 import { quotedString, RequestSecurity, type RequestContext, type SecurityOutcome } from '../../src/security/request-security.js';
 import { policy, when } from './authz/factories.js';
+import { readExtAuthzProviders } from '../../src/config/ext-authz-providers.js';
+import { Authorizers } from '../../src/security/ext-authz/authorizers.js';
+import type { CheckAnswer, CheckInput } from '../../src/security/ext-authz/check.js';
 import { jwksOf, makeKey, rule, sign, type SigningKey } from './jwt/support.js';
 
 const ISS = 'https://issuer.example';
@@ -210,4 +213,94 @@ describe('RequestSecurity', () => {
       });
     }
   });
+
+  describe('CUSTOM: the external authorizer first, then DENY and ALLOW on the request it edited', () => {
+    const { providers } = readExtAuthzProviders([{ name: 'authz', envoyExtAuthzGrpc: { service: 'a', port: 1 } }]);
+    const custom = (name: string, provider: string, rules: Parameters<typeof policy>[2]): AuthorizationPolicy => ({ ...policy(`ns/${name}`, 'CUSTOM', rules), provider });
+    const checkAdmin = custom('ext', 'authz', [{ to: [{ paths: ['/admin*'] }] }]);
+
+    function withAuthorizer(policies: AuthorizationPolicy[], answer: (input: CheckInput) => CheckAnswer): { sec: RequestSecurity; decisions: DecisionLog; asked: CheckInput[]; warnings: string[] } {
+      const asked: CheckInput[] = [];
+      const authenticator = new JwtAuthenticator({ refreshIntervalMs: 60_000, insecureSkipVerify: false });
+      opened.push(authenticator);
+      const decisions = new DecisionLog();
+      const sec = new RequestSecurity(authenticator, decisions, new Authorizers(providers, () => ({
+        check: (input) => { asked.push(input); return Promise.resolve(answer(input)); }, close: () => {},
+      })), () => 'spiffe://cluster.local/ns/shop/sa/web');
+      const warnings = sec.configure([rule({ issuer: ISS, jwks: jwksOf(key), outputClaimToHeaders: [{ header: 'x-jwt-sub', claim: ['sub'] }] })], policies);
+      return { sec, decisions, asked, warnings };
+    }
+    const allowAs = (user: string): CheckAnswer => ({ kind: 'allow', upstream: [{ name: 'x-user', value: user, action: 'set' }, { name: 'x-jwt-sub', value: 'forged', action: 'set' }], remove: [], downstream: [['x-note', 'n']] });
+    const withSocket = (raw: string[], url: string): IncomingMessage => {
+      const req = request(raw, url) as unknown as { socket: unknown; httpVersion: string };
+      req.socket = { once: () => {}, removeListener: () => {}, remotePort: 4000 };
+      req.httpVersion = '1.1';
+      return req as unknown as IncomingMessage;
+    };
+
+    it('a request no CUSTOM rule selects is not sent (and the check is synchronous)', () => {
+      const { sec, decisions, asked, warnings } = withAuthorizer([checkAdmin], () => allowAs('x'));
+      assert.deepEqual(warnings, [], 'its rules need HTTP: no connection is selected, nothing to say');
+      const req = withSocket(['Host', 'a'], '/public');
+      const outcome = sec.check(req, { port: PORT, sourceIp: '10.0.0.1' }, decisions.begin(req, 'test'));
+      assert.equal(outcome instanceof Promise, false);
+      assert.equal(asked.length, 0);
+    });
+
+    it('allowed: the authorizer\'s headers join the request (never the JWT filter\'s), DENY sees them, the client gets its lines', async () => {
+      const denyBob = policy('ns/deny-bob', 'DENY', [{ when: [when('request.headers[x-user]', ['bob'])] }]);
+      const sub = await token('carol');
+      const alice = withAuthorizer([checkAdmin, denyBob], () => allowAs('alice'));
+      const req = withSocket(['Host', 'shop', 'Authorization', `Bearer ${sub}`, 'X-Custom', 'c'], '/admin/1?x=y');
+      const ok = await check(alice.sec, alice.decisions, req);
+      assert.equal(ok.reply, undefined);
+      assert.deepEqual(ok.edits.setHeaders.filter(([n]) => n === 'x-user' || n === 'x-jwt-sub'), [['x-jwt-sub', 'carol'], ['x-user', 'alice']]);
+      assert.deepEqual(ok.edits.responseHeaders, [['x-note', 'n']]);
+      // The authorizer was told the request as the JWT filter left it: the token gone, the claim header written.
+      const input = alice.asked[0]!;
+      assert.deepEqual([input.path, input.host, input.headers.get('authorization'), input.headers.get('x-jwt-sub'), input.headers.get('x-custom')],
+        ['/admin/1?x=y', 'shop', undefined, ['carol'], ['c']]);
+      assert.deepEqual([input.source, input.destination], [{ address: '10.0.0.1', port: 4000 }, { address: '', port: PORT }]);
+      // Over mesh mTLS both ends have their identity.
+      const mtls = withSocket(['Host', 'shop'], '/admin');
+      await alice.sec.check(mtls, { port: PORT, sourceIp: '10.0.0.1', sourcePrincipal: 'cluster.local/ns/a/sa/b' }, alice.decisions.begin(mtls, 'test'));
+      assert.deepEqual([alice.asked[1]!.source.principal, alice.asked[1]!.destination.principal],
+        ['spiffe://cluster.local/ns/a/sa/b', 'spiffe://cluster.local/ns/shop/sa/web']);
+      const bob = withAuthorizer([checkAdmin, denyBob], () => allowAs('bob'));
+      const denied = await check(bob.sec, bob.decisions, withSocket(['Host', 'shop'], '/admin'));
+      assert.equal(denied.reply?.status, 403);
+      assert.match(denied.authz?.reason ?? '', /denied by DENY policy ns\/deny-bob/);
+    });
+
+    it('refused: the authorizer\'s reply, flag UAEX, before any DENY or ALLOW is evaluated', async () => {
+      const { sec, decisions } = withAuthorizer([checkAdmin, policy('ns/allow-all', 'ALLOW', [{}])],
+        () => ({ kind: 'deny', status: 401, body: 'who are you', headers: [['www-authenticate', 'Basic']] }));
+      const req = withSocket(['Host', 'shop'], '/admin');
+      const draft = decisions.begin(req, 'test');
+      const o = await sec.check(req, { port: PORT }, draft);
+      assert.deepEqual(o.reply, { kind: 'reply', status: 401, body: 'who are you', headers: { 'www-authenticate': 'Basic' }, flag: 'UAEX', details: 'ext_authz_denied' });
+      assert.match(draft.authz, /^denied by CUSTOM policy ns\/ext \(provider authz\): denied by the authorizer with 401/);
+      assert.deepEqual([...(decisions.counts.get('ext_authz') ?? new Map())], [['denied', 1]]);
+    });
+
+    it('a provider the mesh config lacks, or two providers on one workload: the selected requests are denied, and said', async () => {
+      for (const policies of [[custom('ext', 'missing', [{}])], [checkAdmin, custom('other', 'second', [{ to: [{ paths: ['/x'] }] }])]]) {
+        const { sec, decisions, asked, warnings } = withAuthorizer(policies, () => allowAs('alice'));
+        assert.match(warnings.join('\n'), /spec\.provider\.name: .*(is not an envoyExtAuthzHttp or envoyExtAuthzGrpc provider|one provider per workload)/);
+        const o = await check(sec, decisions, withSocket(['Host', 'shop'], policies.length === 1 ? '/' : '/x'));
+        assert.equal(o.reply?.status, 403);
+        assert.match(o.authz?.reason ?? '', /denied by CUSTOM policy/);
+        assert.equal(asked.length, 0);
+      }
+    });
+
+    it('connections not carried as HTTP that a CUSTOM rule selects are denied (no authorizer asked); the rest pass', () => {
+      const { sec, warnings } = withAuthorizer([custom('ext', 'authz', [{ to: [{ ports: ['5432'] }] }])], () => allowAs('x'));
+      assert.match(warnings[0] ?? '', /a connection not carried as HTTP that its rules select is denied/);
+      assert.equal(sec.hasPolicies, true);
+      assert.equal(sec.checkConnection({ port: 5432 }).allowed, false);
+      assert.equal(sec.checkConnection({ port: 6379 }).allowed, true);
+    });
+  });
 });
+

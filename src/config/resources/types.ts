@@ -576,6 +576,8 @@ export interface AuthorizationPolicy {
   readonly action: AuthorizationAction;
   /** ALLOW with no rules matches nothing (denies all); `rules: [{}]` matches everything. */
   readonly rules: readonly AuthorizationRule[];
+  /** CUSTOM: the name of the mesh config's extension provider (an external authorizer) that checks the requests the rules select. */
+  readonly provider?: string;
 }
 
 // ---- security.mesh.io: PeerAuthentication ----

@@ -1,6 +1,8 @@
 // AuthorizationPolicy (security.mesh.io): ALLOW / DENY rules on the request's source, operation
 // and conditions (`when`), Istio's fields and meanings. AUDIT is accepted with a warning (no effect
-// here), CUSTOM refused, as are the `experimental.envoy.filters.*` condition keys (no such filters).
+// here); CUSTOM names an external authorizer of the mesh config (`provider.name`), resolved when the
+// policy is applied (src/security/ext-authz/); the `experimental.envoy.filters.*` condition keys are
+// refused (no such filters).
 import type {
   AuthorizationAction, AuthorizationCondition, AuthorizationOperation, AuthorizationPolicy, AuthorizationRule,
   AuthorizationSource, ResourceMeta,
@@ -179,14 +181,26 @@ function parseRule(raw: unknown, field: string, namespace: string, warn: Warn): 
 const AUDIT_HAS_NO_EFFECT = 'AUDIT has no effect here: Istio acts on AUDIT policies only through an audit provider '
   + '(Stackdriver), which this agent does not have; no request is marked or logged for this policy';
 
+/** `provider.name`: required with CUSTOM, refused with any other action (Istio's checks). */
+function parseProvider(raw: unknown, action: AuthorizationAction): string | undefined {
+  if (raw === undefined || raw === null) {
+    if (action === 'CUSTOM') throw new FieldError('spec.provider', 'is required with action CUSTOM: name one of the mesh config\'s extensionProviders');
+    return undefined;
+  }
+  if (action !== 'CUSTOM') throw new FieldError('spec.provider', `is only for action CUSTOM (this policy's action is ${action})`);
+  const o = obj(raw, 'spec.provider');
+  checkFields(o, 'spec.provider', { supported: ['name'] });
+  return str(o['name'], 'spec.provider.name', { nonEmpty: true });
+}
+
 export function validateAuthorizationPolicy(spec: unknown, meta: ResourceMeta, warn: Warn = IGNORE_WARNINGS): AuthorizationPolicy {
   // `spec: {}` (or none) is Istio's allow-nothing policy.
   const s = obj(spec ?? {}, 'spec');
-  checkFields(s, 'spec', { supported: ['selector', 'action', 'rules'], unsupported: ['provider', 'targetRef', 'targetRefs'] });
+  checkFields(s, 'spec', { supported: ['selector', 'action', 'rules', 'provider'], unsupported: ['targetRef', 'targetRefs'] });
   const selector = parseWorkloadSelector(s['selector'], 'spec.selector');
   const action = s['action'] === undefined ? 'ALLOW' : oneOf(s['action'], 'spec.action', ACTIONS);
-  if (action === 'CUSTOM') throw new FieldError('spec.action', 'CUSTOM (an external authorizer) is not supported by this agent; use ALLOW, DENY or AUDIT');
+  const provider = parseProvider(s['provider'], action);
   const rules = optList(s['rules'], 'spec.rules').map((r, i) => parseRule(r, item('spec.rules', i), meta.namespace, warn));
   if (action === 'AUDIT') warn('spec.action', AUDIT_HAS_NO_EFFECT);
-  return { meta, ...(selector !== undefined ? { selector } : {}), action, rules };
+  return { meta, ...(selector !== undefined ? { selector } : {}), action, rules, ...(provider !== undefined ? { provider } : {}) };
 }

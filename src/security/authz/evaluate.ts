@@ -1,6 +1,6 @@
-// AuthorizationPolicy evaluation in Istio's order: CUSTOM (not supported here: never matches, and
-// said so in the reason), then DENY (any match denies), then ALLOW (when any ALLOW policy applies,
-// one must match). AUDIT policies are skipped: Istio acts on them only through an audit provider
+// AuthorizationPolicy evaluation in Istio's order: CUSTOM (the caller asks the external authorizer
+// of a selecting policy first: selectCustom; a CUSTOM policy left here denies what it selects),
+// then DENY (any match denies), then ALLOW (when any ALLOW policy applies, one must match). AUDIT policies are skipped: Istio acts on them only through an audit provider
 // (Stackdriver), which this agent has not (the validator says so at load). Pure.
 //
 // Two entry points: `evaluate` for an HTTP request, `evaluateConnection` for a connection that is
@@ -74,8 +74,6 @@ export interface AuthzDecision {
   readonly policy?: string;
   readonly action?: AuthorizationAction;
   readonly ruleIndex?: number;
-  /** CUSTOM policies (`ns/name`), which this agent does not support: treated as not matching. */
-  readonly unsupported?: readonly string[];
 }
 
 /** `host[:port]` → the host (lower-case) and the port, if written. */
@@ -215,7 +213,7 @@ function isHttpOnlyKey(key: string): boolean {
 }
 
 /** Whether a rule needs an HTTP-only field: `requestPrincipals`, `hosts`, `methods`, `paths` (and `not` forms), `request.*`. */
-function needsHttp(rule: AuthorizationRule): boolean {
+export function needsHttp(rule: AuthorizationRule): boolean {
   return rule.from.some((s) => set(s.requestPrincipals) || set(s.notRequestPrincipals))
     || rule.to.some((o) => set(o.hosts) || set(o.notHosts) || set(o.methods) || set(o.notMethods) || set(o.paths) || set(o.notPaths))
     || rule.when.some((c) => isHttpOnlyKey(c.key));
@@ -336,8 +334,8 @@ function sniCondition(c: AuthorizationCondition, sni: readonly string[] | undefi
 /**
  * A `when` condition: `values` holds when any value matches (any element, for list attributes;
  * any candidate, for a header), `notValues` when none does; a missing attribute fails `values` and
- * satisfies `notValues`. A key this evaluator does not know fails closed: it holds in a DENY
- * policy and fails in any other.
+ * satisfies `notValues`. A key this evaluator does not know fails closed: it holds in a DENY or
+ * CUSTOM policy and fails in an ALLOW one.
  */
 function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: AuthorizationAction): boolean {
   // On a connection an HTTP-only key is ignored (only DENY rules get this far).
@@ -349,7 +347,8 @@ function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: Auth
     case 'connection.sni': return sniCondition(c, view.sni);
   }
   const values = attribute(c, view);
-  if (values === 'unknown') return action === 'DENY';
+  // Failing closed: a DENY or CUSTOM policy selects more (denies more, checks more), ALLOW less.
+  if (values === 'unknown') return action === 'DENY' || action === 'CUSTOM';
   if (set(c.values) && (values === undefined || !matchAny(c.values, values))) return false;
   if (set(c.notValues) && values !== undefined && matchAny(c.notValues, values)) return false;
   return true;
@@ -358,7 +357,8 @@ function conditionHolds(c: AuthorizationCondition, view: AuthzView, action: Auth
 function ruleMatches(rule: AuthorizationRule, view: AuthzView, action: AuthorizationAction): boolean {
   // Istio drops an ALLOW rule that needs HTTP from a TCP filter (it allows less); DENY rules keep
   // their other fields (they deny more). A DENY rule of HTTP fields alone denies all.
-  if (view.tcp && action === 'ALLOW' && needsHttp(rule)) return false;
+  // A CUSTOM rule is read as an ALLOW rule is (Istio builds both the same way).
+  if (view.tcp && action !== 'DENY' && needsHttp(rule)) return false;
   if (rule.from.length > 0 && !rule.from.some((s) => sourceMatches(s, view))) return false;
   if (rule.to.length > 0 && !rule.to.some((o) => operationMatches(o, view))) return false;
   for (const c of rule.when) if (!conditionHolds(c, view, action)) return false;
@@ -391,33 +391,59 @@ export function evaluateConnection(policies: readonly AuthorizationPolicy[], con
   return decide(policies, new AuthzView(req, true));
 }
 
+/**
+ * The first CUSTOM policy one of whose rules selects the request (its index in `policies` and the
+ * rule's), or undefined: those requests go to the policy's external authorizer. A CUSTOM rule needs
+ * what an ALLOW rule needs (a rule with HTTP-only fields selects no connection).
+ */
+export function selectCustom(policies: readonly AuthorizationPolicy[], req: AuthzRequest): { policy: AuthorizationPolicy; rule: number } | undefined {
+  const view = new AuthzView(req);
+  for (const p of policies) {
+    if (p.action !== 'CUSTOM') continue;
+    const rule = matchingRule(p, view);
+    if (rule >= 0) return { policy: p, rule };
+  }
+  return undefined;
+}
+
+/**
+ * CUSTOM policies handed to `evaluate` are those whose authorizer cannot be asked (the caller sends
+ * the others to it first): what they select is denied, never allowed (Istio turns them into DENY).
+ * On a connection every CUSTOM policy is such: no authorizer is asked for connections here.
+ */
 function decide(policies: readonly AuthorizationPolicy[], view: AuthzView): AuthzDecision {
-  let unsupported: string[] | undefined;
   let allowCount = 0;
+  let customs = false;
   // AUDIT policies are not evaluated: without an audit provider they have no effect (see the top).
   for (const p of policies) {
-    if (p.action === 'CUSTOM') (unsupported ??= []).push(id(p));
-    else if (p.action === 'ALLOW') allowCount++;
+    if (p.action === 'ALLOW') allowCount++;
+    else if (p.action === 'CUSTOM') customs = true;
   }
-  const extras = unsupported ? { unsupported } : {};
-  const note = unsupported ? `; CUSTOM ${unsupported.join(', ')} ignored (not supported)` : '';
-
+  if (customs) for (const p of policies) {
+    if (p.action !== 'CUSTOM') continue;
+    const rule = matchingRule(p, view);
+    if (rule >= 0) {
+      const why = view.tcp ? 'external authorization of connections not carried as HTTP is not supported here'
+        : `its provider ${JSON.stringify(p.provider ?? '')} cannot be used (see the load warning)`;
+      return { allowed: false, reason: `denied by CUSTOM policy ${id(p)} rule ${rule}: ${why}`, policy: id(p), action: 'CUSTOM', ruleIndex: rule };
+    }
+  }
   for (const p of policies) {
     if (p.action !== 'DENY') continue;
     const rule = matchingRule(p, view);
     if (rule >= 0) {
-      return { allowed: false, reason: `denied by DENY policy ${id(p)} rule ${rule}${note}`, policy: id(p), action: 'DENY', ruleIndex: rule, ...extras };
+      return { allowed: false, reason: `denied by DENY policy ${id(p)} rule ${rule}`, policy: id(p), action: 'DENY', ruleIndex: rule };
     }
   }
   if (allowCount === 0) {
-    return { allowed: true, reason: `no DENY policy matched and no ALLOW policy applies${note}`, ...extras };
+    return { allowed: true, reason: 'no DENY policy matched and no ALLOW policy applies' };
   }
   for (const p of policies) {
     if (p.action !== 'ALLOW') continue;
     const rule = matchingRule(p, view);
     if (rule >= 0) {
-      return { allowed: true, reason: `allowed by ALLOW policy ${id(p)}${note}`, policy: id(p), action: 'ALLOW', ruleIndex: rule, ...extras };
+      return { allowed: true, reason: `allowed by ALLOW policy ${id(p)}`, policy: id(p), action: 'ALLOW', ruleIndex: rule };
     }
   }
-  return { allowed: false, reason: `no ALLOW policy matched (${allowCount} apply)${note}`, ...extras };
+  return { allowed: false, reason: `no ALLOW policy matched (${allowCount} apply)` };
 }

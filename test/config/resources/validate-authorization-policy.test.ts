@@ -58,6 +58,13 @@ it('AUDIT is accepted with a warning naming spec.action: it has no effect here (
   assertRejections([{ name: 'AUDIT with a bad rule', yaml: ap(`action: AUDIT\nrules: [{from: []}]`), field: 'spec.rules[0].from', message: /must not be empty/ }]);
 });
 
+it('CUSTOM names its external authorizer (provider.name), checked against the mesh config when applied', () => {
+  const { value, warnings } = acceptWarned(ap(`action: CUSTOM\nprovider: {name: ext-authz}\nrules: [{to: [{operation: {paths: ["/admin*"]}}]}]`));
+  const p = value.resource as AuthorizationPolicy;
+  assert.deepEqual([p.action, p.provider, p.rules[0]!.to], ['CUSTOM', 'ext-authz', [{ paths: ['/admin*'] }]]);
+  assert.deepEqual(warnings, []);
+});
+
 it('defaults: action ALLOW; spec {} is allow-nothing; rules [{}] matches everything', () => {
   const nothing = accept(`${head}spec: {}\n`).resource as AuthorizationPolicy;
   assert.deepEqual([nothing.action, nothing.rules, nothing.selector], ['ALLOW', [], undefined]);
@@ -94,8 +101,16 @@ it('rejects invalid AuthorizationPolicies with the field path', () => {
       field: 'spec.rules[0].when[0].values', message: /expected a list, got the string "foo"/ },
     { name: 'unknown action', yaml: ap(`action: REJECT`),
       field: 'spec.action', message: /"REJECT" is not one of ALLOW, DENY, AUDIT, CUSTOM/ },
-    { name: 'CUSTOM', yaml: ap(`action: CUSTOM`),
-      field: 'spec.action', message: /CUSTOM .* not supported/ },
+    { name: 'CUSTOM without a provider', yaml: ap(`action: CUSTOM`),
+      field: 'spec.provider', message: /is required with action CUSTOM/ },
+    { name: 'a provider with ALLOW', yaml: ap(`provider: {name: ext}\nrules: [{}]`),
+      field: 'spec.provider', message: /is only for action CUSTOM \(this policy's action is ALLOW\)/ },
+    { name: 'a provider without a name', yaml: ap(`action: CUSTOM\nprovider: {}`),
+      field: 'spec.provider.name', message: /./ },
+    { name: 'a misspelt provider field', yaml: ap(`action: CUSTOM\nprovider: {nmae: ext}`),
+      field: 'spec.provider.nmae', message: /unknown field/ },
+    { name: 'CUSTOM with a bad rule', yaml: ap(`action: CUSTOM\nprovider: {name: ext}\nrules: [{from: []}]`),
+      field: 'spec.rules[0].from', message: /must not be empty/ },
     { name: 'from: []', yaml: ap(`rules: [{from: []}]`),
       field: 'spec.rules[0].from', message: /must not be empty/ },
     { name: 'empty source', yaml: ap(`rules: [{from: [{source: {}}]}]`),

@@ -74,7 +74,10 @@ describe('evaluateConnection', () => {
     assert.equal(evaluateConnection([httpAllow, portAllow], CONN).reason, 'allowed by ALLOW policy ns/port-allow');
     assert.equal(evaluateConnection([portAllow, portDeny], CONN).reason, 'denied by DENY policy ns/port-deny rule 0');
     assert.equal(evaluateConnection([policy('ns/d', 'DENY', [{ to: [{ ports: ['80'] }] }])], CONN).reason, 'no DENY policy matched and no ALLOW policy applies');
+    // No authorizer is asked for a connection: what a CUSTOM rule selects is denied (a rule needing HTTP selects none).
     const custom = evaluateConnection([policy('ns/ext', 'CUSTOM', [{}])], CONN);
-    assert.deepEqual([custom.allowed, custom.unsupported], [true, ['ns/ext']]);
+    assert.equal(custom.allowed, false);
+    assert.match(custom.reason, /CUSTOM policy ns\/ext rule 0: external authorization of connections not carried as HTTP/);
+    assert.equal(evaluateConnection([policy('ns/ext', 'CUSTOM', [{ to: [{ paths: ['/'] }] }])], CONN).allowed, true);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuthorizationCondition, AuthorizationOperation, AuthorizationSource } from '../../../src/config/resources/types.js';
-import { evaluate, type AuthzRequest } from '../../../src/security/authz/evaluate.js';
+import { evaluate, selectCustom, type AuthzRequest } from '../../../src/security/authz/evaluate.js';
 import { authzRequest, policy, when } from './factories.js';
 
 /** Whether one ALLOW rule with this source/operation/condition matches the request. */
@@ -260,12 +260,23 @@ describe('policy order and outcome', () => {
     assert.equal(evaluate([trap], authzRequest()).allowed, true);
   });
 
-  it('CUSTOM is not supported: it never matches and the reason says so', () => {
-    const custom = policy('default/ext', 'CUSTOM', [{}]);
-    const d = evaluate([custom], authzRequest());
-    assert.equal(d.allowed, true);
-    assert.deepEqual(d.unsupported, ['default/ext']);
-    assert.match(d.reason, /CUSTOM default\/ext ignored \(not supported\)/);
+  it('a CUSTOM policy left to evaluate (its authorizer cannot be asked) denies what it selects, before DENY and ALLOW', () => {
+    const custom = { ...policy('default/ext', 'CUSTOM', [{ to: [{ paths: ['/admin*'] }] }]), provider: 'gone' };
+    const allowAll = policy('default/all', 'ALLOW', [{}]);
+    const d = evaluate([allowAll, custom], authzRequest({ path: '/admin/x' }));
+    assert.equal(d.allowed, false);
+    assert.equal(d.action, 'CUSTOM');
+    assert.match(d.reason, /denied by CUSTOM policy default\/ext rule 0: its provider "gone" cannot be used/);
+    assert.equal(evaluate([allowAll, custom], authzRequest({ path: '/public' })).reason, 'allowed by ALLOW policy default/all');
+  });
+
+  it('selectCustom finds the first CUSTOM policy whose rules select the request', () => {
+    const a = { ...policy('default/a', 'CUSTOM', [{ to: [{ methods: ['POST'] }] }]), provider: 'p' };
+    const b = { ...policy('default/b', 'CUSTOM', [{ to: [{ paths: ['/x'] }] }, { to: [{ paths: ['/admin*'] }] }]), provider: 'p' };
+    assert.equal(selectCustom([a, b], authzRequest({ path: '/public' })), undefined);
+    const hit = selectCustom([policy('default/deny', 'DENY', [{}]), a, b], authzRequest({ path: '/admin/1' }));
+    assert.deepEqual([hit?.policy.meta.name, hit?.rule], ['b', 1]);
+    assert.equal(selectCustom([a, b], authzRequest({ method: 'POST', path: '/admin/1' }))?.policy.meta.name, 'a');
   });
 });
 
