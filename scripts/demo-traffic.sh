@@ -6,7 +6,8 @@
 #                         whose virtual address is 10.96.30.30 (test/fixtures/traffic-backends.mjs,
 #                         each answering with its name; its behaviour set by a line on its stdin)
 # It shows a canary split (90/10 between the subsets v1 and v2, counted per version over 200 requests
-# on keep-alive connections), fault injection (aborts and delays, their FI / DI flags), then an endpoint that starts answering 503 being ejected (the EJECT line
+# on keep-alive connections), fault injection (aborts and delays, their FI / DI flags), mirroring (the client's
+# answers from v1, copies received by v2), then an endpoint that starts answering 503 being ejected (the EJECT line
 # of the outlier log, its health flag in /clusters, the requests that follow going to the others), and
 # why one request went where it went (/debug/decisions). Logs: DEMO_TRAFFIC_LOGS, else a directory of its own.
 set -euo pipefail
@@ -88,6 +89,11 @@ spec:
       delay: {fixedDelay: 200ms, percentage: {value: 50}}
     route:
     - {destination: {host: reviews.demo.local, subset: v1}}
+  - name: mirror-drill
+    match: [{headers: {x-demo: {exact: mirror}}}]
+    route:
+    - {destination: {host: reviews.demo.local, subset: v1}}
+    mirror: {host: reviews.demo.local, subset: v2}
   - route:
     - {destination: {host: reviews.demo.local, subset: v1}, weight: 90}
     - {destination: {host: reviews.demo.local, subset: v2}, weight: 10}
@@ -128,6 +134,13 @@ step "fault injection: 100 requests with x-demo: fault (the rule fault-drill abo
 requests 100 4 '"headers":{"x-demo":"fault"}' | counts
 sleep 1 # the access log is written as each request ends
 awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[A-Z]+(,[A-Z]+)*$/) { if ($i ~ /(^|,)FI(,|$)/) fi++; if ($i ~ /(^|,)DI(,|$)/) di++ } } END { printf "   the access log: %d requests with flag FI (aborted, never sent), %d with DI (delayed 200 ms first)\n", fi, di }' "$work/access.log"
+
+step "mirroring: 20 requests to /mirrored with x-demo: mirror (the rule mirror-drill routes to v1 and copies each request to v2)"
+echo "   what the client got:"
+requests 20 2 '"headers":{"x-demo":"mirror"},"url":"http://10.96.30.30/mirrored"' | counts
+sleep 0.5 # the copies are fire and forget: their requests reach v2 just after
+echo "   what each backend received on /mirrored (its request log): the copies went to v2, whose answers were dropped"
+grep '"path":"/mirrored"' "$(log_of backends)" | sed 's/.*"backend":"\([^"]*\)".*/\1/' | counts
 
 step "v1-a (198.19.30.11) starts answering 503: outlier detection ejects it after 3 in a row"
 printf '%s\n' '{"name":"v1-a","mode":"503","id":1}' >&7
