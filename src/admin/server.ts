@@ -169,6 +169,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
 
     add(`tcp.${direction}.downstream_cx_total`, d.tcpCxTotal);
     add(`tcp.${direction}.rbac.denied`, d.tcpCxDenied);
+    add(`tcp.${direction}.no_filter_chain_match`, d.tcpCxNoRoute);
 
     const cluster = `cluster.${direction}`;
     add(`${cluster}.upstream_cx_total`, d.upstreamCxTotal);

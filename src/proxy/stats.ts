@@ -105,6 +105,8 @@ export class DirectionStats {
   tcpCxTotal = 0;
   /** Connections not HTTP/1.x that policy refused (Istio's TCP semantics): closed before a byte went on. */
   tcpCxDenied = 0;
+  /** Connections of a gateway TCP / TLS PASSTHROUGH port that no route took (Envoy: no filter chain matched): closed, NR. */
+  tcpCxNoRoute = 0;
   /** Connections refused at accept: the process held MESH_MAX_DOWNSTREAM_CONNECTIONS already. */
   cxOverflow = 0;
 

@@ -9,7 +9,7 @@ import {
 import { checkHostPattern, checkNamespace } from './names.js';
 import { cipherProblem, rangeProblem, TLS_PROTOCOL_VERSIONS, versionProblem, type TlsProtocolVersion } from './tls-parameters.js';
 
-export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTPS', 'HTTP2', 'GRPC', 'TCP', 'TLS'];
+export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTPS', 'HTTP2', 'GRPC', 'TCP', 'TLS', 'MONGO', 'MYSQL', 'REDIS'];
 const TLS_MODES: readonly GatewayTls['mode'][] = ['PASSTHROUGH', 'SIMPLE', 'MUTUAL', 'AUTO_PASSTHROUGH', 'ISTIO_MUTUAL', 'OPTIONAL_MUTUAL'];
 
 /** `host` → any namespace; `./host` → the Gateway's namespace; `ns/host` (or `*\/host`) as written. */
@@ -46,7 +46,11 @@ function optCipherSuites(o: Obj, field: string): string[] | undefined {
   return names;
 }
 
-function parseTls(raw: unknown, field: string, protocol: ServerProtocol): GatewayTls | undefined {
+/** What only a server that terminates TLS reads: a PASSTHROUGH one relays the client's TLS untouched. */
+const TERMINATION_FIELDS = ['serverCertificate', 'privateKey', 'caCertificates', 'credentialName', 'minProtocolVersion', 'maxProtocolVersion',
+  'cipherSuites', 'subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash', 'caCrl'];
+
+function parseTls(raw: unknown, field: string, protocol: ServerProtocol, warn: Warn): GatewayTls | undefined {
   const o = optObj(raw, field);
   const terminates = protocol === 'HTTPS' || protocol === 'TLS';
   if (o === undefined) {
@@ -69,6 +73,16 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol): Gatewa
   }
   // Istio's enum default: a server that names no mode passes TLS through untouched.
   const mode = o['mode'] === undefined ? 'PASSTHROUGH' : oneOf(o['mode'], child(field, 'mode'), TLS_MODES, { fold: true });
+  if (terminates && mode === 'PASSTHROUGH') {
+    for (const k of TERMINATION_FIELDS) {
+      if (o[k] !== undefined) warn(child(field, k), 'has no effect with mode PASSTHROUGH: the client\'s TLS is relayed to the destination untouched, never terminated here (Istio ignores it too)');
+    }
+  }
+  if (terminates && mode === 'AUTO_PASSTHROUGH') {
+    // Istio's east-west mode: an SNI that spells a cluster name (outbound_.PORT_.SUBSET_.HOST) picks that cluster.
+    throw new FieldError(child(field, 'mode'), 'AUTO_PASSTHROUGH is not supported yet (its SNI-named clusters are an east-west gateway\'s); '
+      + 'use PASSTHROUGH with VirtualService tls routes, which this gateway serves');
+  }
   const serverCertificate = optStr(o['serverCertificate'], child(field, 'serverCertificate'), { nonEmpty: true });
   const privateKey = optStr(o['privateKey'], child(field, 'privateKey'), { nonEmpty: true });
   const caCertificates = optStr(o['caCertificates'], child(field, 'caCertificates'), { nonEmpty: true });
@@ -138,7 +152,7 @@ function parseServer(raw: unknown, field: string, gatewayNamespace: string, warn
   };
   const hostsField = child(field, 'hosts');
   const hosts = list(o['hosts'], hostsField, { nonEmpty: true }).map((h, i) => parseServerHost(h, item(hostsField, i), gatewayNamespace));
-  const tls = parseTls(o['tls'], child(field, 'tls'), protocol);
+  const tls = parseTls(o['tls'], child(field, 'tls'), protocol, warn);
   const name = optStr(o['name'], child(field, 'name'));
   const bind = parseBind(o['bind'], child(field, 'bind'));
   return { port, hosts, ...(tls !== undefined ? { tls } : {}), ...(name !== undefined ? { name } : {}), ...(bind !== undefined ? { bind } : {}) };
