@@ -164,7 +164,7 @@ export class GatewayL4Connections {
     o.decisions.record(decision);
     const tcpLog = o.accessLog
       ? new TcpLog(o.accessLog, 'gateway', downstream, local, started, o.passthrough && hello ? head : undefined, decision, undefined, undefined,
-        upstream !== undefined ? { host: upstream.dst, cluster: upstream.cluster } : refusal?.cluster !== undefined ? { host: local, cluster: refusal.cluster } : undefined)
+        upstream !== undefined ? { host: upstream.dst, cluster: upstream.cluster } : { host: undefined, cluster: refusal?.cluster })
       : undefined;
     if (refusal !== undefined) {
       log.debug(`gateway: port ${o.port}: connection from ${source ?? '?'} closed: ${refusal.flag} ${refusal.details}`);

@@ -18,7 +18,7 @@ export class TcpLog {
   constructor(private readonly log: AccessLogSink, private readonly role: ListenerRole, private readonly downstream: Socket,
     private readonly dst: Endpoint, private readonly started: number, private readonly tlsHead: Buffer | undefined,
     private readonly decision: DecisionNote | undefined, private readonly peer?: PeerIdentity, private readonly localId?: string,
-    private readonly routed?: { readonly host: Endpoint; readonly cluster: string | undefined }) {
+    private readonly routed?: { readonly host: Endpoint | undefined; readonly cluster: string | undefined }) {
     this.remote = hostPort(downstream.remoteAddress, downstream.remotePort);
   }
 
@@ -43,8 +43,11 @@ export class TcpLog {
       role: this.role, startMs: performance.timeOrigin + this.started, durationMs: now - this.started, flags,
       terminationDetails: terminationDetails === undefined ? undefined : detailsWord(terminationDetails),
       bytesReceived: this.downstream.bytesRead, bytesSent: this.downstream.bytesWritten,
-      upstreamHost: hostPort((this.routed?.host ?? this.dst).address, (this.routed?.host ?? this.dst).port),
-      upstreamCluster: this.routed?.cluster ?? clusterName(this.role, this.dst.address, this.dst.port),
+      // A routed connection refused before any upstream was chosen (the gateway's NR, RBAC): `-` for both.
+      upstreamHost: this.routed !== undefined && this.routed.host === undefined ? undefined
+        : hostPort((this.routed?.host ?? this.dst).address, (this.routed?.host ?? this.dst).port),
+      upstreamCluster: this.routed !== undefined && this.routed.host === undefined ? this.routed.cluster
+        : this.routed?.cluster ?? clusterName(this.role, this.dst.address, this.dst.port),
       upstreamLocal: this.upstreamLocal, downstreamLocal: hostPort(this.dst.address, this.dst.port),
       downstreamRemote: this.remote, serverName: sni?.kind === 'hello' ? sni.serverName : undefined, decision: this.decision,
       ...(this.peer ? { downstreamPeerUriSan: this.peer.spiffeId, downstreamPeerFingerprint: this.peer.certHash, downstreamLocalUriSan: this.localId } : {}),
