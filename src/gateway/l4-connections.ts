@@ -19,7 +19,7 @@ import type { DirectionStats } from '../proxy/stats.js';
 import { connectionToCluster } from '../proxy/tcp/cluster-connection.js';
 import { relay } from '../proxy/tcp/relay.js';
 import { TcpLog } from '../proxy/tcp/tcp-log.js';
-import { readClientHello } from '../proxy/tls/client-hello.js';
+import { MAX_HELLO_CHUNKS, readClientHello } from '../proxy/tls/client-hello.js';
 import { connectTls, type UpstreamTls } from '../proxy/tls/origination.js';
 import { connectUpstream, trackUpstream } from '../proxy/upstream.js';
 import { pickDestination } from '../routing/destination.js';
@@ -94,10 +94,12 @@ export class GatewayL4Connections {
       downstream.pause();
       this.route(downstream, head, sni, hello);
     };
+    let chunks = 0;
     const onData = (chunk: Buffer): void => {
       head = head.length === 0 ? owned(chunk) : Buffer.concat([head, chunk]);
       const hello = readClientHello(head);
-      if (hello.kind === 'incomplete') return;
+      // A hello in too many pieces is taken as no hello: closed, NR.
+      if (hello.kind === 'incomplete' && ++chunks < MAX_HELLO_CHUNKS) return;
       done(hello.kind === 'hello' ? hello.serverName : undefined, hello.kind === 'hello');
     };
     // A client that closes before its ClientHello (a port check): nothing to route.

@@ -113,6 +113,31 @@ const COUNT_TAGS = `const net = require('node:net');
   };
   one(0);`;
 
+/**
+ * A real ClientHello for `x.api.example.com` (node's, caught on a local port), sent to 8443 in one
+ * write or a byte at a time (argv[1]: `whole` or `trickled`); prints the bytes the gateway's side
+ * answered before it closed.
+ */
+const HELLO = `const net = require('node:net'); const tls = require('node:tls');
+  const mode = process.argv[1];
+  const catcher = net.createServer((s) => s.once('data', (hello) => { s.destroy(); catcher.close(); send(hello); })).listen(0, '127.0.0.1', () => {
+    tls.connect({ port: catcher.address().port, host: '127.0.0.1', servername: 'x.api.example.com', rejectUnauthorized: false }).on('error', () => {});
+  });
+  const send = (hello) => {
+    const s = net.connect({ port: 8443, host: '127.0.0.1', noDelay: true });
+    let got = 0;
+    s.on('data', (d) => { got += d.length; });
+    s.on('error', () => {});
+    s.on('close', () => process.stdout.write(String(got)));
+    s.on('connect', () => {
+      if (mode === 'whole') { s.write(hello); setTimeout(() => s.destroy(), 1000).unref(); return; }
+      let i = 0;
+      const next = () => { if (i < hello.length && !s.destroyed) { s.write(hello.subarray(i, ++i)); setTimeout(next, 2); } };
+      next();
+      setTimeout(() => s.destroy(), 5000).unref();
+    });
+  };`;
+
 describe('pilot-agent proxy router: TCP and TLS PASSTHROUGH servers', { skip: netnsSkip }, () => {
   let pod: GatewayPod;
   let apps: ChildProcess | undefined;
@@ -177,6 +202,14 @@ describe('pilot-agent proxy router: TCP and TLS PASSTHROUGH servers', { skip: ne
     assert.equal(await sClient(undefined), '');
     assert.deepEqual(await countTags(9001, 1), { closed: 1 });
     await logged('the unrouted server name', / 0 NR - filter_chain_not_found "-" \d+ 0 0 - "-" "-" "-" "-" "-" - - 127\.0\.0\.1:8443 \S+ www\.example\.com .* route="no route: no tls route of this port matches server name www\.example\.com"/);
+  });
+
+  it('tls: a ClientHello in more than 64 pieces is taken as none (closed, NR): each piece re-reads what came before', async () => {
+    const whole = await pod.exec(process.execPath, ['-e', HELLO, 'whole']);
+    assert.ok(Number(whole.stdout) > 0, `the backend's ServerHello came back for the whole hello: ${whole.stdout} ${whole.stderr}`);
+    const trickled = await pod.exec(process.execPath, ['-e', HELLO, 'trickled']);
+    assert.equal(trickled.stdout, '0', trickled.stderr);
+    await logged('the trickled hello', /NR - filter_chain_not_found .* route="no route: no tls route of this port matches a connection that is not TLS"/);
   });
 
   it('AuthorizationPolicy judges connections with TCP semantics: connection.sni, destination.port (RBAC)', async () => {
