@@ -46,6 +46,8 @@ function optCipherSuites(o: Obj, field: string): string[] | undefined {
   return names;
 }
 
+const HTTP_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTP2', 'GRPC'];
+
 /** What only a server that terminates TLS reads: a PASSTHROUGH one relays the client's TLS untouched. */
 const TERMINATION_FIELDS = ['serverCertificate', 'privateKey', 'caCertificates', 'credentialName', 'minProtocolVersion', 'maxProtocolVersion',
   'cipherSuites', 'subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash', 'caCrl'];
@@ -70,10 +72,14 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol, warn: W
     // A plain-text server can only ask for the redirect to HTTPS (Istio's rule).
     const extra = Object.keys(o).find((k) => k !== 'httpsRedirect');
     if (extra !== undefined) throw new FieldError(child(field, extra), `a ${protocol} server takes only tls.httpsRedirect`);
+    if (httpsRedirect && !HTTP_PROTOCOLS.includes(protocol)) {
+      warn(child(field, 'httpsRedirect'), `has no effect on a ${protocol} server: its connections are relayed as TCP, there is no HTTP request to redirect (Istio ignores it too)`);
+    }
   }
   // Istio's enum default: a server that names no mode passes TLS through untouched.
   const mode = o['mode'] === undefined ? 'PASSTHROUGH' : oneOf(o['mode'], child(field, 'mode'), TLS_MODES, { fold: true });
   if (terminates && mode === 'PASSTHROUGH') {
+    if (httpsRedirect) warn(child(field, 'httpsRedirect'), 'has no effect on a PASSTHROUGH server: its TLS is relayed, there is no HTTP request to redirect (Istio ignores it too)');
     for (const k of TERMINATION_FIELDS) {
       if (o[k] !== undefined) warn(child(field, k), 'has no effect with mode PASSTHROUGH: the client\'s TLS is relayed to the destination untouched, never terminated here (Istio ignores it too)');
     }

@@ -192,6 +192,11 @@ it('reads TCP-carried servers (TCP, MONGO, MYSQL, REDIS) and TLS PASSTHROUGH; wh
   }
   const plain = acceptWarned(server('port: {number: 8443, protocol: TLS}\nhosts: ["*.example.com"]\ntls: {mode: PASSTHROUGH}'));
   assert.deepEqual(plain.warnings, []);
+  // No HTTP to redirect on a server relayed as TCP or TLS.
+  assert.match(acceptWarned(server('port: {number: 9000, protocol: TCP}\nhosts: ["*"]\ntls: {httpsRedirect: true}')).warnings[0]!,
+    /^spec\.servers\[0\]\.tls\.httpsRedirect: has no effect on a TCP server/);
+  assert.match(acceptWarned(server('port: {number: 8443, protocol: TLS}\nhosts: ["*"]\ntls: {mode: PASSTHROUGH, httpsRedirect: true}')).warnings[0]!,
+    /^spec\.servers\[0\]\.tls\.httpsRedirect: has no effect on a PASSTHROUGH server/);
   const { warnings } = acceptWarned(server('port: {number: 8443, protocol: HTTPS}\nhosts: ["*"]\ntls: {mode: PASSTHROUGH, credentialName: c, minProtocolVersion: TLSV1_2}'));
   assert.deepEqual(warnings.map((w) => w.slice(0, w.indexOf(':'))), ['spec.servers[0].tls.credentialName', 'spec.servers[0].tls.minProtocolVersion']);
   assert.match(warnings[0]!, /has no effect with mode PASSTHROUGH: the client's TLS is relayed to the destination untouched/);
