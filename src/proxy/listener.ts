@@ -32,7 +32,7 @@ import { relay } from './tcp/relay.js';
 import { connectionToCluster } from './tcp/cluster-connection.js';
 import { TcpLog } from './tcp/tcp-log.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
-import { readClientHello } from './tls/client-hello.js';
+import { MAX_HELLO_CHUNKS, readClientHello } from './tls/client-hello.js';
 import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
 import { offersMeshAlpn } from './tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
@@ -536,10 +536,12 @@ export class CaptureListener {
     };
     if (awaitsHello) {
       // TLS routes: the ClientHello chooses the route, then the connection is relayed whole from its first byte.
+      let helloReads = 0;
       const onHello = (chunk: Buffer): void => {
         head = head.length === 0 ? owned(chunk) : Buffer.concat([head, chunk]);
         const hello = readClientHello(head);
-        if (hello.kind === 'incomplete') return;
+        // Each read re-copies what came before: a hello in too many pieces is taken as none (no route).
+        if (hello.kind === 'incomplete' && ++helloReads < MAX_HELLO_CHUNKS) return;
         routeByHello(hello.kind === 'hello' ? hello.serverName : undefined);
       };
       const routeByHello = (sni: string | undefined): void => {
