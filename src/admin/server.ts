@@ -175,6 +175,7 @@ export function envoyStats(input: EnvoyStatsInput): EnvoyStats {
     add(`tcp.${direction}.rbac.denied`, d.tcpCxDenied);
     // Envoy's name for the connections REGISTRY_ONLY sends nowhere (the requests: 502 with flag NR in the response counts).
     if (direction === 'outbound') add('cluster.BlackHoleCluster.upstream_cx_total', d.blackHoleCx);
+    add(`tcp.${direction}.no_filter_chain_match`, d.tcpCxNoRoute);
 
     const cluster = `cluster.${direction}`;
     add(`${cluster}.upstream_cx_total`, d.upstreamCxTotal);

@@ -46,7 +46,7 @@ import { buildClusters, clusterName } from '../traffic/clusters.js';
 import { MeshEndpointSource } from '../traffic/endpoint-sources/mesh-source.js';
 import { selectedWorkloadEntries } from '../traffic/endpoint-sources/workload-entry-source.js';
 import { nodeDnsResolve } from '../traffic/endpoint-sources/node-dns-resolver.js';
-import { gatewayClusters, meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
+import { gatewayClusters, gatewayConnectionClusters, meshRouter, outboundTrafficDecider, type MeshTraffic } from '../traffic/outbound-decider.js';
 import { hostNames, ServiceIndex } from '../traffic/service-index.js';
 import { meshVirtualServices } from '../traffic/mesh-routes.js';
 import { buildL4RouteTable } from '../traffic/l4-routes.js';
@@ -333,6 +333,7 @@ export class DataPlane {
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLogs?.client,
         upstreamTls: this.upstreamTls.destination, clusterFor: gatewayClusters(() => this.traffic, this.upstreamTls.cluster),
+        connectionClusterFor: gatewayConnectionClusters(() => this.traffic, this.upstreamTls.cluster),
       })
       : undefined;
     this.clusterDomain = o.options.domain.replace(/^[^.]*\.svc\./, '') || 'cluster.local';

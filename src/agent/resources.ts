@@ -10,6 +10,7 @@ import type { Rejection, ResourceSnapshot, ServiceEntry, Workload } from '../con
 import { planListeners } from '../gateway/listener-plan.js';
 import type { GatewayRouter } from '../gateway/router.js';
 import { buildRouteTable } from '../routing/index.js';
+import { buildGatewayL4Table } from '../routing/gateway-l4-table.js';
 import { scope } from '../log/logger.js';
 import type { RequestSecurity } from '../security/request-security.js';
 
@@ -138,8 +139,9 @@ export class MeshResources {
       const gateways = gatewaysFor(snapshot, workload);
       const plan = planListeners(gateways, this.o.cwd);
       const table = buildRouteTable(gateways, snapshot.virtualServices);
-      for (const warning of [...plan.warnings, ...table.warnings]) log.warn(`gateway: ${warning}`);
-      await this.o.router.update(table, plan.ports);
+      const l4 = buildGatewayL4Table(gateways, snapshot.virtualServices);
+      for (const warning of [...plan.warnings, ...table.warnings, ...l4.warnings]) log.warn(`gateway: ${warning}`);
+      await this.o.router.update(table, plan.ports, l4);
     }
     this.current = snapshot;
     this.loadedSnapshot = loaded;

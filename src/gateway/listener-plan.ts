@@ -6,6 +6,7 @@ import { nodeTlsSettings, parametersWarning, type NodeTlsSettings } from '../con
 import type { Gateway, GatewayServer } from '../config/resources/types.js';
 import { DomainIndex } from '../routing/hosts.js';
 import { serverKey } from '../routing/gateway-table.js';
+import { serverKind } from '../routing/gateway-l4-table.js';
 
 /** Where `tls.credentialName: NAME` is read from (a mounted Secret, Istio's gateway file-mount layout). */
 export { CREDENTIALS_DIR } from '../config/resources/credentials.js';
@@ -21,10 +22,16 @@ export interface TlsServerPlan {
   readonly settings: NodeTlsSettings;
 }
 
+export type PortProtocol = 'HTTP' | 'HTTPS' | 'TCP' | 'TLS';
+
 export interface PortPlan {
   readonly port: number;
-  /** HTTPS: TLS terminated here, by the server `tlsServers` has for the client's SNI. */
-  readonly protocol: 'HTTP' | 'HTTPS';
+  /**
+   * HTTPS: TLS terminated here, by the server `tlsServers` has for the client's SNI. TCP: each
+   * connection relayed by the port's tcp route; TLS: TLS PASSTHROUGH, each connection relayed whole
+   * by the tls route its ClientHello's server name picks (src/routing/gateway-l4-table.ts).
+   */
+  readonly protocol: PortProtocol;
   readonly tlsServers: readonly TlsServerPlan[];
   /** Servers whose plain-HTTP requests are redirected to https (tls.httpsRedirect). */
   readonly httpsRedirect: boolean;
@@ -73,23 +80,24 @@ export function serverForName<T>(index: DomainIndex<T>, serverName: string | und
   return serverName === undefined ? index.catchAll : index.lookup(serverName.toLowerCase());
 }
 
+const PORT_PROTOCOL = { 'http': 'HTTP', 'https': 'HTTPS', 'tcp': 'TCP', 'tls-passthrough': 'TLS' } as const;
+
 export function planListeners(gateways: readonly Gateway[], cwd: string): ListenerPlan {
   const byPort = new Map<number, {
-    protocol: 'HTTP' | 'HTTPS'; bind: string | undefined; tlsServers: TlsServerPlan[]; httpsRedirect: boolean; gateways: string[]; sniHosts: Map<string, string>;
+    protocol: PortProtocol; bind: string | undefined; tlsServers: TlsServerPlan[]; httpsRedirect: boolean; gateways: string[]; sniHosts: Map<string, string>;
   }>();
   const warnings: string[] = [];
   for (const gw of gateways) {
     const id = `${gw.meta.namespace}/${gw.meta.name}`;
     for (const [index, server] of gw.servers.entries()) {
       const { number: port, protocol: declared } = server.port;
-      let protocol: 'HTTP' | 'HTTPS';
-      if (declared === 'HTTP' || declared === 'HTTP2' || declared === 'GRPC') protocol = 'HTTP';
-      else if (declared === 'HTTPS' && server.tls?.mode === 'SIMPLE') protocol = 'HTTPS';
-      else {
+      const kind = serverKind(server);
+      if (kind === 'unserved') {
         warnings.push(`gateway ${id}: server on port ${port} (${declared}${server.tls ? `, tls ${server.tls.mode}` : ''}) is not served: `
-          + 'this gateway terminates HTTP and HTTPS (tls.mode SIMPLE) only');
+          + 'this gateway serves HTTP, HTTPS with tls.mode SIMPLE, TCP (MONGO, MYSQL, REDIS), and TLS or HTTPS with tls.mode PASSTHROUGH only');
         continue;
       }
+      const protocol = PORT_PROTOCOL[kind];
       const existing = byPort.get(port);
       if (existing && existing.protocol !== protocol) {
         warnings.push(`gateway ${id}: port ${port} is already ${existing.protocol} for ${existing.gateways.join(', ')}; its ${protocol} server is ignored`);

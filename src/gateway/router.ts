@@ -36,6 +36,8 @@ import { clientAddress, plainAddress } from './forwarded-for.js';
 import type { PortPlan } from './listener-plan.js';
 import { TlsTermination } from './tls-termination.js';
 import type { PeerExchange } from '../proxy/peer-exchange.js';
+import { GatewayL4Connections, type ConnectionClusterFor } from './l4-connections.js';
+import type { GatewayL4Table } from '../routing/gateway-l4-table.js';
 
 const log = scope('default');
 const NO_BYTES = Buffer.alloc(0);
@@ -63,7 +65,10 @@ export interface GatewayRouterOptions {
   readonly drainMs: number;
   /** The process's downstream connections (every port, every worker): over its maximum, refused. */
   readonly connections: ConnectionBudget;
-  /** From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: no deadline. */
+  /**
+   * From accept to the end of a TLS handshake (MESH_TLS_HANDSHAKE_TIMEOUT), and to a whole ClientHello
+   * on a TLS PASSTHROUGH port (Envoy's listener filter time-out); 0: no deadline.
+   */
   readonly tlsHandshakeTimeoutMs: number;
   /** COMPLIANCE_POLICY, laid over every HTTPS server's TLS (security/compliance.ts); absent: none. */
   readonly compliancePolicy?: string;
@@ -77,6 +82,8 @@ export interface GatewayRouterOptions {
    * today (its host and port as they are).
    */
   readonly clusterFor?: ((destination: HttpRouteDestination, port: number, route: ForwardDecision) => ClusterTarget | LocalReply | undefined) | undefined;
+  /** The same for a connection of a TCP or TLS PASSTHROUGH port (TLS per endpoint for a connection, the client's address for a source-IP hash). */
+  readonly connectionClusterFor?: ConnectionClusterFor | undefined;
 }
 
 const NOT_FOUND: Verdict = { kind: 'reply', status: 404, body: '' };
@@ -132,11 +139,17 @@ class GatewayListener {
   readonly http: Http1Handler;
   readonly h2: Http2Handler;
   readonly open = new Set<Socket>();
+  /** A TCP or TLS PASSTHROUGH port's connections (undefined on an HTTP or HTTPS port). */
+  readonly l4: GatewayL4Connections | undefined;
   bound = false;
   error?: string;
 
-  /** `tlsServerOf`: where the server (serverKey) each TLS connection's SNI chose is kept. */
-  constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions, tlsServerOf: WeakMap<Socket, string>) {
+  /**
+   * `tlsServerOf`: where the server (serverKey) each TLS connection's SNI chose is kept; `l4Routes`:
+   * the tcp / tls routes in force (read per connection of a TCP or TLS port).
+   */
+  constructor(public plan: PortPlan, decider: RequestDecider, o: GatewayRouterOptions, tlsServerOf: WeakMap<Socket, string>,
+    l4Routes: () => GatewayL4Table | undefined) {
     const stats = o.stats.inbound;
     const http: HttpHandlerOptions = {
       stats, upstream: { kind: 'direct' }, destinationOf: () => undefined, decider, settings: o.http, accessLog: o.accessLog, role: 'gateway',
@@ -149,6 +162,14 @@ class GatewayListener {
     const overflow = accessLog
       ? (socket: Socket): void => logOverflow(accessLog, 'gateway', socket, hostPort(socket.localAddress, socket.localPort))
       : undefined;
+    const l4 = plan.protocol === 'TCP' || plan.protocol === 'TLS'
+      ? new GatewayL4Connections({
+        port: plan.port, passthrough: plan.protocol === 'TLS', stats, routes: () => l4Routes()?.ports.get(plan.port),
+        security: o.security, decisions: o.decisions, accessLog: o.accessLog, helloTimeoutMs: o.tlsHandshakeTimeoutMs,
+        clusterFor: o.connectionClusterFor, upstreamTls: o.upstreamTls,
+      })
+      : undefined;
+    this.l4 = l4;
     const tls = plan.protocol === 'HTTPS'
       ? new TlsTermination({
         port: plan.port, servers: plan.tlsServers, stats, handshakeTimeoutMs: o.tlsHandshakeTimeoutMs,
@@ -165,7 +186,8 @@ class GatewayListener {
     this.server = new NetServer({ noDelay: true, allowHalfOpen: true, pauseOnConnect: !tls }, (accepted) => {
       const socket = tls ? accepted : adoptAccepted(accepted);
       if (!admitDownstream(socket, stats, this.open, o.connections, overflow)) return;
-      if (tls) tls.accept(socket);
+      if (l4) l4.accept(socket);
+      else if (tls) tls.accept(socket);
       // HTTP/1.1 or HTTP/2 with prior knowledge on every plaintext port (Envoy's AUTO codec).
       else byPreface(socket, KEEP_ALIVE_TIMEOUT_MS, (kind, head) => (kind === 'h2' ? this.h2 : this.http).accept(socket, head));
     });
@@ -203,6 +225,7 @@ function sameListener(a: PortPlan, b: PortPlan): boolean {
 
 export class GatewayRouter {
   private table: RouteTable | undefined;
+  private l4Table: GatewayL4Table | undefined;
   private readonly listeners = new Map<number, GatewayListener>();
   /** Listeners a change closed whose connections have not all ended yet. */
   private readonly draining = new Set<GatewayListener>();
@@ -212,8 +235,9 @@ export class GatewayRouter {
   constructor(private readonly o: GatewayRouterOptions) {}
 
   /** Applies a new configuration: routes at once, listeners opened and closed to match the plan. */
-  async update(table: RouteTable, ports: readonly PortPlan[]): Promise<void> {
+  async update(table: RouteTable, ports: readonly PortPlan[], l4?: GatewayL4Table): Promise<void> {
     this.table = table;
+    this.l4Table = l4;
     const wanted = new Map(ports.map((p) => [p.port, p]));
     for (const [port, listener] of this.listeners) {
       const plan = wanted.get(port);
@@ -228,7 +252,7 @@ export class GatewayRouter {
     }
     for (const plan of ports) {
       if (this.listeners.has(plan.port)) continue;
-      const listener = new GatewayListener(plan, this.decider(plan), this.o, this.tlsServerOf);
+      const listener = new GatewayListener(plan, this.decider(plan), this.o, this.tlsServerOf, () => this.l4Table);
       this.listeners.set(plan.port, listener);
       await listener.listen(this.o.host, this.o.reusePort ?? false);
       if (listener.bound) log.info(`gateway: listening on ${plan.protocol} port ${plan.port}${plan.bind === undefined ? '' : ` (bind ${plan.bind})`} for ${plan.gateways.join(', ')}`);
@@ -263,6 +287,7 @@ export class GatewayRouter {
     for (const l of [...this.listeners.values(), ...this.draining]) {
       l.http.drain();
       l.h2.closeIdle();
+      for (const socket of l.l4?.silent ?? []) socket.destroy();
     }
   }
 

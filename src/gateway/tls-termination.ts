@@ -13,15 +13,13 @@ import type { SecureContext, TLSSocket } from 'node:tls'; // the module: on firs
 import { scope } from '../log/logger.js';
 import type { DirectionStats } from '../proxy/stats.js';
 import { adoptTlsReads } from '../proxy/read-buffers.js';
-import { readClientHello } from '../proxy/tls/client-hello.js';
+import { MAX_HELLO_CHUNKS, readClientHello } from '../proxy/tls/client-hello.js';
 import { serverForName, sniIndex, type TlsServerPlan } from './listener-plan.js';
 import { complianceOverride, compliantTls } from '../security/compliance.js';
 import type { DomainIndex } from '../routing/hosts.js';
 
 const log = scope('default');
 
-/** Data events a ClientHello may take: real clients need a few; each one re-reads what came before. */
-const MAX_HELLO_CHUNKS = 64;
 const NO_BYTES = Buffer.alloc(0);
 
 export interface TlsTerminationOptions {

@@ -15,14 +15,12 @@ import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
 import {
-  clusterName, connectionRecord, detailsWord, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole,
+  connectionRecord, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole,
 } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
 import { AWAIT_SERVER_NAME, BLACK_HOLE_CLUSTER, type ClusterTarget, type ConnectionFacts, type ConnectionVerdict, type RequestDecider } from './decider.js';
 import { isPickFailure, type Endpoint as TrafficEndpoint } from '../traffic/cluster.js';
-import { OUTCOME } from '../traffic/retry.js';
-import { setTcpKeepalive } from './socket-options.js';
 import { Http1Handler, KEEP_ALIVE_TIMEOUT_MS, DEFAULT_HEAD_TIMEOUT_MS, type HttpHandlerOptions } from './http1/handler.js';
 import { Http2Handler } from './http2/handler.js';
 import { http2Settings } from './http2/preface.js';
@@ -32,8 +30,10 @@ import { listenOnce } from '../net/listen.js';
 import type { Direction, DirectionStats, ProxyStats } from './stats.js';
 import { adoptAccepted, attachReader, detachReader, owned } from './read-buffers.js';
 import { relay } from './tcp/relay.js';
+import { connectionToCluster } from './tcp/cluster-connection.js';
+import { TcpLog } from './tcp/tcp-log.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
-import { readClientHello } from './tls/client-hello.js';
+import { MAX_HELLO_CHUNKS, readClientHello } from './tls/client-hello.js';
 import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
 import { offersMeshAlpn } from './tls/mesh-alpn.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
@@ -44,7 +44,7 @@ import { connectUpstream, sourceFor, trackUpstream, type UpstreamMode } from './
 const log = scope('default');
 
 /** Raw TCP connections idle this long are closed (Envoy's TCP proxy default). */
-const TCP_IDLE_TIMEOUT_MS = 3_600_000;
+export const TCP_IDLE_TIMEOUT_MS = 3_600_000;
 /**
  * Outbound to a destination reached over TLS: the proxy speaks first (its ClientHello), so a server
  * that speaks first cannot show itself; a client silent this long is taken as such a protocol's and
@@ -578,10 +578,12 @@ export class CaptureListener {
     };
     if (awaitsHello) {
       // TLS routes: the ClientHello chooses the route, then the connection is relayed whole from its first byte.
+      let helloReads = 0;
       const onHello = (chunk: Buffer): void => {
         head = head.length === 0 ? owned(chunk) : Buffer.concat([head, chunk]);
         const hello = readClientHello(head);
-        if (hello.kind === 'incomplete') return;
+        // Each read re-copies what came before: a hello in too many pieces is taken as none (no route).
+        if (hello.kind === 'incomplete' && ++helloReads < MAX_HELLO_CHUNKS) return;
         routeByHello(hello.kind === 'hello' ? hello.serverName : undefined);
       };
       const routeByHello = (sni: string | undefined): void => {
@@ -649,86 +651,3 @@ type ConnectionRoute =
 /** routeConnection's answer while TLS routes wait for the ClientHello. */
 const AWAITING_SERVER_NAME: ConnectionRoute = Object.freeze({ awaitServerName: true });
 
-/**
- * A TCP connection to a cluster's endpoint: its slot in maxConnections given back when it closes (or
- * sooner, by the function returned: at most once), connectTimeout, tcpKeepalive, and how the connect
- * went told to the cluster (outlier detection).
- */
-function connectionToCluster(s: Socket, r: Extract<ConnectionRoute, { target: ClusterTarget }>, tls: boolean): () => void {
-  const cluster = r.target.cluster;
-  const tcp = cluster.spec.policy.connectionPool.tcp;
-  let connected = false;
-  let held = true;
-  const release = (): void => {
-    if (!held) return;
-    held = false;
-    cluster.releaseConnection(r.endpoint);
-  };
-  s.once('close', release);
-  const timer = setTimeout(() => {
-    s.destroy(Object.assign(new Error(`upstream connect timeout (${tcp.connectTimeoutMs} ms)`), { code: 'ETIMEDOUT' }));
-  }, tcp.connectTimeoutMs);
-  s.once(tls ? 'secureConnect' : 'connect', () => {
-    connected = true;
-    clearTimeout(timer);
-    cluster.connectEnded(r.endpoint, OUTCOME.connected);
-    if (tcp.tcpKeepalive !== undefined) {
-      try {
-        setTcpKeepalive(s, tcp.tcpKeepalive);
-      } catch { /* the kernel's keep-alive settings stay */ }
-    }
-  });
-  s.once('error', (err: NodeJS.ErrnoException) => {
-    clearTimeout(timer);
-    if (!connected) cluster.connectEnded(r.endpoint, err.code === 'ETIMEDOUT' ? OUTCOME.connectTimeout : OUTCOME.connectFailure);
-  });
-  return release;
-}
-
-
-/**
- * The access log of one connection carried as TCP (made only with an access log): its start, the
- * upstream connection's local address (read while it is open), one record when it ends.
- */
-class TcpLog {
-  private upstreamLocal: string | undefined;
-  private connected = false;
-  /** Read while the socket is open (a closed one may not say any more). */
-  private readonly remote: string | undefined;
-
-  constructor(private readonly log: AccessLogSink, private readonly role: ListenerRole, private readonly downstream: Socket,
-    private readonly dst: Endpoint, private readonly started: number, private readonly tlsHead: Buffer | undefined,
-    private readonly decision: DecisionNote | undefined, private readonly peer?: PeerIdentity, private readonly localId?: string,
-    private readonly routed?: { readonly host: Endpoint; readonly cluster: string | undefined }) {
-    this.remote = hostPort(downstream.remoteAddress, downstream.remotePort);
-  }
-
-  /** The relay's end: an error from the upstream before it connected is UF, after it UC; from the client DC. */
-  relayed(upstream: Socket): (error: Error | undefined, fromUpstream: boolean) => void {
-    const opened = (): void => {
-      this.connected = true;
-      this.upstreamLocal = hostPort(upstream.localAddress, upstream.localPort);
-    };
-    if (upstream.connecting) upstream.once('connect', opened);
-    else opened();
-    return (error, fromUpstream) => {
-      const flags = error === undefined ? 0 : !fromUpstream ? FLAG.DC : this.connected ? FLAG.UC : FLAG.UF;
-      this.write(flags, error ? (error as NodeJS.ErrnoException).code ?? error.message : undefined);
-    };
-  }
-
-  write(flags: number, terminationDetails?: string): void {
-    const now = performance.now();
-    const sni = this.tlsHead ? readClientHello(this.tlsHead) : undefined;
-    this.log.write(connectionRecord({
-      role: this.role, startMs: performance.timeOrigin + this.started, durationMs: now - this.started, flags,
-      terminationDetails: terminationDetails === undefined ? undefined : detailsWord(terminationDetails),
-      bytesReceived: this.downstream.bytesRead, bytesSent: this.downstream.bytesWritten,
-      upstreamHost: hostPort((this.routed?.host ?? this.dst).address, (this.routed?.host ?? this.dst).port),
-      upstreamCluster: this.routed?.cluster ?? clusterName(this.role, this.dst.address, this.dst.port),
-      upstreamLocal: this.upstreamLocal, downstreamLocal: hostPort(this.dst.address, this.dst.port),
-      downstreamRemote: this.remote, serverName: sni?.kind === 'hello' ? sni.serverName : undefined, decision: this.decision,
-      ...(this.peer ? { downstreamPeerUriSan: this.peer.spiffeId, downstreamPeerFingerprint: this.peer.certHash, downstreamLocalUriSan: this.localId } : {}),
-    }));
-  }
-}

@@ -81,6 +81,8 @@ export class DirectionStats {
   tcpCxDenied = 0;
   /** Outbound connections closed under REGISTRY_ONLY: no service covers their destination (the BlackHoleCluster's). */
   blackHoleCx = 0;
+  /** Connections of a gateway TCP / TLS PASSTHROUGH port that no route took (Envoy: no filter chain matched): closed, NR. */
+  tcpCxNoRoute = 0;
   /** Connections refused at accept: the process held MESH_MAX_DOWNSTREAM_CONNECTIONS already. */
   cxOverflow = 0;
 

@@ -73,7 +73,7 @@ function protocolFamily(p: ServerProtocol): 'http' | 'tls' | 'tcp' {
   switch (p) {
     case 'HTTP': case 'HTTP2': case 'GRPC': return 'http';
     case 'HTTPS': case 'TLS': return 'tls';
-    case 'TCP': return 'tcp';
+    case 'TCP': case 'MONGO': case 'MYSQL': case 'REDIS': return 'tcp';
   }
 }
 
@@ -84,7 +84,7 @@ function carriesHttp(protocol: ServerProtocol, tls: GatewayTls | undefined): boo
 }
 
 /** `ns/name` for a gateway reference; a bare name is in the VirtualService's namespace. */
-function resolveGatewayRef(ref: string, vsNamespace: string): string {
+export function resolveGatewayRef(ref: string, vsNamespace: string): string {
   return ref === 'mesh' || ref.includes('/') ? ref : `${vsNamespace}/${ref}`;
 }
 

@@ -19,6 +19,7 @@ import type { HttpRouteDestination, L4MatchAttributes, VirtualService, Workload 
 import { exportedTo, selects } from '../config/resources/workload.js';
 import { intersectHosts } from '../routing/hosts.js';
 import { pickDestination } from '../routing/destination.js';
+import { sniRank } from '../routing/sni-match.js';
 import { cidrContains, parseCidr, type Cidr } from '../security/authz/cidr.js';
 import { DEFAULT_CLUSTER_DOMAIN } from '../security/mtls/host-names.js';
 import { resolveDestination, resolveShortName, type ClusterSet, type DestinationTarget, type ServiceSpec } from './clusters.js';
@@ -225,14 +226,6 @@ export function selectTcpRoute(routes: Extract<ServiceL4Routes, { kind: 'tcp' }>
     }
   }
   return chosen ?? routes.catchAll;
-}
-
-/** How well a server name matches an SNI pattern: exact beats any wildcard, a longer suffix a shorter one; -1: not at all. */
-function sniRank(pattern: string, serverName: string): number {
-  if (pattern === serverName) return Number.MAX_SAFE_INTEGER;
-  if (pattern === '*') return 0;
-  if (pattern.startsWith('*.') && serverName.length > pattern.length - 1 && serverName.endsWith(pattern.slice(1))) return pattern.length;
-  return -1;
 }
 
 /**

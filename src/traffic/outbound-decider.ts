@@ -512,3 +512,28 @@ export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: 
     return { cluster: runtime, retry: traffic2.retry, tlsFor: (endpoint) => tlsFor(spec, endpoint, true) };
   };
 }
+
+/**
+ * The gateway's connections (TCP and TLS PASSTHROUGH ports) to the same clusters: a route destination
+ * whose host is a service goes to its cluster, TLS per endpoint as for the sidecar's connections, a
+ * source-IP hash by the client's address; a destination no service declares: undefined (reached as
+ * written); a subset or port no cluster serves: NC.
+ */
+export function gatewayConnectionClusters(traffic: () => MeshTraffic | undefined, tlsFor: ClusterTlsFor):
+  (destination: HttpRouteDestination, port: number, vsNamespace: string, source: string | undefined) => ClusterTarget | LocalReply | undefined {
+  return (destination, port, vsNamespace, source) => {
+    const t = traffic();
+    if (t === undefined || t.set.services.length === 0) return undefined;
+    const target = resolveDestination(t.set, destination, port, vsNamespace);
+    if (target.kind === 'no-cluster') {
+      if (target.reason.startsWith('host ')) return undefined;
+      return noCluster(target.name, target.reason);
+    }
+    const runtime = t.clusters.get(target.cluster.name);
+    if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
+    const spec = runtime.spec;
+    const made: ClusterTarget = { cluster: runtime, retry: defaultRetry(t.retry503), tlsFor: (endpoint) => tlsFor(spec, endpoint, false) };
+    if (runtime.hashKey?.kind !== 'sourceIp' || source === undefined) return made;
+    return { ...made, hash: requestHash(runtime.hashKey, connectionFacts(source)) };
+  };
+}

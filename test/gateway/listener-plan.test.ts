@@ -46,17 +46,22 @@ describe('planListeners', () => {
     assert.match(plan.warnings[0]!, /server 0 on port 443: cipherSuites have no effect with minProtocolVersion TLSV1_3/);
   });
 
-  it('servers it cannot serve (TCP, TLS passthrough, a port taken by another protocol) are warnings, not listeners', () => {
+  it('TCP (MONGO, MYSQL, REDIS) and TLS / HTTPS PASSTHROUGH servers listen as TCP and TLS ports; what it cannot serve is a warning, not a listener', () => {
     const plan = planListeners([gateway('a', [
       server(9000, 'TCP'),
+      server(27017, 'MONGO'),
       server(8443, 'TLS', { tls: { mode: 'PASSTHROUGH', httpsRedirect: false } }),
+      server(9443, 'HTTPS', { tls: { mode: 'PASSTHROUGH', httpsRedirect: false } }),
+      server(9444, 'TLS', { tls: { mode: 'MUTUAL', httpsRedirect: false, credentialName: 'x' } }),
       server(8080, 'HTTP'),
       server(8080, 'HTTPS', { tls: { mode: 'SIMPLE', httpsRedirect: false, credentialName: 'x' } }),
+      server(9000, 'TLS', { tls: { mode: 'PASSTHROUGH', httpsRedirect: false } }),
     ])], '/w');
-    assert.deepEqual(plan.ports.map((p) => p.port), [8080]);
+    assert.deepEqual(plan.ports.map((p) => [p.port, p.protocol]), [[8080, 'HTTP'], [8443, 'TLS'], [9000, 'TCP'], [9443, 'TLS'], [27017, 'TCP']]);
     assert.equal(plan.warnings.length, 3);
-    assert.match(plan.warnings[0]!, /port 9000 \(TCP\) is not served/);
-    assert.match(plan.warnings[2]!, /port 8080 is already HTTP/);
+    assert.match(plan.warnings[0]!, /port 9444 \(TLS, tls MUTUAL\) is not served/);
+    assert.match(plan.warnings[1]!, /port 8080 is already HTTP/);
+    assert.match(plan.warnings[2]!, /port 9000 is already TCP/);
   });
 
   it('a port listens on its servers\' bind address; a server binding another address on the same port is not served (a warning)', () => {

@@ -36,7 +36,8 @@ export type LabelSelector = Readonly<Record<string, string>>;
 
 // ---- networking.mesh.io: Gateway ----
 
-export type ServerProtocol = 'HTTP' | 'HTTPS' | 'HTTP2' | 'GRPC' | 'TCP' | 'TLS';
+/** MONGO, MYSQL, REDIS: carried as TCP at the gateway (Istio adds only protocol-specific stats filters there). */
+export type ServerProtocol = 'HTTP' | 'HTTPS' | 'HTTP2' | 'GRPC' | 'TCP' | 'TLS' | 'MONGO' | 'MYSQL' | 'REDIS';
 
 export interface GatewayServerHost {
   /** `*` (any namespace) unless written `ns/host`; `.` is resolved to the Gateway's namespace. */

@@ -9,7 +9,7 @@ import {
 import { checkHostPattern, checkNamespace } from './names.js';
 import { cipherProblem, rangeProblem, TLS_PROTOCOL_VERSIONS, versionProblem, type TlsProtocolVersion } from './tls-parameters.js';
 
-export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTPS', 'HTTP2', 'GRPC', 'TCP', 'TLS'];
+export const SERVER_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTPS', 'HTTP2', 'GRPC', 'TCP', 'TLS', 'MONGO', 'MYSQL', 'REDIS'];
 const TLS_MODES: readonly GatewayTls['mode'][] = ['PASSTHROUGH', 'SIMPLE', 'MUTUAL', 'AUTO_PASSTHROUGH', 'ISTIO_MUTUAL', 'OPTIONAL_MUTUAL'];
 
 /** `host` → any namespace; `./host` → the Gateway's namespace; `ns/host` (or `*\/host`) as written. */
@@ -46,6 +46,12 @@ function optCipherSuites(o: Obj, field: string): string[] | undefined {
   return names;
 }
 
+const HTTP_PROTOCOLS: readonly ServerProtocol[] = ['HTTP', 'HTTP2', 'GRPC'];
+
+/** What only a server that terminates TLS reads: a PASSTHROUGH one relays the client's TLS untouched. */
+const TERMINATION_FIELDS = ['serverCertificate', 'privateKey', 'caCertificates', 'credentialName', 'minProtocolVersion', 'maxProtocolVersion',
+  'cipherSuites', 'subjectAltNames', 'verifyCertificateSpki', 'verifyCertificateHash', 'caCrl'];
+
 function parseTls(raw: unknown, field: string, protocol: ServerProtocol, warn: Warn): GatewayTls | undefined {
   const o = optObj(raw, field);
   const terminates = protocol === 'HTTPS' || protocol === 'TLS';
@@ -66,9 +72,23 @@ function parseTls(raw: unknown, field: string, protocol: ServerProtocol, warn: W
     // A plain-text server can only ask for the redirect to HTTPS (Istio's rule).
     const extra = Object.keys(o).find((k) => k !== 'httpsRedirect');
     if (extra !== undefined) throw new FieldError(child(field, extra), `a ${protocol} server takes only tls.httpsRedirect`);
+    if (httpsRedirect && !HTTP_PROTOCOLS.includes(protocol)) {
+      warn(child(field, 'httpsRedirect'), `has no effect on a ${protocol} server: its connections are relayed as TCP, there is no HTTP request to redirect (Istio ignores it too)`);
+    }
   }
   // Istio's enum default: a server that names no mode passes TLS through untouched.
   const mode = o['mode'] === undefined ? 'PASSTHROUGH' : oneOf(o['mode'], child(field, 'mode'), TLS_MODES, { fold: true });
+  if (terminates && mode === 'PASSTHROUGH') {
+    if (httpsRedirect) warn(child(field, 'httpsRedirect'), 'has no effect on a PASSTHROUGH server: its TLS is relayed, there is no HTTP request to redirect (Istio ignores it too)');
+    for (const k of TERMINATION_FIELDS) {
+      if (o[k] !== undefined) warn(child(field, k), 'has no effect with mode PASSTHROUGH: the client\'s TLS is relayed to the destination untouched, never terminated here (Istio ignores it too)');
+    }
+  }
+  if (terminates && mode === 'AUTO_PASSTHROUGH') {
+    // Istio's east-west mode: an SNI that spells a cluster name (outbound_.PORT_.SUBSET_.HOST) picks that cluster.
+    throw new FieldError(child(field, 'mode'), 'AUTO_PASSTHROUGH is not supported yet (its SNI-named clusters are an east-west gateway\'s); '
+      + 'use PASSTHROUGH with VirtualService tls routes, which this gateway serves');
+  }
   const serverCertificate = optStr(o['serverCertificate'], child(field, 'serverCertificate'), { nonEmpty: true });
   const privateKey = optStr(o['privateKey'], child(field, 'privateKey'), { nonEmpty: true });
   const caCertificates = optStr(o['caCertificates'], child(field, 'caCertificates'), { nonEmpty: true });

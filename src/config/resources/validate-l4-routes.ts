@@ -1,7 +1,8 @@
 // A VirtualService's `tcp` and `tls` routes (Istio's TCPRoute and TLSRoute), checked as Istio's
-// validation checks them. Sidecars carry them out (src/traffic/l4-routes.ts); the ingress gateway
-// serves no TCP or TLS passthrough server, so a route or match bound to a gateway is refused as not
-// supported yet rather than accepted with no listener to act on it.
+// validation checks them. Sidecars carry them out (src/traffic/l4-routes.ts), and so does the ingress
+// gateway on its TCP and TLS PASSTHROUGH servers (src/routing/gateway-l4-table.ts), where Istio reads
+// only a match's port and gateways: the other predicates of a match bound to gateways alone are
+// accepted with a warning saying so.
 import type { L4MatchAttributes, TcpRoute, TlsMatchAttributes, TlsRoute } from './types.js';
 import { checkIpOrCidr } from './addresses.js';
 import { checkFields, child, FieldError, isObj, item, list, obj, optInt, optList, show, str, type Warn } from './fields.js';
@@ -14,8 +15,9 @@ const MESH = 'mesh';
 /** Istio keeps `sourceSubnet` in the schema, hidden, and never reads it. */
 const SOURCE_SUBNET_IGNORED = 'has no effect: Istio never reads this hidden, deprecated field (match on destinationSubnets, or use an AuthorizationPolicy on the server\'s side)';
 
-const GATEWAY_TCP_TLS = 'is not supported yet on a gateway: this agent\'s gateway serves no TCP or TLS PASSTHROUGH server (Gateway servers of those protocols are not served), '
-  + 'so tcp and tls routes apply to sidecars only: bind this route to mesh alone';
+/** What Istio's gateways ignore in a match (its l4SingleMatch reads port and gateways only). */
+const GATEWAY_IGNORES = 'has no effect at a gateway: Istio matches a gateway\'s connections on port and gateways only, '
+  + 'and this match is bound to no sidecar (mesh is not among its gateways)';
 
 export interface L4RouteContext {
   /** The VirtualService's hosts (lower-cased): each SNI host must lie within one. */
@@ -37,11 +39,17 @@ function parseL4Match(o: Readonly<Record<string, unknown>>, field: string, ctx: 
     : checkNamespace(str(o['sourceNamespace'], at('sourceNamespace'), { nonEmpty: true }), at('sourceNamespace'));
   const gateways = o['gateways'] === undefined ? undefined
     : list(o['gateways'], at('gateways')).map((g, i) => ctx.gatewayRef(g, item(at('gateways'), i)));
-  // The gateway has no TCP / TLS passthrough listener: a match that would bind there is refused.
-  if ((gateways ?? ctx.gateways).some((g) => g !== MESH)) throw new FieldError(gateways !== undefined ? at('gateways') : 'spec.gateways', GATEWAY_TCP_TLS);
-  if (gateways !== undefined && !ctx.gateways.includes(MESH)) {
-    // Sidecars take only VirtualServices bound to mesh: Istio accepts this match and never applies it.
-    ctx.warn(at('gateways'), 'has no effect: the VirtualService is not bound to mesh (spec.gateways), so no sidecar uses this match; add mesh to spec.gateways');
+  if (gateways !== undefined) {
+    // Only the VirtualService's own gateways (and mesh) take its routes: Istio accepts such a match and never applies it there.
+    const unbound = gateways.filter((g) => !ctx.gateways.includes(g));
+    if (unbound.length === gateways.length && unbound.includes(MESH)) {
+      ctx.warn(at('gateways'), 'has no effect: the VirtualService is not bound to mesh (spec.gateways), so no sidecar uses this match; add mesh to spec.gateways');
+    } else if (unbound.length === gateways.length) {
+      ctx.warn(at('gateways'), `has no effect: the VirtualService is not bound to ${unbound.join(', ')} (spec.gateways), so no gateway uses this match; add it to spec.gateways`);
+    }
+  }
+  if (!(gateways ?? ctx.gateways).includes(MESH)) {
+    for (const k of ['destinationSubnets', 'sourceLabels', 'sourceNamespace'] as const) if (o[k] !== undefined) ctx.warn(at(k), GATEWAY_IGNORES);
   }
   return {
     ...(port !== undefined ? { port } : {}),
@@ -95,8 +103,6 @@ export function parseTcpRoutes(raw: unknown, ctx: L4RouteContext, parseDestinati
     const o = obj(r, field);
     checkFields(o, field, { supported: ['match', 'route'] });
     const match = optList(o['match'], child(field, 'match')).map((m, j) => parseTcpMatch(m, item(child(field, 'match'), j), ctx));
-    // No match: every connection; on a VirtualService bound to a gateway too.
-    if (match.length === 0 && ctx.gateways.some((g) => g !== MESH)) throw new FieldError('spec.gateways', GATEWAY_TCP_TLS);
     return { match, route: l4Destinations(o['route'], child(field, 'route'), parseDestinations) };
   });
 }

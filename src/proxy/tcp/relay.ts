@@ -17,15 +17,24 @@ export interface RelayEnd {
  */
 export function forwardReads(from: Socket, to: Socket): void {
   let waiting = false;
+  /** `to` is gone: its 'drain' never comes, so `from` must not wait for it (else its FIN is never read). */
+  let toClosed = false;
   const resume = (): void => {
     if (!waiting) return;
     waiting = false;
     from.resume();
   };
   const wait = (): void => {
+    if (toClosed) return;
     waiting = true;
     from.pause();
   };
+  // A TLS client's last bytes (an alert) after the server has closed: written to nowhere; `from` reads
+  // on to its own end, and closes after what it still has to send is out.
+  to.once('close', () => {
+    toClosed = true;
+    resume();
+  });
   const adopted = setReader(from, (bytes) => {
     if (isShared(bytes)) {
       const ok = writeCopy(to, bytes);

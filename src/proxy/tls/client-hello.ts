@@ -10,6 +10,11 @@
 /** Longest ClientHello accepted, across records (Envoy's TLS inspector allows 64 KiB too). */
 export const MAX_CLIENT_HELLO_BYTES = 64 * 1024;
 /**
+ * Reads a ClientHello may take: real clients need a few; each one re-reads (and re-copies) what came
+ * before, so a client trickling 64 KiB a byte at a time would cost gigabytes of copying.
+ */
+export const MAX_HELLO_CHUNKS = 64;
+/**
  * Records one ClientHello may span: 64 KiB fit in four full ones; a client that cuts its hello
  * into many small records only makes every re-read longer.
  */

@@ -133,8 +133,10 @@ it('rejects invalid Gateways with the field path', () => {
       field: 'spec.servers[0].port.number', message: /from 1 to 65535, got the number 0/ },
     { name: 'port number as a string', yaml: server(`port: {number: "80", protocol: HTTP}\nhosts: ["*"]`),
       field: 'spec.servers[0].port.number', message: /got the string "80"/ },
-    { name: 'unknown protocol', yaml: server(`port: {number: 80, protocol: MONGO}\nhosts: ["*"]`),
-      field: 'spec.servers[0].port.protocol', message: /"MONGO" is not one of HTTP, HTTPS, HTTP2, GRPC, TCP, TLS/ },
+    { name: 'unknown protocol', yaml: server(`port: {number: 80, protocol: SMTP}\nhosts: ["*"]`),
+      field: 'spec.servers[0].port.protocol', message: /"SMTP" is not one of HTTP, HTTPS, HTTP2, GRPC, TCP, TLS, MONGO, MYSQL, REDIS/ },
+    { name: 'AUTO_PASSTHROUGH', yaml: server(`port: {number: 15443, protocol: TLS}\nhosts: ["*.local"]\ntls: {mode: AUTO_PASSTHROUGH}`),
+      field: 'spec.servers[0].tls.mode', message: /^AUTO_PASSTHROUGH is not supported yet .* use PASSTHROUGH with VirtualService tls routes/ },
     { name: 'hosts empty', yaml: server(`port: {number: 80, protocol: HTTP}\nhosts: []`),
       field: 'spec.servers[0].hosts', message: /must not be empty/ },
     { name: 'bad host namespace', yaml: server(`port: {number: 80, protocol: HTTP}\nhosts: ["Bad_NS/a.com"]`),
@@ -187,4 +189,20 @@ it('a CA on a SIMPLE server is accepted with a warning and not used, as in Istio
   assert.equal(value.kind, 'Gateway');
   assert.equal(value.kind === 'Gateway' ? value.resource.servers[0]!.tls!.caCertificates : 'x', undefined);
   assert.deepEqual(warnings, ['spec.servers[0].tls.caCertificates: has no effect with mode SIMPLE, as in Istio: the server asks for no client certificate, so nothing is verified against it']);
+});
+
+it('reads TCP-carried servers (TCP, MONGO, MYSQL, REDIS) and TLS PASSTHROUGH; what only a terminating server reads is warned about on a PASSTHROUGH one', () => {
+  for (const p of ['TCP', 'MONGO', 'MYSQL', 'REDIS']) {
+    assert.equal((accept(server(`port: {number: 27017, protocol: ${p.toLowerCase()}}\nhosts: ["*"]`)).resource as Gateway).servers[0]!.port.protocol, p);
+  }
+  const plain = acceptWarned(server('port: {number: 8443, protocol: TLS}\nhosts: ["*.example.com"]\ntls: {mode: PASSTHROUGH}'));
+  assert.deepEqual(plain.warnings, []);
+  // No HTTP to redirect on a server relayed as TCP or TLS.
+  assert.match(acceptWarned(server('port: {number: 9000, protocol: TCP}\nhosts: ["*"]\ntls: {httpsRedirect: true}')).warnings[0]!,
+    /^spec\.servers\[0\]\.tls\.httpsRedirect: has no effect on a TCP server/);
+  assert.match(acceptWarned(server('port: {number: 8443, protocol: TLS}\nhosts: ["*"]\ntls: {mode: PASSTHROUGH, httpsRedirect: true}')).warnings[0]!,
+    /^spec\.servers\[0\]\.tls\.httpsRedirect: has no effect on a PASSTHROUGH server/);
+  const { warnings } = acceptWarned(server('port: {number: 8443, protocol: HTTPS}\nhosts: ["*"]\ntls: {mode: PASSTHROUGH, credentialName: c, minProtocolVersion: TLSV1_2}'));
+  assert.deepEqual(warnings.map((w) => w.slice(0, w.indexOf(':'))), ['spec.servers[0].tls.credentialName', 'spec.servers[0].tls.minProtocolVersion']);
+  assert.match(warnings[0]!, /has no effect with mode PASSTHROUGH: the client's TLS is relayed to the destination untouched/);
 });

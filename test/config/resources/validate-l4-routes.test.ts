@@ -1,5 +1,5 @@
-// A VirtualService's tcp and tls routes: read as written, refused where Istio refuses them, and
-// refused on a gateway (which serves no TCP or TLS passthrough server).
+// A VirtualService's tcp and tls routes: read as written, refused where Istio refuses them; bound to
+// a gateway they are accepted, with a warning for what Istio's gateways do not read.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { VirtualService } from '../../../src/config/resources/types.js';
@@ -75,14 +75,22 @@ it('refuses what Istio refuses, naming the field', () => {
   ]);
 });
 
-it('refuses tcp and tls routes bound to a gateway (no TCP / TLS passthrough server there), naming where the binding is', () => {
+it('accepts tcp and tls routes bound to a gateway; what a gateway never reads of a match is warned about, naming it', () => {
   const to = 'route: [{destination: {host: db.example.com}}]';
-  assertRejections([
-    { name: 'tcp, VirtualService on a gateway', yaml: vs(`gateways: [gw]\ntcp: [{${to}}]`), field: 'spec.gateways', message: /^is not supported yet on a gateway: this agent's gateway serves no TCP or TLS PASSTHROUGH server/ },
-    { name: 'tcp match on a gateway', yaml: vs(`tcp: [{match: [{gateways: [shop/gw]}], ${to}}]`), field: 'spec.tcp[0].match[0].gateways', message: /^is not supported yet on a gateway/ },
-    { name: 'tls, VirtualService on mesh and a gateway', yaml: vs(`gateways: [mesh, gw]\ntls: [{match: [{sniHosts: [db.example.com]}], ${to}}]`), field: 'spec.gateways',
-      message: /^is not supported yet on a gateway/ },
-  ]);
+  const tcp = read(vs(`gateways: [gw]\ntcp: [{${to}}]`));
+  assert.deepEqual(tcp.gateways, ['shop/gw']);
+  assert.deepEqual(read(vs(`tcp: [{match: [{gateways: [shop/gw]}], ${to}}]`)).tcp?.[0]?.match, [{ gateways: ['shop/gw'] }]);
+  assert.equal(read(vs(`gateways: [mesh, gw]\ntls: [{match: [{sniHosts: [db.example.com]}], ${to}}]`)).tls?.length, 1);
+  // Istio's gateways match on port and gateways only: a match bound to gateways alone gets a word on the rest.
+  const gatewayOnly = acceptWarned(vs(`gateways: [gw]\ntcp: [{match: [{port: 9000, destinationSubnets: [10.0.0.0/8], sourceLabels: {app: a}, sourceNamespace: x}], ${to}}]`));
+  assert.deepEqual(gatewayOnly.warnings.map((w) => w.slice(0, w.indexOf(':'))), [
+    'spec.tcp[0].match[0].destinationSubnets', 'spec.tcp[0].match[0].sourceLabels', 'spec.tcp[0].match[0].sourceNamespace']);
+  assert.match(gatewayOnly.warnings[0]!, /has no effect at a gateway: Istio matches a gateway's connections on port and gateways only/);
+  // Bound to mesh too: the sidecars read them, nothing to say.
+  assert.deepEqual(acceptWarned(vs(`gateways: [mesh, gw]\ntcp: [{match: [{destinationSubnets: [10.0.0.0/8]}], ${to}}]`)).warnings, []);
+  // A match naming a gateway the VirtualService is not bound to never applies there (Istio accepts it): warned.
+  assert.deepEqual(acceptWarned(vs(`gateways: [gw]\ntcp: [{match: [{gateways: [other]}], ${to}}]`)).warnings,
+    ['spec.tcp[0].match[0].gateways: has no effect: the VirtualService is not bound to shop/other (spec.gateways), so no gateway uses this match; add it to spec.gateways']);
   // A match bound to mesh alone, in a VirtualService that is also on a gateway, is the sidecars'.
   const v = read(vs(`gateways: [mesh, gw]\ntcp: [{match: [{gateways: [mesh], port: 1}], ${to}}]`));
   assert.deepEqual(v.tcp?.[0]?.match, [{ gateways: ['mesh'], port: 1 }]);

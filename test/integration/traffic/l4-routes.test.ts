@@ -144,6 +144,30 @@ const COUNT_TAGS = `const net = require('node:net');
   };
   one(0);`;
 
+/**
+ * A real ClientHello for x.api.example.com (node's, caught on a local port), sent to API:443 in one
+ * write or a byte at a time (argv: address, `whole` | `trickled`); prints the bytes that came back.
+ */
+const HELLO = `const net = require('node:net'); const tls = require('node:tls');
+  const [address, mode] = process.argv.slice(1);
+  const catcher = net.createServer((s) => s.once('data', (hello) => { s.destroy(); catcher.close(); send(hello); })).listen(0, '127.0.0.1', () => {
+    tls.connect({ port: catcher.address().port, host: '127.0.0.1', servername: 'x.api.example.com', rejectUnauthorized: false }).on('error', () => {});
+  });
+  const send = (hello) => {
+    const s = net.connect({ port: 443, host: address, noDelay: true });
+    let got = 0;
+    s.on('data', (d) => { got += d.length; });
+    s.on('error', () => {});
+    s.on('close', () => process.stdout.write(String(got)));
+    s.on('connect', () => {
+      if (mode === 'whole') { s.write(hello); setTimeout(() => s.destroy(), 1000).unref(); return; }
+      let i = 0;
+      const next = () => { if (i < hello.length && !s.destroyed) { s.write(hello.subarray(i, ++i)); setTimeout(next, 2); } };
+      next();
+      setTimeout(() => s.destroy(), 5000).unref();
+    });
+  };`;
+
 describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }, () => {
   let sp: SidecarPod;
   let apps: ChildProcess | undefined;
@@ -239,5 +263,11 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
     }
     await waitFor('the access log lines', () => (/ NR .*other\.example\.org|other\.example\.org.* NR /.test(sp.stdout()) ? true : undefined), 3000)
       .catch(() => assert.fail(`no NR line naming the server name:\n${sp.stdout()}`));
+  });
+
+  it('tls: a ClientHello in more than 64 pieces is taken as none (closed): each piece re-reads what came before', () => {
+    const whole = sp.pod.exec(process.execPath, ['-e', HELLO, API, 'whole']).stdout;
+    assert.ok(Number(whole) > 0, `the endpoint's ServerHello came back for the whole hello: ${whole}`);
+    assert.equal(sp.pod.exec(process.execPath, ['-e', HELLO, API, 'trickled']).stdout, '0');
   });
 });
