@@ -497,20 +497,27 @@ export function gatewayClusters(traffic: () => MeshTraffic | undefined, tlsFor: 
   (destination: HttpRouteDestination, port: number, route: ForwardDecision) => ClusterTarget | LocalReply | undefined {
   return (destination, port, route) => {
     const t = traffic();
-    if (t === undefined || t.set.services.length === 0) return undefined;
-    const vsNamespace = route.virtualService.slice(0, route.virtualService.indexOf('/'));
-    const target = resolveDestination(t.set, destination, port, vsNamespace);
-    if (target.kind === 'no-cluster') {
-      // A host no ServiceEntry declares is an address or a name the gateway reaches as it is.
-      if (target.reason.startsWith('host ')) return undefined;
-      return noCluster(target.name, target.reason);
-    }
-    const runtime = t.clusters.get(target.cluster.name);
-    if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
+    if (t === undefined) return undefined;
+    const runtime = gatewayRuntime(t, destination, port, route.virtualService.slice(0, route.virtualService.indexOf('/')));
+    if (runtime === undefined || 'kind' in runtime) return runtime;
     const traffic2 = routeTraffic({ retries: route.retries, timeoutMs: route.timeoutMs, fault: route.fault }, { consistentHash: runtime.hashKey !== undefined, retry503: t.retry503 === true });
     const spec = runtime.spec;
     return { cluster: runtime, retry: traffic2.retry, tlsFor: (endpoint) => tlsFor(spec, endpoint, true) };
   };
+}
+
+/**
+ * The cluster a gateway route's destination goes to: a service's (undefined when it passes through
+ * to its original destination), NC for a subset or port no cluster serves, undefined for a host no
+ * ServiceEntry declares (an address or a name the gateway reaches as it is).
+ */
+function gatewayRuntime(t: MeshTraffic, destination: HttpRouteDestination, port: number, vsNamespace: string): ClusterRuntime | LocalReply | undefined {
+  if (t.set.services.length === 0) return undefined;
+  const target = resolveDestination(t.set, destination, port, vsNamespace);
+  if (target.kind === 'no-cluster') return target.reason.startsWith('host ') ? undefined : noCluster(target.name, target.reason);
+  const runtime = t.clusters.get(target.cluster.name);
+  if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
+  return runtime;
 }
 
 /**
@@ -523,14 +530,9 @@ export function gatewayConnectionClusters(traffic: () => MeshTraffic | undefined
   (destination: HttpRouteDestination, port: number, vsNamespace: string, source: string | undefined) => ClusterTarget | LocalReply | undefined {
   return (destination, port, vsNamespace, source) => {
     const t = traffic();
-    if (t === undefined || t.set.services.length === 0) return undefined;
-    const target = resolveDestination(t.set, destination, port, vsNamespace);
-    if (target.kind === 'no-cluster') {
-      if (target.reason.startsWith('host ')) return undefined;
-      return noCluster(target.name, target.reason);
-    }
-    const runtime = t.clusters.get(target.cluster.name);
-    if (runtime === undefined || runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST') return undefined;
+    if (t === undefined) return undefined;
+    const runtime = gatewayRuntime(t, destination, port, vsNamespace);
+    if (runtime === undefined || 'kind' in runtime) return runtime;
     const spec = runtime.spec;
     const made: ClusterTarget = { cluster: runtime, retry: defaultRetry(t.retry503), tlsFor: (endpoint) => tlsFor(spec, endpoint, false) };
     if (runtime.hashKey?.kind !== 'sourceIp' || source === undefined) return made;
