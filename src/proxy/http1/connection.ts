@@ -522,6 +522,10 @@ export class Connection {
   }
 
   private reply(ex: Exchange, reply: LocalReply): void {
+    if (ex.bodyWait !== undefined) { // answered while a decider waited for its body (a time-out): the wait ends
+      ex.bodyWait.resolve(undefined);
+      ex.bodyWait = undefined;
+    }
     // The body was not read: the connection cannot carry another request after it.
     if (!ex.reqComplete || this.owner.draining) ex.closeAfter = true;
     const headOnly = ex.view.method === 'HEAD';

@@ -150,10 +150,15 @@ describe('an HTTP authorizer is sent the request body (includeRequestBodyInCheck
     assert.equal(p.received().find((x) => x.url === '/pipe-2'), undefined);
   });
 
-  it('HTTP/2 requests a body check selects are refused (their bodies cannot be held yet)', async () => {
-    const r = await p.pod.exec('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--http2-prior-knowledge', '-H', 'host: shop.example', '--data', 'abc', 'http://127.0.0.1:8080/h2']);
-    assert.equal(r.stdout, '403');
-    assert.equal(p.received().find((x) => x.url === '/h2'), undefined);
+  it('HTTP/2: the DATA frames are held and judged; the app gets the body; over the limit is 413', async () => {
+    const curl = (path: string, body: string) => p.pod.exec('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{http_version}',
+      '--http2-prior-knowledge', '-H', 'host: shop.example', '--data-binary', body, `http://127.0.0.1:8080${path}`]);
+    assert.equal((await curl('/h2', 'h2 body')).stdout, '200 2');
+    assert.equal((await checkOf(p, '/h2'))['body'], 'h2 body');
+    assert.equal((await receivedAt(p, '/h2')).body, 'h2 body');
+    assert.equal((await curl('/h2-denied', 'deny-me')).stdout, '401 2');
+    assert.equal((await curl('/h2-long', 'z'.repeat(17))).stdout, '413 2');
+    assert.equal(p.received().find((x) => x.url === '/h2-denied' || x.url === '/h2-long'), undefined);
   });
 });
 
