@@ -160,6 +160,19 @@ describe('an HTTP authorizer is sent the request body (includeRequestBodyInCheck
     assert.equal((await curl('/h2-long', 'z'.repeat(17))).stdout, '413 2');
     assert.equal(p.received().find((x) => x.url === '/h2-denied' || x.url === '/h2-long'), undefined);
   });
+
+  it('HTTP/2: a stream that stalls mid-body is answered 408 once the provider\'s timeout passes', async () => {
+    const script = `const h = require('http2').connect('http://127.0.0.1:8080');
+      const r = h.request({':method': 'POST', ':path': '/h2-stall', host: 'shop.example', 'content-length': '12'}, {endStream: false});
+      r.write('only');
+      r.on('response', (head) => { process.stdout.write(String(head[':status'])); process.exit(0); });
+      setTimeout(() => { process.stdout.write('none'); process.exit(0); }, 4000);`;
+    const started = Date.now();
+    const r = await p.pod.exec(process.execPath, ['-e', script], 9000);
+    assert.equal(r.stdout, '408');
+    assert.ok(Date.now() - started >= 1000);
+    assert.equal(p.received().find((x) => x.url === '/h2-stall'), undefined);
+  });
 });
 
 describe('a gRPC authorizer is sent the first bytes of a longer body (allowPartialMessage, packAsBytes)', () => {
@@ -183,6 +196,26 @@ describe('a gRPC authorizer is sent the first bytes of a longer body (allowParti
     assert.equal(http.body, undefined, 'packAsBytes: not as text');
     assert.equal(http.headers['x-envoy-auth-partial-body'], 'true');
     assert.equal((await receivedAt(p, '/partial')).body, 'abcdefghijklmnop');
+  });
+
+  it('a body of many reads and frames: the first bytes are judged, the app gets every byte in order (HTTP/1 chunked and HTTP/2)', async () => {
+    // 256 KiB of a counting pattern: a lost, repeated or reordered piece changes the text. The app
+    // answers once it has read the body whole (an answer before it would end the upload early).
+    const big = Array.from({ length: 16384 }, (_, i) => `${String(i).padStart(15, '0')}\n`).join('');
+    writeFileSync(join(p.pod.dir, 'big.txt'), big);
+    const h1 = await p.pod.exec('curl', ['-s', '--max-time', '10', '-o', '/dev/null', '-w', '%{http_code}', '-H', 'host: shop.example', '-H', 'transfer-encoding: chunked',
+      '--data-binary', `@${join(p.pod.dir, 'big.txt')}`, 'http://127.0.0.1:8080/whole-body/big-h1']);
+    assert.equal(h1.stdout, '200', h1.stderr);
+    const h2 = await p.pod.exec('curl', ['-s', '--max-time', '10', '-o', '/dev/null', '-w', '%{http_code}', '--http2-prior-knowledge', '-H', 'host: shop.example',
+      '--data-binary', `@${join(p.pod.dir, 'big.txt')}`, 'http://127.0.0.1:8080/whole-body/big-h2']);
+    assert.equal(h2.stdout, '200', h2.stderr.slice(-3000));
+    for (const path of ['/whole-body/big-h1', '/whole-body/big-h2']) {
+      const http = (await checkOf(p, path))['request'].attributes.request.http;
+      assert.equal(Buffer.from(http.raw_body.data).toString('latin1'), big.slice(0, 8));
+      const got = await receivedAt(p, path);
+      assert.equal(got.body.length, big.length, path);
+      assert.ok(got.body === big, `${path}: the app got the bytes in order`);
+    }
   });
 
   it('a whole body within the limit is not partial; a refusal on its first bytes stops the request', async () => {
