@@ -335,8 +335,8 @@ export class RequestSecurity {
     if (wanted === undefined) return this.sendCheck(req, draft, authn, edits, authzRequest, provider, who, base, current);
     // includeRequestBodyInCheck: the body is held (the engine forwards nothing of it yet) and goes with the check.
     const source = req instanceof RequestView ? req.body : undefined;
-    if (source === undefined) { // an HTTP/2 stream: its body cannot be held yet; refused, never let through unchecked
-      draft.authz = `denied by ${who}: the body of an HTTP/2 request cannot be held for a check yet (includeRequestBodyInCheck)`;
+    if (source === undefined) { // not carried by this proxy's engines (nothing can hold its body): refused, never let through unchecked
+      draft.authz = `denied by ${who}: its body cannot be held for the check (includeRequestBodyInCheck)`;
       draft.flag = 'UAEX';
       draft.details = NO_BODY_HOLD.details!;
       this.decisions.count('authz', 'denied');
@@ -400,7 +400,7 @@ export class RequestSecurity {
 const TOO_LARGE: LocalReply = { kind: 'reply', status: 413, body: 'Payload Too Large', details: 'request_payload_too_large' };
 const BODY_TIMED_OUT: LocalReply = { kind: 'reply', status: 408, body: 'request body not received in time\n', details: 'request_body_timeout' };
 const NO_BODY_HOLD: LocalReply = {
-  kind: 'reply', status: 403, body: 'the request body cannot be held for its authorization check (HTTP/2)\n', flag: 'UAEX', details: 'ext_authz_error',
+  kind: 'reply', status: 403, body: 'the request body cannot be held for its authorization check\n', flag: 'UAEX', details: 'ext_authz_error',
 };
 
 /**
