@@ -19,7 +19,7 @@ const MESH = `extensionProviders:
     service: 127.0.0.1
     port: 9191
     timeout: 2s
-    includeRequestBodyInCheck: {maxRequestBytes: 64}
+    includeRequestBodyInCheck: {maxRequestBytes: 300000}
 `;
 
 const POLICY = `apiVersion: security.mesh.io/v1
@@ -67,8 +67,23 @@ describe('the sidecar sends the request body to its inbound authorizer', { skip:
     const got = await waitFor('the app\'s request', () => lines(appLog).find((l) => l['request']?.url === '/order'));
     assert.equal(got['request'].body, 'item=42&qty=1');
     assert.equal(post(sp.pod.peer, '/refused', 'deny-me'), 401);
-    assert.equal(post(sp.pod.peer, '/long', 'x'.repeat(65)), 413);
+    assert.equal(post(sp.pod.peer, '/long', 'x'.repeat(100), { 'content-length': '300001' }), 413, 'declared over the limit: 413 at once');
     await waitFor('the refused check', () => lines(authzLog).find((l) => l['path'] === '/refused'));
     assert.equal(lines(appLog).find((l) => l['request']?.url === '/refused' || l['request']?.url === '/long'), undefined);
+  });
+
+  it('a body larger than what the proxy holds by default (64 KiB) is read up to maxRequestBytes and judged whole', async () => {
+    // 250 000 bytes of a counting pattern, made and sent by the client (too long for an argument), chunked.
+    const make = 'Array.from({ length: 25000 }, (_, i) => String(i).padStart(9, "0") + "\\n").join("")';
+    const body = Array.from({ length: 25000 }, (_, i) => `${String(i).padStart(9, '0')}\n`).join('');
+    const script = `const body = ${make};
+      const r = require('http').request('http://${POD_V4}:9080/large', { method: 'POST', headers: { 'transfer-encoding': 'chunked' } },
+        (res) => { res.resume(); res.on('end', () => process.stdout.write(String(res.statusCode))); });
+      r.on('error', (e) => process.stdout.write(e.message)); r.end(body);`;
+    assert.equal(sp.pod.peer.exec(process.execPath, ['-e', script]).stdout, '200');
+    const check = await waitFor('the check', () => lines(authzLog).find((l) => l['kind'] === 'http' && l['path'] === '/large'));
+    assert.ok(check['body'] === body, 'the authorizer got the whole body');
+    const got = await waitFor('the app\'s request', () => lines(appLog).find((l) => l['request']?.url === '/large'));
+    assert.ok(got['request'].body === body, 'the app got the whole body');
   });
 });
