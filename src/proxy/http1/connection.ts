@@ -384,7 +384,8 @@ export class Connection {
       ex.holdLimit = Math.max(MAX_HELD_BODY, limit + 1);
       this.checkBodyWait(ex);
       if (ex.bodyWait !== undefined) {
-        if (ex.msg?.expectContinue && !ex.continued && (ex.msg.framing === 'chunked' || ex.msg.contentLength <= limit || partial)) {
+        // (Unless partial bodies are judged, a declared length over the limit ended the wait above: 413, never a 100.)
+        if (ex.msg?.expectContinue && !ex.continued) {
           ex.continued = true;
           this.push(CONTINUE);
         }

@@ -65,7 +65,6 @@ function relayBody(from: Readable, to: Writable, count: (bytes: number, chunk: B
   else from.once('end', ended);
 }
 
-
 /** Response header lines of a node header object (pseudo-headers out, repeated values kept). */
 function headerLines(h: IncomingHttpHeaders): string[] {
   const out: string[] = [];

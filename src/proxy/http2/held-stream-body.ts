@@ -20,10 +20,10 @@ export class HeldStreamBody {
     this.held = new Promise((resolve) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      let over = false;
+      let settled = false;
       const finish = (held: HeldBody | undefined, ended: boolean): void => {
-        if (over) return;
-        over = true;
+        if (settled) return;
+        settled = true;
         stream.off('data', onData);
         stream.off('end', onEnd);
         stream.pause();

@@ -129,6 +129,9 @@ describe('an HTTP authorizer is sent the request body (includeRequestBodyInCheck
     assert.match(out, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
     assert.equal((await checkOf(p, '/expect'))['body'], 'hello');
     assert.equal((await receivedAt(p, '/expect')).body, 'hello');
+    // Declared over the limit: 413 at once, the client never told to send its body.
+    const over = await raw(p, 'POST /expect-long HTTP/1.1\r\nhost: shop.example\r\ncontent-length: 100\r\nexpect: 100-continue\r\n\r\n', 'x'.repeat(100), true, 2000);
+    assert.match(over, /^HTTP\/1\.1 413 /);
   });
 
   it('a client that stalls mid-body is answered 408 once the provider\'s timeout passes; nothing is forwarded', async () => {
