@@ -21,7 +21,22 @@ interface ProviderBase {
   readonly failOpen: boolean;
   /** The status of a request refused because the check failed (default 403). */
   readonly statusOnError: number;
+  /** `includeRequestBodyInCheck`: the request body is held and sent with the check. Undefined: no body (the request streams on). */
+  readonly body?: BodyInCheck;
 }
+
+/** How much of the request body an authorizer sees, and how. */
+export interface BodyInCheck {
+  /** At most this many bytes are held and sent (`maxRequestBytes`). */
+  readonly maxBytes: number;
+  /** A longer body: its first `maxBytes` are sent and the request goes on (else 413). */
+  readonly allowPartial: boolean;
+  /** gRPC: the body goes as bytes (`raw_body`), not as text (`body`). */
+  readonly asBytes: boolean;
+}
+
+/** The most body held for one check: held bodies are memory, per request in flight. */
+export const MAX_BODY_IN_CHECK = 16 * 1024 * 1024;
 
 export interface HttpAuthzProvider extends ProviderBase {
   readonly kind: 'http';
@@ -132,11 +147,22 @@ function base(name: string, o: Doc, at: string): ProviderBase {
     if (!Number.isInteger(n) || n < 200 || n > 599) throw new ProviderFieldError(`${at}.statusOnError`, `${JSON.stringify(status)} is not an HTTP status code (200 to 599)`);
     statusOnError = n;
   }
-  if (o['includeRequestBodyInCheck'] !== undefined && o['includeRequestBodyInCheck'] !== null) {
-    throw new ProviderFieldError(`${at}.includeRequestBodyInCheck`,
-      'is not supported yet: the request body is streamed to the application, never held back for a check; leave it out (the check then carries no body)');
+  const body = bodyInCheck(o['includeRequestBodyInCheck'], `${at}.includeRequestBodyInCheck`);
+  return {
+    name, host: host.toLowerCase(), port, timeoutMs, failOpen: bool(o['failOpen'], `${at}.failOpen`), statusOnError, ...(body ? { body } : {}),
+  };
+}
+
+function bodyInCheck(raw: unknown, at: string): BodyInCheck | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isDoc(raw)) throw new ProviderFieldError(at, 'expected a mapping {maxRequestBytes, allowPartialMessage, packAsBytes}');
+  checkKeys(raw, at, ['maxRequestBytes', 'allowPartialMessage', 'packAsBytes']);
+  const max = raw['maxRequestBytes'];
+  // Envoy requires at least one byte; the bound keeps one request from holding the proxy's memory.
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > MAX_BODY_IN_CHECK) {
+    throw new ProviderFieldError(`${at}.maxRequestBytes`, `${JSON.stringify(max)} is not a byte count from 1 to ${MAX_BODY_IN_CHECK}; it is required`);
   }
-  return { name, host: host.toLowerCase(), port, timeoutMs, failOpen: bool(o['failOpen'], `${at}.failOpen`), statusOnError };
+  return { maxBytes: max, allowPartial: bool(raw['allowPartialMessage'], `${at}.allowPartialMessage`), asBytes: bool(raw['packAsBytes'], `${at}.packAsBytes`) };
 }
 
 function http(name: string, o: Doc, at: string): HttpAuthzProvider {

@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { headersObject } from './http1/headers.js';
+import type { BodySource } from './held-body.js';
 
 export class RequestView {
   /** The whole body has arrived. */
@@ -31,6 +32,8 @@ export class RequestView {
    */
   peerMetadata: string | undefined = undefined;
   upstreamPrincipal: string | undefined = undefined;
+  /** The engine's exchange, for a decider that must see the body before it decides (held-body.ts). */
+  body: BodySource | undefined = undefined;
   private headersCache: IncomingHttpHeaders | undefined;
 
   constructor(

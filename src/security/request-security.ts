@@ -9,7 +9,8 @@ import type { IncomingMessage } from 'node:http';
 import type { AuthorizationPolicy, JwtRule } from '../config/resources/types.js';
 import { detailsWord } from '../log/access-record.js';
 import type { LocalReply } from '../proxy/decider.js';
-import { authorityOf } from '../proxy/request-view.js';
+import { authorityOf, RequestView } from '../proxy/request-view.js';
+import type { BodySource, HeldBody } from '../proxy/held-body.js';
 import type { DecisionDraft, DecisionLog } from '../gateway/decisions.js';
 import { plainAddress } from '../gateway/forwarded-for.js';
 import { evaluate, evaluateConnection, needsHttp, selectCustom, type AuthzDecision, type AuthzRequest } from './authz/evaluate.js';
@@ -329,7 +330,40 @@ export class RequestSecurity {
       const v = editedHeader(authzRequest.headers, authzRequest.headerEdits, name);
       return v === undefined ? undefined : typeof v === 'string' ? [v] : v;
     };
-    const input = checkInput(req, url, ctx, authzRequest, current, ctx.sourcePrincipal !== undefined ? this.self() : undefined);
+    const base = checkInput(req, url, ctx, authzRequest, current, ctx.sourcePrincipal !== undefined ? this.self() : undefined);
+    const wanted = provider.body;
+    if (wanted === undefined) return this.sendCheck(req, draft, authn, edits, authzRequest, provider, who, base, current);
+    // includeRequestBodyInCheck: the body is held (the engine forwards nothing of it yet) and goes with the check.
+    const source = req instanceof RequestView ? req.body : undefined;
+    if (source === undefined) { // not carried by this proxy's engines (nothing can hold its body): refused, never let through unchecked
+      draft.authz = `denied by ${who}: its body cannot be held for the check (includeRequestBodyInCheck)`;
+      draft.flag = 'UAEX';
+      draft.details = NO_BODY_HOLD.details!;
+      this.decisions.count('authz', 'denied');
+      return Promise.resolve({ authn, edits, reply: NO_BODY_HOLD });
+    }
+    return heldBody(source, wanted.maxBytes, wanted.allowPartial, provider.timeoutMs).then((held) => {
+      if (held === 'timeout' || held === undefined) {
+        draft.authz = `denied by ${who}: ${held === undefined ? 'the request went away before its body came' : `its body did not come within ${provider.timeoutMs}ms`}`;
+        draft.details = BODY_TIMED_OUT.details!;
+        this.decisions.count('authz', 'denied');
+        return { authn, edits, reply: BODY_TIMED_OUT };
+      }
+      if (held.over && !wanted.allowPartial) {
+        draft.authz = `denied by ${who}: the body is longer than maxRequestBytes (${wanted.maxBytes})`;
+        draft.details = TOO_LARGE.details!;
+        this.decisions.count('authz', 'denied');
+        return { authn, edits, reply: TOO_LARGE };
+      }
+      const input: CheckInput = { ...base, body: { bytes: held.bytes, partial: held.over } };
+      return this.sendCheck(req, draft, authn, edits, authzRequest, provider, who, input, current);
+    });
+  }
+
+  private sendCheck(
+    req: IncomingMessage, draft: DecisionDraft, authn: AuthnResult, edits: SecurityEdits, authzRequest: AuthzRequest,
+    provider: ExtAuthzProvider, who: string, input: CheckInput, current: (name: string) => readonly string[] | undefined,
+  ): Promise<SecurityOutcome> {
     const jwtEdited = new Set([...edits.removeHeaders, ...edits.setHeaders.map(([n]) => n)]);
     // HTTP/1: the client's connection closing ends the check. HTTP/2 streams share one connection
     // (a listener each would pile up): their check ends at the provider's time-out.
@@ -360,6 +394,31 @@ export class RequestSecurity {
       return this.judge(edited, draft, authn, edits, `${who}: ${outcome.note}; `);
     });
   }
+}
+
+/** Envoy's answers when a body held for a check is too long (allowPartialMessage unset), or never comes. */
+const TOO_LARGE: LocalReply = { kind: 'reply', status: 413, body: 'Payload Too Large', details: 'request_payload_too_large' };
+const BODY_TIMED_OUT: LocalReply = { kind: 'reply', status: 408, body: 'request body not received in time\n', details: 'request_body_timeout' };
+const NO_BODY_HOLD: LocalReply = {
+  kind: 'reply', status: 403, body: 'the request body cannot be held for its authorization check\n', flag: 'UAEX', details: 'ext_authz_error',
+};
+
+/**
+ * The request's body, held by the engine until more than `limit` bytes are known or it is whole;
+ * 'timeout' when it has not come within `timeoutMs` (a client that stalls mid-body); undefined
+ * when the request went away.
+ */
+function heldBody(source: BodySource, limit: number, partial: boolean, timeoutMs: number): Promise<HeldBody | undefined | 'timeout'> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    source.awaitBody(limit, partial).then((held) => {
+      clearTimeout(timer);
+      resolve(held);
+    }, () => {
+      clearTimeout(timer);
+      resolve(undefined);
+    });
+  });
 }
 
 /** The request as an authorizer is told it: its headers as the JWT filter left them. */

@@ -34,6 +34,17 @@ it('reads Istio\'s HTTP and gRPC authorizers with their defaults (10 min, fail c
   assert.deepEqual(grpc, { name: 'grpc', kind: 'grpc', host: 'authz-grpc.ns1.svc.cluster.local', port: 9000, timeoutMs: DEFAULT_EXT_AUTHZ_TIMEOUT_MS, failOpen: false, statusOnError: 403 });
 });
 
+it('includeRequestBodyInCheck: maxRequestBytes, allowPartialMessage and packAsBytes (both kinds; false unless set)', () => {
+  const { providers } = readExtAuthzProviders([
+    { name: 'h', envoyExtAuthzHttp: { service: 'a', port: 1, includeRequestBodyInCheck: { maxRequestBytes: 4096 } } },
+    { name: 'g', envoyExtAuthzGrpc: { service: 'a', port: 1, includeRequestBodyInCheck: { maxRequestBytes: 10, allowPartialMessage: true, packAsBytes: true } } },
+    { name: 'n', envoyExtAuthzGrpc: { service: 'a', port: 1 } },
+  ]);
+  assert.deepEqual(providers.map((p) => p.body), [
+    { maxBytes: 4096, allowPartial: false, asBytes: false }, { maxBytes: 10, allowPartial: true, asBytes: true }, undefined,
+  ]);
+});
+
 it('the deprecated includeHeadersInCheck is read as includeRequestHeadersInCheck', () => {
   const [p] = readExtAuthzProviders([{ name: 'a', envoyExtAuthzHttp: { service: 'a', port: 1, includeHeadersInCheck: ['x-a'] } }]).providers;
   assert.deepEqual(p?.kind === 'http' && p.includeRequestHeaders, [{ kind: 'exact', text: 'x-a' }]);
@@ -60,8 +71,18 @@ it('a bad provider stops the load naming the mesh config file and the field', ()
     ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, statusOnError: "99"}\n', 'extensionProviders[0].envoyExtAuthzGrpc.statusOnError', /not an HTTP status/],
     ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, pathPrefix: /x}\n', 'extensionProviders[0].envoyExtAuthzGrpc.pathPrefix', /not a field of this provider/],
     ['- name: a\n  envoyExtAuthzHttp: {service: s, port: 1, pathPrefix: check}\n', 'extensionProviders[0].envoyExtAuthzHttp.pathPrefix', /starting with \//],
-    ['- name: a\n  envoyExtAuthzHttp: {service: s, port: 1, includeRequestBodyInCheck: {maxRequestBytes: 10}}\n',
-      'extensionProviders[0].envoyExtAuthzHttp.includeRequestBodyInCheck', /not supported yet/],
+    ['- name: a\n  envoyExtAuthzHttp: {service: s, port: 1, includeRequestBodyInCheck: {}}\n',
+      'extensionProviders[0].envoyExtAuthzHttp.includeRequestBodyInCheck.maxRequestBytes', /it is required/],
+    ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, includeRequestBodyInCheck: {maxRequestBytes: 0}}\n',
+      'extensionProviders[0].envoyExtAuthzGrpc.includeRequestBodyInCheck.maxRequestBytes', /from 1 to 16777216/],
+    ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, includeRequestBodyInCheck: {maxRequestBytes: 16777217}}\n',
+      'extensionProviders[0].envoyExtAuthzGrpc.includeRequestBodyInCheck.maxRequestBytes', /from 1 to 16777216/],
+    ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, includeRequestBodyInCheck: {maxRequestBytes: 9, packAsBytes: "yes"}}\n',
+      'extensionProviders[0].envoyExtAuthzGrpc.includeRequestBodyInCheck.packAsBytes', /not true or false/],
+    ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, includeRequestBodyInCheck: {maxRequestBytes: 9, maxBytes: 1}}\n',
+      'extensionProviders[0].envoyExtAuthzGrpc.includeRequestBodyInCheck.maxBytes', /not a field/],
+    ['- name: a\n  envoyExtAuthzGrpc: {service: s, port: 1, includeRequestBodyInCheck: 10}\n',
+      'extensionProviders[0].envoyExtAuthzGrpc.includeRequestBodyInCheck', /expected a mapping/],
     ['- name: a\n  envoyExtAuthzHttp: {service: s, port: 1, includeAdditionalHeadersInCheck: {x-a: "%DOWNSTREAM_REMOTE_ADDRESS%"}}\n',
       'extensionProviders[0].envoyExtAuthzHttp.includeAdditionalHeadersInCheck.x-a', /substitutions are not supported yet/],
     ['- name: a\n  envoyExtAuthzHttp: {service: s, port: 1, includeHeadersInCheck: [a], includeRequestHeadersInCheck: [b]}\n',

@@ -87,6 +87,8 @@ export interface RequestSpec {
   readonly method?: string;
   readonly headers?: Record<string, string>;
   readonly servername?: string;
+  /** The request body (http-requests.mjs sends it with a Content-Length unless the headers ask for chunked). */
+  readonly body?: string;
 }
 
 export interface ExecResult {

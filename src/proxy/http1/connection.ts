@@ -30,6 +30,7 @@ import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
 import { takePeerMetadata, withExchangeLines, type PeerExchange } from '../peer-exchange.js';
 import { clusterConnectionPolicy, poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 import { packRequest, type StandardSeries } from '../standard-series.js';
+import { heldBodyReady, type BodySource, type BodyWait, type HeldBody } from '../held-body.js';
 
 const log = scope('default');
 
@@ -82,7 +83,7 @@ export interface ConnectionOwner {
 }
 
 /** One request and its response. */
-class Exchange implements ResponseSink, AttemptSender {
+class Exchange implements ResponseSink, AttemptSender, BodySource {
   verdict: Verdict | undefined;
   /** Traffic management: the request's attempts on its cluster's endpoints. */
   attempts: Attempts | undefined = undefined;
@@ -100,6 +101,12 @@ class Exchange implements ResponseSink, AttemptSender {
   /** Body bytes that arrived before an upstream took the request. */
   held: Buffer[] | undefined;
   heldBytes = 0;
+  /** Past this many held bytes the client is not read (a decider waiting for the body raises it). */
+  holdLimit = MAX_HELD_BODY;
+  /** A decider waits for the body before it decides (undefined: none, the common case). */
+  bodyWait: BodyWait | undefined = undefined;
+  /** The proxy said 100 Continue itself (to read a body a decider waits for). */
+  continued = false;
   hasBody = false;
   /** Decided (or being decided). */
   begun = false;
@@ -140,6 +147,10 @@ class Exchange implements ResponseSink, AttemptSender {
 
   get reqComplete(): boolean {
     return this.view.complete;
+  }
+
+  awaitBody(limit: number, partial: boolean): Promise<HeldBody | undefined> {
+    return this.conn.awaitBody(this, limit, partial);
   }
 
   get headRequest(): boolean {
@@ -327,6 +338,7 @@ export class Connection {
     }
     const view = new RequestView(head.method, msg ? msg.url : head.target, 1, head.minor, msg ? msg.headers : head.rawHeaders, this.socket, msg?.authority);
     const ex = new Exchange(this, msg, view, fixed, msg !== undefined && msg.keepAlive && !this.owner.draining, performance.now());
+    view.body = ex;
     if (ex.closeAfter) this.last = true;
     this.queue.push(ex);
     this.receiving = ex;
@@ -354,7 +366,42 @@ export class Connection {
       (ex.held ??= []).push(chunk);
       ex.heldBytes += chunk.length;
       if (ex.attempts) keepForReplay(ex, chunk, false);
+      if (ex.bodyWait !== undefined) this.checkBodyWait(ex);
     }
+  }
+
+  /**
+   * A decider waits for the request's body (held-body.ts): it is held, the client read up to the
+   * wait's limit (told 100 Continue when it waits for one), and the decider answered once enough is here.
+   */
+  awaitBody(ex: Exchange, limit: number, partial: boolean): Promise<HeldBody | undefined> {
+    return new Promise((resolve) => {
+      if (ex.done || this.closed || ex.up) {
+        resolve(undefined);
+        return;
+      }
+      ex.bodyWait = { limit, partial, resolve };
+      ex.holdLimit = Math.max(MAX_HELD_BODY, limit + 1);
+      this.checkBodyWait(ex);
+      if (ex.bodyWait !== undefined) {
+        // (Unless partial bodies are judged, a declared length over the limit ended the wait above: 413, never a 100.)
+        if (ex.msg?.expectContinue && !ex.continued) {
+          ex.continued = true;
+          this.push(CONTINUE);
+        }
+        // Asked from within decide (inside settle) or later: the reading and the 100 follow on the next turn.
+        queueMicrotask(() => this.settle());
+      }
+    });
+  }
+
+  private checkBodyWait(ex: Exchange): void {
+    const w = ex.bodyWait!;
+    const msg = ex.msg!;
+    const held = heldBodyReady(ex.held, ex.heldBytes, ex.reqComplete, w.limit, msg.framing === 'length' ? msg.contentLength : -1, w.partial);
+    if (held === undefined) return;
+    ex.bodyWait = undefined;
+    w.resolve(held);
   }
 
   /** A request is complete. Parsing stops here when what follows must wait: see `mayParse`. */
@@ -363,6 +410,7 @@ export class Connection {
     if (ex) {
       this.receiving = undefined;
       ex.view.complete = true;
+      if (ex.bodyWait !== undefined) this.checkBodyWait(ex);
       if (ex.up && !ex.done && ex.msg?.framing === 'chunked') this.toUpstream(ex, LAST_CHUNK);
       if (ex.mirror !== undefined) ex.mirror.end();
     }
@@ -475,6 +523,10 @@ export class Connection {
   }
 
   private reply(ex: Exchange, reply: LocalReply): void {
+    if (ex.bodyWait !== undefined) { // answered while a decider waited for its body (a time-out): the wait ends
+      ex.bodyWait.resolve(undefined);
+      ex.bodyWait = undefined;
+    }
     // The body was not read: the connection cannot carry another request after it.
     if (!ex.reqComplete || this.owner.draining) ex.closeAfter = true;
     const headOnly = ex.view.method === 'HEAD';
@@ -512,12 +564,13 @@ export class Connection {
       }
     }
     const forwardExpect = this.owner.settings.forward100Continue;
-    ex.upHead = upstreamHead(msg, edited || t.path !== undefined ? t : undefined, forwardExpect);
+    // Once the proxy said 100 Continue itself, the upstream is not asked for one (its 100 would be a second).
+    ex.upHead = upstreamHead(msg, edited || t.path !== undefined ? t : undefined, forwardExpect && !ex.continued);
     ex.target = t;
     // A copy for each mirror drawn: the head as forwarded, the body as it comes (a protocol switch is not copied).
     if (t.mirrors !== undefined && msg.tunnel === undefined) this.startMirror(ex, t);
     // The client waits for a 100 before it sends the body: the proxy says it, now that the request goes on.
-    if (msg.expectContinue && !forwardExpect && !ex.reqComplete) this.push(CONTINUE);
+    if (msg.expectContinue && !forwardExpect && !ex.reqComplete && !ex.continued) this.push(CONTINUE);
     if (t.timeoutMs) ex.timer = setTimeout(() => this.timedOut(ex), t.timeoutMs);
     if (t.cluster) {
       // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
@@ -923,6 +976,10 @@ export class Connection {
     }
     ex.done = true;
     if (ex.timer) clearTimeout(ex.timer);
+    if (ex.bodyWait !== undefined) { // the decider waiting for its body is told now
+      ex.bodyWait.resolve(undefined);
+      ex.bodyWait = undefined;
+    }
     ex.attempts?.abandoned();
     ex.up?.destroy();
     ex.up = undefined;
@@ -1049,7 +1106,7 @@ export class Connection {
     if (this.ending) return this.lingerTimer !== undefined;
     if (this.halted || this.holdParse || this.upBlocked || this.clientEnded) return false;
     const r = this.receiving;
-    if (r) return r.heldBytes < MAX_HELD_BODY; // its body is needed (or dropped as it comes)
+    if (r) return r.heldBytes < r.holdLimit; // its body is needed (or dropped as it comes)
     return !this.last && this.queue.length <= 1;
   }
 

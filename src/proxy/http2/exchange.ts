@@ -11,7 +11,9 @@
 // goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { H2, resetStream } from './node-http2.js';
+import { endedWhole, H2, resetStream } from './node-http2.js';
+import { HeldStreamBody } from './held-stream-body.js';
+import type { BodySource, HeldBody } from '../held-body.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
@@ -63,11 +65,6 @@ function relayBody(from: Readable, to: Writable, count: (bytes: number, chunk: B
   else from.once('end', ended);
 }
 
-/** An HTTP/2 stream's readable side ended with END_STREAM, not with a reset or a closed connection (node ends it for those too, the code set first). */
-function endedWhole(s: { readonly rstCode?: number | undefined }): boolean {
-  return s.rstCode === undefined || s.rstCode === H2.NO_ERROR;
-}
-
 /** Response header lines of a node header object (pseudo-headers out, repeated values kept). */
 function headerLines(h: IncomingHttpHeaders): string[] {
   const out: string[] = [];
@@ -102,7 +99,7 @@ class BodyPipe {
   /** The client's body ended whole (END_STREAM). */
   private ended = false;
 
-  constructor(private readonly from: ServerHttp2Stream, count: (n: number, chunk: Buffer) => void) {
+  constructor(private readonly from: Readable, count: (n: number, chunk: Buffer) => void) {
     from.pause();
     from.on('data', (chunk: Buffer) => {
       count(chunk.length, chunk);
@@ -116,7 +113,7 @@ class BodyPipe {
       }
     });
     const end = (): void => {
-      if (!endedWhole(from)) return; // a reset or a closed connection: the attempt is cancelled, never ended
+      if (!endedWhole(from as { rstCode?: number })) return; // a reset or a closed connection: the attempt is cancelled, never ended
       this.ended = true;
       this.up?.end();
     };
@@ -149,7 +146,7 @@ class BodyPipe {
   }
 }
 
-export class Http2Exchange implements AttemptSender {
+export class Http2Exchange implements AttemptSender, BodySource {
   private readonly started = performance.now();
   private req: Http2Request | undefined;
   private view: RequestView | undefined;
@@ -203,6 +200,8 @@ export class Http2Exchange implements AttemptSender {
   private attemptTo: AttemptRoute | undefined;
   private lines: readonly string[] = [];
   private path = '';
+  /** A decider waits for (or waited for) the body: its consumers read what this holds (undefined: the stream, the common case). */
+  private heldBody: HeldStreamBody | undefined = undefined;
 
   constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: ServerHttp2Stream,
     private readonly raw: string[], flags: number) {
@@ -214,7 +213,7 @@ export class Http2Exchange implements AttemptSender {
   private pipeBody(up: Writable): void {
     if (this.bodyless) return;
     const s = this.owner.stats;
-    const stream = this.stream;
+    const stream = this.bodyFrom;
     relayBody(stream, up, (n, chunk) => {
       this.bytesIn += n;
       s.rqBodyBytes += n;
@@ -222,7 +221,7 @@ export class Http2Exchange implements AttemptSender {
     }, () => {
       // A client that reset its stream or closed its connection mid-body: the upstream request is
       // cancelled when the stream closes, never ended here as if its body were whole.
-      if (endedWhole(stream)) up.end();
+      if (endedWhole(stream as { rstCode?: number })) up.end();
     });
     if (this.mirror !== undefined) this.tapMirror();
   }
@@ -234,11 +233,26 @@ export class Http2Exchange implements AttemptSender {
   private tapMirror(): void {
     const copy = this.mirror!;
     this.mirror = undefined;
-    const stream = this.stream;
+    const stream = this.bodyFrom;
     stream.on('data', (chunk: Buffer) => copy.body(chunk, false));
-    const end = (): void => { if (endedWhole(stream)) copy.end(); };
+    const end = (): void => { if (endedWhole(stream as { rstCode?: number })) copy.end(); };
     if (stream.readableEnded) end();
     else stream.once('end', end);
+  }
+
+  /** Where the request body is read from: the stream, or what a decider's wait held of it. */
+  private get bodyFrom(): Readable {
+    return this.heldBody?.source ?? this.stream;
+  }
+
+  /** A decider waits for the body (held-body.ts): read and held until more than `limit` bytes are known or END_STREAM. */
+  awaitBody(limit: number, partial: boolean): Promise<HeldBody | undefined> {
+    if (this.gone || this.heldBody !== undefined || this.target !== undefined) return Promise.resolve(undefined);
+    if (this.bodyless) return Promise.resolve({ bytes: Buffer.alloc(0), over: false });
+    const length = this.view?.value('content-length');
+    const declared = length !== undefined && /^[0-9]{1,15}$/.test(length) ? Number(length) : -1;
+    this.heldBody = new HeldStreamBody(this.stream, limit, partial, declared);
+    return this.heldBody.held;
   }
 
   start(): void {
@@ -264,6 +278,7 @@ export class Http2Exchange implements AttemptSender {
       this.grpcOut = new GrpcMessageCounter();
     }
     this.view = new RequestView(req.method, req.url, 2, 0, req.headers, this.conn.socket as Socket, req.authority);
+    this.view.body = this;
     const decider = this.owner.decider;
     if (!decider) {
       this.apply(this.conn.defaultVerdict);
@@ -308,6 +323,7 @@ export class Http2Exchange implements AttemptSender {
     if (r.flag) this.flags |= FLAG[r.flag];
     if (r.details) this.details = r.details;
     const stream = this.stream;
+    this.heldBody?.drop();
     if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
     // A client sidecar learns who answered even when this one answers itself (a policy's 403).
     const exchange = this.conn.peer !== undefined ? this.owner.peerExchange : undefined;
@@ -358,7 +374,7 @@ export class Http2Exchange implements AttemptSender {
     if (t.cluster) {
       // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
       const s = this.owner.stats;
-      if (!this.bodyless) this.body = new BodyPipe(this.stream, (n, chunk) => { this.bytesIn += n; s.rqBodyBytes += n; this.grpcIn?.feed(chunk); });
+      if (!this.bodyless) this.body = new BodyPipe(this.bodyFrom, (n, chunk) => { this.bytesIn += n; s.rqBodyBytes += n; this.grpcIn?.feed(chunk); });
       if (this.mirror !== undefined) this.tapMirror();
       this.attempts = new Attempts(t.cluster, this, s, this.owner.decider?.completed !== undefined);
       this.attempts.start();
@@ -699,6 +715,7 @@ export class Http2Exchange implements AttemptSender {
     if (this.done) return;
     this.done = true;
     if (this.timer) clearTimeout(this.timer);
+    this.heldBody?.cancel();
     const stream = this.stream;
     const finished = this.respDone && endedWhole(stream);
     this.attempts?.abandoned();

@@ -45,3 +45,8 @@ export function resetStream(stream: import('node:http2').Http2Stream, code: numb
   // stream now hands the held reset to nghttp2 at once, ahead of any DATA.
   stream.destroy();
 }
+
+/** An HTTP/2 stream's readable side ended with END_STREAM, not with a reset or a closed connection (node ends it for those too, the code set first). */
+export function endedWhole(s: { readonly rstCode?: number | undefined }): boolean {
+  return s.rstCode === undefined || s.rstCode === H2.NO_ERROR;
+}

@@ -16,7 +16,19 @@ export interface CheckInput {
   readonly headers: ReadonlyMap<string, readonly string[]>;
   readonly source: CheckPeer;
   readonly destination: CheckPeer;
+  /** The request body held for the check (`includeRequestBodyInCheck`); absent: none is sent. */
+  readonly body?: CheckBody;
 }
+
+export interface CheckBody {
+  /** The body, or its first `maxRequestBytes`. */
+  readonly bytes: Buffer;
+  /** Only the first bytes: the body was longer (allowPartialMessage). */
+  readonly partial: boolean;
+}
+
+/** Envoy's request header telling an authorizer whether the body it got is cut short (`true`/`false`). */
+export const PARTIAL_BODY_HEADER = 'x-envoy-auth-partial-body';
 
 export interface CheckPeer {
   readonly address: string;

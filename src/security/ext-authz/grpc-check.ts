@@ -1,17 +1,22 @@
 // A gRPC authorizer (`envoyExtAuthzGrpc`): the CheckRequest's attribute context made from a
 // CheckInput, and a CheckResponse read into a CheckAnswer, as Envoy's ext_authz filter does. Pure.
-import type { CheckAnswer, CheckInput, CheckPeer, UpstreamHeaderEdit } from './check.js';
+import { PARTIAL_BODY_HEADER, type CheckAnswer, type CheckInput, type CheckPeer, type UpstreamHeaderEdit } from './check.js';
 import type { WireCheckRequest, WireCheckResponse, WireHeaderValueOption, WirePeer } from './grpc-messages.js';
 
 function peer(p: CheckPeer): WirePeer {
   return { address: { socket_address: { address: p.address, port_value: p.port } }, ...(p.principal ? { principal: p.principal } : {}) };
 }
 
-/** `now` in ms since the epoch (the request's time). */
-export function checkRequest(input: CheckInput, now: number): WireCheckRequest {
+/**
+ * `now` in ms since the epoch (the request's time). `asBytes`: a held body goes as `raw_body`, else
+ * as the text `body` (read as UTF-8: bytes that are not UTF-8 are replaced, as a proto string must be).
+ */
+export function checkRequest(input: CheckInput, now: number, asBytes = false): WireCheckRequest {
   const headers: Record<string, string> = {};
   // Repeated lines are joined with ',' (Envoy's header map does the same); pseudo-headers as Envoy sends them.
-  for (const [n, lines] of input.headers) if (n !== 'host') headers[n] = lines.join(',');
+  for (const [n, lines] of input.headers) if (n !== 'host' && n !== PARTIAL_BODY_HEADER) headers[n] = lines.join(',');
+  const body = input.body;
+  if (body !== undefined) headers[PARTIAL_BODY_HEADER] = body.partial ? 'true' : 'false';
   headers[':authority'] = input.host;
   headers[':method'] = input.method;
   headers[':path'] = input.path;
@@ -29,6 +34,7 @@ export function checkRequest(input: CheckInput, now: number): WireCheckRequest {
           ...(q >= 0 ? { query: input.path.slice(q + 1) } : {}),
           // Envoy's size: the Content-Length when there is one, else -1.
           size: length?.length === 1 && /^[0-9]+$/.test(length[0]!) ? length[0]! : '-1',
+          ...(body === undefined ? {} : asBytes ? { raw_body: body.bytes } : { body: body.bytes.toString('utf8') }),
         },
       },
     },

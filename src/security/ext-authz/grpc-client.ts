@@ -10,7 +10,7 @@ export function grpcAuthorizer(p: GrpcAuthzProvider, now: () => number = Date.no
   const client = new grpc.Client(target, grpc.credentials.createInsecure());
   return {
     check: (input: CheckInput, signal: AbortSignal) => new Promise<CheckAnswer>((resolve) => {
-      const call = client.makeUnaryRequest(CHECK_PATH, checkMethod.requestSerialize, checkMethod.responseDeserialize, checkRequest(input, now()),
+      const call = client.makeUnaryRequest(CHECK_PATH, checkMethod.requestSerialize, checkMethod.responseDeserialize, checkRequest(input, now(), p.body?.asBytes === true),
         new grpc.Metadata(), {}, (err, res) => {
           signal.removeEventListener('abort', cancel);
           if (err) resolve({ kind: 'error', reason: `${target}: ${err.details || err.message}` });

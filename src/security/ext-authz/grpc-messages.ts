@@ -26,6 +26,7 @@ const descriptor: Record<string, unknown> = {
         fields: {
           id: str(1), method: str(2), headers: { keyType: 'string', type: 'string', id: 3 }, path: str(4), host: str(5),
           scheme: str(6), query: str(7), fragment: str(8), size: { type: 'int64', id: 9 }, protocol: str(10),
+          body: str(11), raw_body: { type: 'bytes', id: 12 },
         },
       },
       Request: { fields: { time: { type: 'Timestamp', id: 1 }, http: { type: 'HttpRequest', id: 2 } } },
@@ -75,7 +76,7 @@ export interface WireCheckRequest {
       time?: { seconds?: string | number; nanos?: number };
       http?: {
         id?: string; method?: string; headers?: Record<string, string>; path?: string; host?: string; scheme?: string;
-        query?: string; fragment?: string; size?: string | number; protocol?: string;
+        query?: string; fragment?: string; size?: string | number; protocol?: string; body?: string; raw_body?: Buffer;
       };
     };
     context_extensions?: Record<string, string>;

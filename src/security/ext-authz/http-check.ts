@@ -1,16 +1,18 @@
 // An HTTP authorizer (`envoyExtAuthzHttp`), as Envoy's ext_authz HTTP service speaks to one: the
 // check request carries the client's method, the path behind `pathPrefix`, the Host, the headers
-// the provider lists (`includeRequestHeadersInCheck`) and its fixed ones, and no body
-// (Content-Length: 0). A 200 answer allows; a 5xx is a failed check; any other status is a
+// the provider lists (`includeRequestHeadersInCheck`) and its fixed ones, and the body held for
+// the check when the provider asks for one (else none: Content-Length: 0). A 200 answer allows; a 5xx is a failed check; any other status is a
 // refusal sent back to the client with its body and the headers the provider lets through. Pure.
 import { matchesHeader, type HttpAuthzProvider } from '../../config/ext-authz-providers.js';
-import type { CheckAnswer, CheckInput, UpstreamHeaderEdit } from './check.js';
+import { PARTIAL_BODY_HEADER, type CheckAnswer, type CheckInput, type UpstreamHeaderEdit } from './check.js';
 
 export interface HttpCheckRequest {
   readonly method: string;
   readonly path: string;
   /** Lower-case names; every line. */
   readonly headers: readonly (readonly [string, string])[];
+  /** The request body held for the check; absent: none (Content-Length: 0). */
+  readonly body?: Buffer;
 }
 
 /** Lines of a message that are about its framing or its connection, never copied between messages. */
@@ -25,13 +27,19 @@ export const MAX_DENIED_BODY = 64 * 1024;
 export function httpCheckRequest(p: HttpAuthzProvider, input: CheckInput): HttpCheckRequest {
   const headers: [string, string][] = [['host', input.host]];
   for (const [name, lines] of input.headers) {
-    if (HOP.has(name) || !matchesHeader(p.includeRequestHeaders, name)) continue;
+    if (HOP.has(name) || name === PARTIAL_BODY_HEADER || !matchesHeader(p.includeRequestHeaders, name)) continue;
     if (p.additionalHeaders.some(([n]) => n === name)) continue;
     for (const v of lines) headers.push([name, v]);
   }
-  for (const [n, v] of p.additionalHeaders) if (!HOP.has(n)) headers.push([n, v]);
-  headers.push(['content-length', '0']);
-  return { method: input.method, path: p.pathPrefix + input.path, headers };
+  for (const [n, v] of p.additionalHeaders) if (!HOP.has(n) && n !== PARTIAL_BODY_HEADER) headers.push([n, v]);
+  const body = input.body;
+  if (body === undefined) {
+    headers.push(['content-length', '0']);
+    return { method: input.method, path: p.pathPrefix + input.path, headers };
+  }
+  // The proxy's own line: whether the body is cut short (a client's or the configuration's copy is never sent).
+  headers.push([PARTIAL_BODY_HEADER, body.partial ? 'true' : 'false'], ['content-length', String(body.bytes.length)]);
+  return { method: input.method, path: p.pathPrefix + input.path, headers, body: body.bytes };
 }
 
 /** The answer's lines by lower-case name, from node's rawHeaders. */

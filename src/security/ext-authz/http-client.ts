@@ -28,7 +28,7 @@ export function httpAuthorizer(p: HttpAuthzProvider): Authorizer {
         res.on('error', (err) => done({ kind: 'error', reason: `the authorizer's answer broke off: ${err.message}` }));
       });
       req.on('error', (err) => done({ kind: 'error', reason: `${p.host}:${p.port}: ${err.message}` }));
-      req.end();
+      req.end(c.body);
     }),
     close: () => agent.destroy(),
   };

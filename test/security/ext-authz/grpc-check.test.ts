@@ -23,6 +23,21 @@ it('the CheckRequest carries the attribute context Envoy sends, and survives the
   });
 });
 
+it('a held body goes as text (body) or, packAsBytes, as bytes (raw_body), with x-envoy-auth-partial-body; none without one', () => {
+  const bytes = Buffer.from([0x61, 0xff, 0x00, 0x62]);
+  const partial = { ...input, headers: new Map([...input.headers, ['x-envoy-auth-partial-body', ['forged']]]), body: { bytes, partial: true } };
+  const asText = checkMethod.requestDeserialize(checkMethod.requestSerialize(checkRequest(partial, 0))).attributes!.request!.http!;
+  assert.equal(asText.body, 'a\ufffd\u0000b');
+  assert.equal(asText.raw_body, undefined);
+  assert.equal(asText.headers!['x-envoy-auth-partial-body'], 'true');
+  const asBytes = checkMethod.requestDeserialize(checkMethod.requestSerialize(checkRequest({ ...input, body: { bytes, partial: false } }, 0, true))).attributes!.request!.http!;
+  assert.deepEqual(Buffer.from(asBytes.raw_body!), bytes);
+  assert.equal(asBytes.body, undefined);
+  assert.equal(asBytes.headers!['x-envoy-auth-partial-body'], 'false');
+  const none = checkRequest(input, 0).attributes!.request!.http!;
+  assert.deepEqual([none.body, none.raw_body, none.headers!['x-envoy-auth-partial-body']], [undefined, undefined, undefined]);
+});
+
 it('the request size is -1 without a Content-Length', () => {
   assert.equal(checkRequest({ ...input, headers: new Map() }, 0).attributes?.request?.http?.size, '-1');
 });

@@ -24,6 +24,14 @@ it('the check request: the client\'s method, the path behind the prefix, Host, t
     [['host', 'shop.example:8080'], ['x-b', 'fixed'], ['content-length', '0']]);
 });
 
+it('a body held for the check is its body, with its length and whether it is cut short; a client\'s partial-body line is never sent', () => {
+  const withClientLine: CheckInput = { ...input, headers: new Map([...input.headers, ['x-envoy-auth-partial-body', ['false']]]) };
+  const c = httpCheckRequest(provider({ includeRequestHeadersInCheck: ['x-envoy-*'] }), { ...withClientLine, body: { bytes: Buffer.from('héllo'), partial: true } });
+  assert.deepEqual(c.headers, [['host', 'shop.example:8080'], ['x-envoy-auth-partial-body', 'true'], ['content-length', '6']]);
+  assert.deepEqual(c.body, Buffer.from('héllo'));
+  assert.equal(httpCheckRequest(provider(), input).body, undefined);
+});
+
 it('200 allows: listed headers go upstream (replacing) and to the client; x-envoy-auth-headers-to-remove lists removals', () => {
   const p = provider({ headersToUpstreamOnAllow: ['x-user', 'x-gr*'], headersToDownstreamOnAllow: ['x-note'] });
   const a = httpAnswer(p, 200, ['X-User', 'alice', 'X-Groups', 'g1', 'X-Other', 'o', 'X-Note', 'n', 'x-envoy-auth-headers-to-remove', 'x-a, X-B', 'Content-Length', '0'], '');
