@@ -21,6 +21,12 @@ export interface BodySource {
    * the stream was reset).
    */
   awaitBody(limit: number, partial: boolean): Promise<HeldBody | undefined>;
+  /**
+   * Calls `gone` when the request goes away (its stream closed: reset, or the connection lost) before
+   * it is given up; answers how to stop listening. Offered by the HTTP/2 engine, whose streams share a
+   * connection (an HTTP/1.1 request's end is its connection's close).
+   */
+  whenGone?(gone: () => void): () => void;
 }
 
 /**

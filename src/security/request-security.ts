@@ -22,6 +22,9 @@ import type { CheckInput } from './ext-authz/check.js';
 import { requestHeaderLines } from './header-lines.js';
 import type { AuthnResult, JwtAuthenticator, RequestHeaders } from './jwt/authenticator.js';
 
+/** A stop function with nothing to stop. */
+const NOTHING = (): void => undefined;
+
 /** What the request (or connection) looks like to policy, beyond its headers. */
 export interface RequestContext {
   /** The destination port (the gateway's listener port, the app's port inbound). */
@@ -365,14 +368,20 @@ export class RequestSecurity {
     provider: ExtAuthzProvider, who: string, input: CheckInput, current: (name: string) => readonly string[] | undefined,
   ): Promise<SecurityOutcome> {
     const jwtEdited = new Set([...edits.removeHeaders, ...edits.setHeaders.map(([n]) => n)]);
-    // HTTP/1: the client's connection closing ends the check. HTTP/2 streams share one connection
-    // (a listener each would pile up): their check ends at the provider's time-out.
-    const leaving = req.httpVersion === '2.0' ? undefined : new AbortController();
+    // The client going away ends the check: for HTTP/1 its connection closing; for HTTP/2 its stream
+    // closing (the streams share one connection; the engine says so per stream).
+    const leaving = new AbortController();
+    const gone = (): void => leaving.abort();
     const socket = req.socket;
-    const gone = (): void => leaving?.abort();
-    if (leaving) socket.once('close', gone);
-    return this.authorizers!.check(provider, input, leaving?.signal).then((answer) => {
-      if (leaving) socket.removeListener('close', gone);
+    let stopListening: () => void;
+    if (req.httpVersion === '2.0') {
+      stopListening = (req as { body?: BodySource }).body?.whenGone?.(gone) ?? NOTHING;
+    } else {
+      socket.once('close', gone);
+      stopListening = () => { socket.removeListener('close', gone); };
+    }
+    return this.authorizers!.check(provider, input, leaving.signal).then((answer) => {
+      stopListening();
       const outcome = applyAnswer(answer, provider, current, jwtEdited);
       // Envoy's ext_authz counters: ok, denied, error, and failure_mode_allowed (an error let through).
       this.decisions.count('ext_authz', answer.kind === 'allow' ? 'ok' : answer.kind === 'deny' ? 'denied' : outcome.allowed ? 'failure_mode_allowed' : 'error');

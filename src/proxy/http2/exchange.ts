@@ -245,6 +245,13 @@ export class Http2Exchange implements AttemptSender, BodySource {
     return this.heldBody?.source ?? this.stream;
   }
 
+  /** A decider's wait (an external authorizer's check) ends when the stream closes. */
+  whenGone(gone: () => void): () => void {
+    const stream = this.stream;
+    stream.once('close', gone);
+    return () => { stream.removeListener('close', gone); };
+  }
+
   /** A decider waits for the body (held-body.ts): read and held until more than `limit` bytes are known or END_STREAM. */
   awaitBody(limit: number, partial: boolean): Promise<HeldBody | undefined> {
     if (this.gone || this.heldBody !== undefined || this.target !== undefined) return Promise.resolve(undefined);

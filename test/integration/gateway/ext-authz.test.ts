@@ -184,6 +184,13 @@ for (const kind of ['http', 'grpc'] as const) {
         const abandoned = await waitFor('the abandoned check', () => authz.lines().find((l) => l['kind'] === 'http-abandoned' && l['path'] === '/check/slow/leaving'));
         assert.ok((abandoned['afterMs'] as number) < 1500, JSON.stringify(abandoned));
       });
+
+      it('an HTTP/2 client that resets its stream during the check ends it at once (its connection stays open)', async () => {
+        const script = "const h=require('http2').connect('http://127.0.0.1:8080');const r=h.request({':path':'/slow/leaving-h2',':authority':'shop.example'});r.on('error',()=>{});r.end();setTimeout(()=>r.close(h.constructor.NGHTTP2_CANCEL??8),200);setTimeout(()=>h.close(),3000)";
+        await pod.exec(process.execPath, ['-e', script]);
+        const abandoned = await waitFor('the abandoned check', () => authz.lines().find((l) => l['kind'] === 'http-abandoned' && l['path'] === '/check/slow/leaving-h2'));
+        assert.ok((abandoned['afterMs'] as number) < 1500, JSON.stringify(abandoned));
+      });
     }
   });
 }
