@@ -199,7 +199,7 @@ function http(name: string, o: Doc, at: string): HttpAuthzProvider {
 
 export interface ProvidersRead {
   readonly providers: readonly ExtAuthzProvider[];
-  /** One line per provider of a kind this agent does not use. */
+  /** One line per provider of a kind this agent does not use, and per field with no effect on its provider. */
   readonly warnings: readonly string[];
 }
 
@@ -223,8 +223,15 @@ export function readExtAuthzProviders(raw: unknown): ProvidersRead {
     const body = entry[kind];
     if (AUTHZ_KINDS.includes(kind)) {
       if (!isDoc(body)) throw new ProviderFieldError(`${at}.${kind}`, 'expected a mapping');
-      if (kind === 'envoyExtAuthzHttp') providers.push(http(name, body, `${at}.${kind}`));
-      else {
+      if (kind === 'envoyExtAuthzHttp') {
+        const provider = http(name, body, `${at}.${kind}`);
+        // Envoy's pack_as_bytes only chooses the gRPC CheckRequest's field: an HTTP check's body is the bytes as they are.
+        if (provider.body?.asBytes === true) {
+          warnings.push(`meshConfig.${at}.${kind}.includeRequestBodyInCheck.packAsBytes: has no effect on an HTTP authorizer, as in Istio: `
+            + 'the check request carries the body as it is (the field only changes a gRPC CheckRequest)');
+        }
+        providers.push(provider);
+      } else {
         checkKeys(body, `${at}.${kind}`, GRPC_FIELDS);
         providers.push({ ...base(name, body, `${at}.${kind}`), kind: 'grpc' });
       }

@@ -45,6 +45,16 @@ it('includeRequestBodyInCheck: maxRequestBytes, allowPartialMessage and packAsBy
   ]);
 });
 
+it('packAsBytes on an HTTP authorizer is accepted with a warning naming it (it only changes a gRPC CheckRequest, as in Envoy)', () => {
+  const { providers, warnings } = readExtAuthzProviders([
+    { name: 'h', envoyExtAuthzHttp: { service: 'a', port: 1, includeRequestBodyInCheck: { maxRequestBytes: 64, packAsBytes: true } } },
+    { name: 'g', envoyExtAuthzGrpc: { service: 'a', port: 1, includeRequestBodyInCheck: { maxRequestBytes: 64, packAsBytes: true } } },
+  ]);
+  assert.equal(providers.length, 2);
+  assert.deepEqual(warnings.map((w) => w.slice(0, w.indexOf(': '))), ['meshConfig.extensionProviders[0].envoyExtAuthzHttp.includeRequestBodyInCheck.packAsBytes']);
+  assert.match(warnings[0]!, /has no effect on an HTTP authorizer/);
+});
+
 it('the deprecated includeHeadersInCheck is read as includeRequestHeadersInCheck', () => {
   const [p] = readExtAuthzProviders([{ name: 'a', envoyExtAuthzHttp: { service: 'a', port: 1, includeHeadersInCheck: ['x-a'] } }]).providers;
   assert.deepEqual(p?.kind === 'http' && p.includeRequestHeaders, [{ kind: 'exact', text: 'x-a' }]);
