@@ -86,17 +86,6 @@ spec:
 
 const TAG_APPS = [{ address: '127.0.0.11', port: 5432, kind: 'tag', name: 'a' }, { address: '127.0.0.12', port: 5432, kind: 'tag', name: 'b' }];
 
-/** TLS servers (the fixture certificate) that answer `<name> <server name they were asked for>` and close. */
-const TLS_SERVERS = `const tls = require('node:tls'); const fs = require('node:fs');
-  const [cert, key, ...pairs] = process.argv.slice(1);
-  const opts = { cert: fs.readFileSync(cert), key: fs.readFileSync(key) };
-  let left = pairs.length / 2;
-  for (let i = 0; i < pairs.length; i += 2) {
-    const [address, name] = [pairs[i], pairs[i + 1]];
-    tls.createServer(opts, (s) => { s.on('error', () => {}); s.end(name + ' ' + (s.servername || '-') + '\\n'); })
-      .listen(443, address, () => { if (--left === 0) console.log('listening'); });
-  }`;
-
 /** `n` connections to 127.0.0.1:port one after the other, each sending a line; the apps' tags counted (`closed`, `error CODE` too). */
 const COUNT_TAGS = `const net = require('node:net');
   const [port, n] = process.argv.slice(1).map(Number);
@@ -112,31 +101,6 @@ const COUNT_TAGS = `const net = require('node:net');
     s.on('close', () => { const tag = got === '' ? 'closed' : got.slice(0, got.indexOf(':')); counts[tag] = (counts[tag] || 0) + 1; one(i + 1); });
   };
   one(0);`;
-
-/**
- * A real ClientHello for `x.api.example.com` (node's, caught on a local port), sent to 8443 in one
- * write or a byte at a time (argv[1]: `whole` or `trickled`); prints the bytes the gateway's side
- * answered before it closed.
- */
-const HELLO = `const net = require('node:net'); const tls = require('node:tls');
-  const mode = process.argv[1];
-  const catcher = net.createServer((s) => s.once('data', (hello) => { s.destroy(); catcher.close(); send(hello); })).listen(0, '127.0.0.1', () => {
-    tls.connect({ port: catcher.address().port, host: '127.0.0.1', servername: 'x.api.example.com', rejectUnauthorized: false }).on('error', () => {});
-  });
-  const send = (hello) => {
-    const s = net.connect({ port: 8443, host: '127.0.0.1', noDelay: true });
-    let got = 0;
-    s.on('data', (d) => { got += d.length; });
-    s.on('error', () => {});
-    s.on('close', () => process.stdout.write(String(got)));
-    s.on('connect', () => {
-      if (mode === 'whole') { s.write(hello); setTimeout(() => s.destroy(), 1000).unref(); return; }
-      let i = 0;
-      const next = () => { if (i < hello.length && !s.destroyed) { s.write(hello.subarray(i, ++i)); setTimeout(next, 2); } };
-      next();
-      setTimeout(() => s.destroy(), 5000).unref();
-    });
-  };`;
 
 describe('pilot-agent proxy router: TCP and TLS PASSTHROUGH servers', { skip: netnsSkip }, () => {
   let pod: GatewayPod;
@@ -163,7 +127,7 @@ describe('pilot-agent proxy router: TCP and TLS PASSTHROUGH servers', { skip: ne
       namespace: 'edge',
       prepare: async (p) => {
         apps = await p.start([join(FIXTURES, 'protocol-apps.mjs'), JSON.stringify(TAG_APPS)]);
-        tlsServers = await p.start(['-e', TLS_SERVERS, join(FIXTURES, 'localhost.crt'), join(FIXTURES, 'localhost.key'), '127.0.0.21', 'v1', '127.0.0.22', 'v2']);
+        tlsServers = await p.start([join(FIXTURES, 'tls-name-servers.mjs'), join(FIXTURES, 'localhost.crt'), join(FIXTURES, 'localhost.key'), '127.0.0.21', 'v1', '127.0.0.22', 'v2']);
       },
     });
   });
@@ -205,9 +169,9 @@ describe('pilot-agent proxy router: TCP and TLS PASSTHROUGH servers', { skip: ne
   });
 
   it('tls: a ClientHello in more than 64 pieces is taken as none (closed, NR): each piece re-reads what came before', async () => {
-    const whole = await pod.exec(process.execPath, ['-e', HELLO, 'whole']);
+    const whole = await pod.exec(process.execPath, [join(FIXTURES, 'client-hello-sender.mjs'), '127.0.0.1', '8443', 'whole']);
     assert.ok(Number(whole.stdout) > 0, `the backend's ServerHello came back for the whole hello: ${whole.stdout} ${whole.stderr}`);
-    const trickled = await pod.exec(process.execPath, ['-e', HELLO, 'trickled']);
+    const trickled = await pod.exec(process.execPath, [join(FIXTURES, 'client-hello-sender.mjs'), '127.0.0.1', '8443', 'trickled']);
     assert.equal(trickled.stdout, '0', trickled.stderr);
     await logged('the trickled hello', /NR - filter_chain_not_found .* route="no route: no tls route of this port matches a connection that is not TLS"/);
   });

@@ -118,17 +118,6 @@ const APPS_ON_PEER = [
   ...[5432, 5433].map((port) => ({ address: DB, port, kind: 'tag', name: 'original' })),
 ];
 
-/** TLS servers (the fixture certificate) that answer `<name> <server name they were asked for>` and close. */
-const TLS_SERVERS = `const tls = require('node:tls'); const fs = require('node:fs');
-  const [cert, key, ...pairs] = process.argv.slice(1);
-  const opts = { cert: fs.readFileSync(cert), key: fs.readFileSync(key) };
-  let left = pairs.length / 2;
-  for (let i = 0; i < pairs.length; i += 2) {
-    const [address, name] = [pairs[i], pairs[i + 1]];
-    tls.createServer(opts, (s) => { s.on('error', () => {}); s.end(name + ' ' + (s.servername || '-') + '\\n'); })
-      .listen(443, address, () => { if (--left === 0) console.log('listening'); });
-  }`;
-
 /** From inside the pod: `n` connections to host:port one after the other, each sending a line; the apps' tags counted. */
 const COUNT_TAGS = `const net = require('node:net');
   const [host, port, n] = process.argv.slice(1).map((v, i) => (i === 0 ? v : Number(v)));
@@ -143,30 +132,6 @@ const COUNT_TAGS = `const net = require('node:net');
     s.on('close', () => { const tag = got.slice(0, got.indexOf(':')); counts[tag] = (counts[tag] || 0) + 1; one(i + 1); });
   };
   one(0);`;
-
-/**
- * A real ClientHello for x.api.example.com (node's, caught on a local port), sent to API:443 in one
- * write or a byte at a time (argv: address, `whole` | `trickled`); prints the bytes that came back.
- */
-const HELLO = `const net = require('node:net'); const tls = require('node:tls');
-  const [address, mode] = process.argv.slice(1);
-  const catcher = net.createServer((s) => s.once('data', (hello) => { s.destroy(); catcher.close(); send(hello); })).listen(0, '127.0.0.1', () => {
-    tls.connect({ port: catcher.address().port, host: '127.0.0.1', servername: 'x.api.example.com', rejectUnauthorized: false }).on('error', () => {});
-  });
-  const send = (hello) => {
-    const s = net.connect({ port: 443, host: address, noDelay: true });
-    let got = 0;
-    s.on('data', (d) => { got += d.length; });
-    s.on('error', () => {});
-    s.on('close', () => process.stdout.write(String(got)));
-    s.on('connect', () => {
-      if (mode === 'whole') { s.write(hello); setTimeout(() => s.destroy(), 1000).unref(); return; }
-      let i = 0;
-      const next = () => { if (i < hello.length && !s.destroyed) { s.write(hello.subarray(i, ++i)); setTimeout(next, 2); } };
-      next();
-      setTimeout(() => s.destroy(), 5000).unref();
-    });
-  };`;
 
 describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }, () => {
   let sp: SidecarPod;
@@ -195,7 +160,7 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
       prepare: async (pod) => {
         for (const address of [DB, DB_A, DB_B, API, API_V1, API_V2]) pod.peer.exec('ip', ['addr', 'add', `${address}/24`, 'dev', 'peer0']);
         apps = pod.peer.start(process.execPath, [join(FIXTURES, 'protocol-apps.mjs'), JSON.stringify(APPS_ON_PEER)]);
-        tlsServers = pod.peer.start(process.execPath, ['-e', TLS_SERVERS, join(FIXTURES, 'localhost.crt'), join(FIXTURES, 'localhost.key'),
+        tlsServers = pod.peer.start(process.execPath, [join(FIXTURES, 'tls-name-servers.mjs'), join(FIXTURES, 'localhost.crt'), join(FIXTURES, 'localhost.key'),
           API_V1, 'v1', API_V2, 'v2']);
         for (const child of [apps, tlsServers]) {
           let out = '';
@@ -266,8 +231,8 @@ describe('VirtualService tcp and tls routes at the sidecar', { skip: netnsSkip }
   });
 
   it('tls: a ClientHello in more than 64 pieces is taken as none (closed): each piece re-reads what came before', () => {
-    const whole = sp.pod.exec(process.execPath, ['-e', HELLO, API, 'whole']).stdout;
+    const whole = sp.pod.exec(process.execPath, [join(FIXTURES, 'client-hello-sender.mjs'), API, '443', 'whole']).stdout;
     assert.ok(Number(whole) > 0, `the endpoint's ServerHello came back for the whole hello: ${whole}`);
-    assert.equal(sp.pod.exec(process.execPath, ['-e', HELLO, API, 'trickled']).stdout, '0');
+    assert.equal(sp.pod.exec(process.execPath, [join(FIXTURES, 'client-hello-sender.mjs'), API, '443', 'trickled']).stdout, '0');
   });
 });
