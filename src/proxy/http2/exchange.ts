@@ -11,7 +11,7 @@
 // goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
 import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { endedWhole, H2, resetStream } from './node-http2.js';
+import { endedWhole, type EndedStream, H2, resetStream } from './node-http2.js';
 import { HeldStreamBody } from './held-stream-body.js';
 import type { BodySource, HeldBody } from '../held-body.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
@@ -113,7 +113,7 @@ class BodyPipe {
       }
     });
     const end = (): void => {
-      if (!endedWhole(from as { rstCode?: number })) return; // a reset or a closed connection: the attempt is cancelled, never ended
+      if (!endedWhole(from as EndedStream)) return; // a reset or a closed connection: the attempt is cancelled, never ended
       this.ended = true;
       this.up?.end();
     };
@@ -221,7 +221,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     }, () => {
       // A client that reset its stream or closed its connection mid-body: the upstream request is
       // cancelled when the stream closes, never ended here as if its body were whole.
-      if (endedWhole(stream as { rstCode?: number })) up.end();
+      if (endedWhole(stream as EndedStream)) up.end();
     });
     if (this.mirror !== undefined) this.tapMirror();
   }
@@ -235,7 +235,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.mirror = undefined;
     const stream = this.bodyFrom;
     stream.on('data', (chunk: Buffer) => copy.body(chunk, false));
-    const end = (): void => { if (endedWhole(stream as { rstCode?: number })) copy.end(); };
+    const end = (): void => { if (endedWhole(stream as EndedStream)) copy.end(); };
     if (stream.readableEnded) end();
     else stream.once('end', end);
   }

@@ -46,7 +46,16 @@ export function resetStream(stream: import('node:http2').Http2Stream, code: numb
   stream.destroy();
 }
 
-/** An HTTP/2 stream's readable side ended with END_STREAM, not with a reset or a closed connection (node ends it for those too, the code set first). */
-export function endedWhole(s: { readonly rstCode?: number | undefined }): boolean {
-  return s.rstCode === undefined || s.rstCode === H2.NO_ERROR;
+/** What endedWhole reads of a stream (a body source typed as a plain Readable is one underneath). */
+export interface EndedStream { readonly rstCode?: number | undefined; readonly aborted?: boolean }
+
+/**
+ * An HTTP/2 stream's readable side ended with END_STREAM, not with a reset or a closed connection
+ * (node ends it for those too, the code set first). A RST_STREAM NO_ERROR before END_STREAM leaves
+ * the code at NO_ERROR and still ends the readable side: node marks that stream `aborted` (our
+ * writable side was still open), which END_STREAM never does. Where our side had already ended (a
+ * response stream after the request's END_STREAM), node leaves no trace of it.
+ */
+export function endedWhole(s: EndedStream): boolean {
+  return (s.rstCode === undefined || s.rstCode === H2.NO_ERROR) && s.aborted !== true;
 }

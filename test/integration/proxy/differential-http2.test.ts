@@ -131,8 +131,12 @@ interface H2Case {
   lines: [string, string][];
   /** The body (undefined: END_STREAM on HEADERS). */
   body: Buffer | undefined;
-  /** The client resets its stream after half the body. */
-  cancel: boolean;
+  /**
+   * The client resets its stream after half the body, without END_STREAM: RST_STREAM NO_ERROR
+   * (node's `destroy()`) or INTERNAL_ERROR (`destroy(err)`). Not `close(CANCEL)`: node's client ends
+   * its writable side first, so that sends END_STREAM before the RST_STREAM and the request is whole.
+   */
+  cancel: false | 'no-error' | 'internal-error';
   readonly plan: Plan;
 }
 
@@ -257,7 +261,7 @@ function drawBody(rng: Rng, c: H2Case): void {
   if (cl === 'right' || cl === 'cancel') c.lines.push(['content-length', String(body.length)]);
   if (cl === 'smaller' && body.length > 0) c.lines.push(['content-length', String(body.length - 1)]);
   if (cl === 'larger') c.lines.push(['content-length', String(body.length + 7)]);
-  if (cl === 'cancel') c.cancel = true;
+  if (cl === 'cancel') c.cancel = rng.chance(0.5) ? 'no-error' : 'internal-error';
   if (cl !== 'right' && cl !== 'none') c.variants.push(`content-length ${cl}`);
 }
 
@@ -608,12 +612,14 @@ function sendNode(c: H2Case, port: number): Promise<Outcome> {
     req.once('close', () => {
       clearTimeout(timer);
       if (req.rstCode !== undefined && req.rstCode !== constants.NGHTTP2_NO_ERROR && out.error === undefined) out.error = `reset ${req.rstCode}`;
+      if (c.cancel && out.error === undefined && out.status === undefined) out.error = `reset by the client (${c.cancel})`;
       resolve(out);
     });
     if (c.body !== undefined) {
       if (c.cancel) {
         req.write(c.body.subarray(0, c.body.length >> 1));
-        setTimeout(() => req.close(constants.NGHTTP2_CANCEL), 30);
+        const reset = c.cancel;
+        setTimeout(() => (reset === 'no-error' ? req.destroy() : req.destroy(new Error('the test resets its stream'))), 30);
       } else {
         req.end(c.body);
       }
@@ -883,7 +889,9 @@ function namedCases(): H2Case[] {
       // END_STREAM on an empty DATA frame, judged asynchronously: the body has ended before it is relayed.
       base(`n_empty_body_async_${up}`, up, { method: 'DELETE', body: Buffer.alloc(0), plan: { kind: 'forward', upstream: up, async: true } }),
       // The client resets its stream half-way through a body of a stated length.
-      base(`n_reset_mid_body_${up}`, up, { method: 'POST', lines: [['x-case', `n_reset_mid_body_${up}`], ['content-length', '100']], body: Buffer.alloc(100, 0x61), cancel: true }),
+      base(`n_reset_mid_body_${up}`, up, { method: 'POST', lines: [['x-case', `n_reset_mid_body_${up}`], ['content-length', '100']], body: Buffer.alloc(100, 0x61), cancel: 'internal-error' }),
+      // The same with RST_STREAM NO_ERROR and no length: node ends the stream's readable side as for END_STREAM.
+      base(`n_reset_no_error_mid_body_${up}`, up, { method: 'POST', body: Buffer.alloc(100, 0x61), cancel: 'no-error' }),
     );
   }
   return out;
