@@ -9,6 +9,8 @@
 #   haproxy : the same namespace, through haproxy (nbthread 1) speaking HTTP/2 on both sides
 #             (bind ... proto h2, server ... proto h2). nginx cannot be the peer: it proxies HTTP/2
 #             upstream only as grpc_pass;
+#   nghttpx : the same namespace, through nghttpx (Debian's nghttp2-proxy: nghttp2's own proxy, the
+#             library node:http2 is built on), one process, one thread, h2c both sides: the second peer;
 #   sidecar : from a pod namespace with the capture rules and `pilot-agent proxy` (uid 1337): the
 #             connection to the service is captured to 15001. Whether the sidecar relays HTTP/2 as
 #             opaque TCP or proxies it at layer 7, this measures it; its counters say which.
@@ -89,8 +91,16 @@ EOF
 ip netns exec "$plain" ${pin_proxy[@]+"${pin_proxy[@]}"} haproxy -db -f "$work/haproxy.cfg" > "$work/haproxy.log" 2>&1 &
 haproxy=$!
 pids+=("$haproxy")
+# ---- the second peer: nghttpx, one process and one thread (its PID is the one measured), h2c both
+# sides, no Via (haproxy adds nothing either), its default stream limit (100) above -m.
+ip netns exec "$plain" ${pin_proxy[@]+"${pin_proxy[@]}"} nghttpx --conf=/dev/null --single-process --single-thread --workers=1 \
+  --frontend='127.0.0.1,8001;no-tls' --backend='198.19.8.1,8080;;proto=h2' --no-via --no-ocsp \
+  --errorlog-file="$work/nghttpx.log" > "$work/nghttpx.out" 2>&1 &
+nghttpx=$!
+pids+=("$nghttpx")
 wait_port "$peer" 198.19.7.1 8080
 wait_port "$plain" 127.0.0.1 8000
+wait_port "$plain" 127.0.0.1 8001
 
 start_sidecar "$pod" "$work/sidecar.log"
 sidecar=$started
@@ -110,16 +120,16 @@ client.makeUnaryRequest('/bench.Echo/Ping', bytes, bytes, Buffer.from('\n\x04pin
   client.close();
 });
 EOF
-declare -A ns_of=([direct]=$plain [haproxy]=$plain [sidecar]=$pod)
-declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [sidecar]=198.19.7.1:8080)
-declare -A proxy_of=([haproxy]=$haproxy [sidecar]=$sidecar)
+declare -A ns_of=([direct]=$plain [haproxy]=$plain [nghttpx]=$plain [sidecar]=$pod)
+declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [nghttpx]=127.0.0.1:8001 [sidecar]=198.19.7.1:8080)
+declare -A proxy_of=([haproxy]=$haproxy [nghttpx]=$nghttpx [sidecar]=$sidecar)
 if [ ${#builds[@]} -gt 1 ]; then
   as_build base start_sidecar "$base_pod" "$work/sidecar-base.log"
   ns_of[sidecar@base]=$base_pod addr_of[sidecar@base]=198.19.10.1:8080 proxy_of[sidecar@base]=$started
 fi
 declare -A grpc_check
 # shellcheck disable=SC2207 # path names have no spaces
-paths=(direct haproxy $(and_baseline sidecar))
+paths=(direct haproxy nghttpx $(and_baseline sidecar))
 for p in "${paths[@]}"; do
   grpc_check[$p]=$(ip netns exec "${ns_of[$p]}" "$node" "$work/grpc-call.cjs" "$grpc_js" "${addr_of[$p]}" 2>&1 | tail -1)
 done
@@ -147,11 +157,12 @@ builds_banner
 for ((r = 1; r <= rounds; r++)); do
   for w in "${workloads[@]}"; do
     for p in "${paths[@]}"; do run_h2load "$w" "$p"; done
-    for p in direct haproxy; do ratios[$w/$p]+="$(ratio "$(last "${rps[$w-sidecar]}")" "$(last "${rps[$w-$p]}")") "; done
-    printf '   round %d %-4s: %s sidecar/haproxy %sx\n' "$r" "$w" "$(round_summary "${paths[@]/#/$w-}")" "$(last "${ratios[$w/haproxy]}")"
+    for p in direct haproxy nghttpx; do ratios[$w/$p]+="$(ratio "$(last "${rps[$w-sidecar]}")" "$(last "${rps[$w-$p]}")") "; done
+    printf '   round %d %-4s: %s sidecar/haproxy %sx sidecar/nghttpx %sx\n' "$r" "$w" "$(round_summary "${paths[@]/#/$w-}")" \
+      "$(last "${ratios[$w/haproxy]}")" "$(last "${ratios[$w/nghttpx]}")"
   done
 done
-sidecar_rss=$(rss_mib "$sidecar") haproxy_rss=$(rss_mib "$haproxy")
+sidecar_rss=$(rss_mib "$sidecar") haproxy_rss=$(rss_mib "$haproxy") nghttpx_rss=$(rss_mib "$nghttpx")
 stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counter() { awk -F': ' -v k="$1" '$1 == k { print $2 }' <<< "$stats"; }
 rq=$(counter http.outbound.downstream_rq_total)
@@ -165,7 +176,7 @@ if [ ${#builds[@]} -gt 1 ]; then stop_sidecar "$base_pod" "${proxy_of[sidecar@ba
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
 declare -A what=([http]='HTTP/2 GET 1 KiB' [grpc]='gRPC unary' [direct]='direct (no proxy)'
-  [haproxy]='haproxy, 1 thread, h2 both sides' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
+  [haproxy]='haproxy, 1 thread, h2 both sides' [nghttpx]='nghttpx, 1 thread, h2 both sides' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring (warm-up included),"
 echo "   µs/req = the proxy's CPU time per request (that CPU share over the median req/s)"
@@ -182,10 +193,18 @@ for w in "${workloads[@]}"; do
   done
 done
 echo
-printf '%-17s %15s %16s   (medians of per-round req/s ratios)\n' "" sidecar/direct sidecar/haproxy
+printf '%-17s %15s %16s %16s   (medians of per-round req/s ratios)\n' "" sidecar/direct sidecar/haproxy sidecar/nghttpx
 # shellcheck disable=SC2086 # the per-round lists split on spaces
 for w in "${workloads[@]}"; do
-  printf '%-17s %14sx %15sx\n' "${what[$w]}" "$(median ${ratios[$w/direct]})" "$(median ${ratios[$w/haproxy]})"
+  printf '%-17s %14sx %15sx %15sx\n' "${what[$w]}" "$(median ${ratios[$w/direct]})" "$(median ${ratios[$w/haproxy]})" "$(median ${ratios[$w/nghttpx]})"
+done
+echo
+# Issue targets for HTTP/2 at HTTP/1.1's cost: CPU per request at most 1.5x the peer's, req/s at least 0.8x.
+for w in "${workloads[@]}"; do
+  for p in haproxy nghttpx; do
+    printf '%-17s CPU per request sidecar/%s: %sx (target <= 1.5x)\n' "${what[$w]}" "$p" \
+      "$(awk -v a="$(per_rq "$w-sidecar")" -v b="$(per_rq "$w-$p")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
+  done
 done
 echo
 checks=()
@@ -203,7 +222,7 @@ fi
 if [ ${#builds[@]} -gt 1 ]; then
   echo "the baseline's sidecar counted ${base_rq:-?} outbound HTTP requests (0: it relayed HTTP/2 as opaque TCP; compare with care)"
 fi
-printf 'RSS at the end: sidecar %s MiB, haproxy %s MiB\n' "$sidecar_rss" "$haproxy_rss"
+printf 'RSS at the end: sidecar %s MiB, haproxy %s MiB, nghttpx %s MiB\n' "$sidecar_rss" "$haproxy_rss" "$nghttpx_rss"
 error_notes "${setups[@]}"
 
 comparison_header

@@ -275,12 +275,12 @@ set_pinning() {
 }
 
 # Tools: wrk and h2load (load: HTTP/1.1, HTTP/2), nginx (the peer service and the reference proxy),
-# haproxy (the HTTP/2 reference proxy), iproute2, iptables, setpriv, taskset, openssl (the mTLS bench's
+# haproxy and nghttpx (the HTTP/2 reference proxies), iproute2, iptables, setpriv, taskset, openssl (the mTLS bench's
 # certificates).
 ensure_bench_tools() {
   export PATH="$PATH:/usr/sbin:/sbin"
   local cmd missing=()
-  declare -A wanted=([wrk]=wrk [h2load]=nghttp2-client [nginx]=nginx [haproxy]=haproxy [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux [openssl]=openssl)
+  declare -A wanted=([wrk]=wrk [h2load]=nghttp2-client [nginx]=nginx [haproxy]=haproxy [nghttpx]=nghttp2-proxy [ip]=iproute2 [iptables]=iptables [setpriv]=util-linux [taskset]=util-linux [openssl]=openssl)
   for cmd in "${!wanted[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
   done
