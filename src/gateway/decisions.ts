@@ -97,7 +97,14 @@ export function isoAt(ms: number): string {
  * the old one: the collector's work, and page faults as the old generation grew and shrank.
  */
 type DecisionField = keyof Decision;
-type Slot = { [K in DecisionField]: Decision[K] | undefined };
+type Slot = { [K in DecisionField]: DecisionRecord[K] | undefined };
+
+/**
+ * A decision as recorded: its time may be ms since the epoch, formatted only when read. The
+ * outbound path records one per request with a start time that differs from one request to the
+ * next: formatting it there cost a toISOString per request.
+ */
+export type DecisionRecord = Omit<Decision, 'time'> & { readonly time: string | number };
 
 function emptySlot(): Slot {
   return {
@@ -108,7 +115,7 @@ function emptySlot(): Slot {
 }
 
 /** Copies `d` into `slot`, every field (a field `d` lacks is cleared: the slot held another decision). */
-function fill(slot: Slot, d: Decision): void {
+function fill(slot: Slot, d: DecisionRecord): void {
   slot.time = d.time;
   slot.listener = d.listener;
   slot.method = d.method;
@@ -135,6 +142,7 @@ function fill(slot: Slot, d: Decision): void {
 function copyOut(slot: Slot): Decision {
   const d: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(slot)) if (v !== undefined) d[k] = v;
+  if (typeof slot.time === 'number') d['time'] = isoAt(slot.time);
   return d as unknown as Decision;
 }
 
@@ -206,7 +214,7 @@ export class DecisionLog {
     return decision;
   }
 
-  record(decision: Decision): void {
+  record(decision: DecisionRecord): void {
     fill(this.ring[this.next] ??= emptySlot(), decision);
     this.next = (this.next + 1) % this.capacity;
   }

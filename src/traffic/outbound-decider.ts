@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { HttpFault, HttpRouteDestination } from '../config/resources/types.js';
 import { injectFault } from '../proxy/fault-injection.js';
-import { isoAt, type DecisionLog } from '../gateway/decisions.js';
+import type { DecisionLog } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import { AWAIT_SERVER_NAME, BLACK_HOLE_CLUSTER, BLACK_HOLE_CONNECTION, BLACK_HOLE_REPLY, NO_DESTINATION } from '../proxy/decider.js';
@@ -268,7 +268,7 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       if (cluster === undefined || o.decisions === undefined) return base;
       const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
       o.decisions.record({
-        time: isoAt(Date.now() - durationMs), listener: 'outbound', method: req.method ?? 'GET',
+        time: Date.now() - durationMs, listener: 'outbound', method: req.method ?? 'GET',
         authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: view.routedRoute, routeName: view.routedRoute,
         cluster, upstream: view.endpoint, attempts: view.trail, flag: reply?.flag, details: reply?.details, status, durationMs,
       });

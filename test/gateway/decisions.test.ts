@@ -33,6 +33,14 @@ describe('DecisionLog', () => {
     });
   });
 
+  it('a time recorded as ms since the epoch is read as ISO text', () => {
+    const log = new DecisionLog(2);
+    const at = Date.UTC(2026, 10, 27, 18, 30, 1, 250) + 0.75;
+    log.record({ time: at, listener: 'outbound', method: 'GET', authority: 'a', path: '/', jwt: '-', authz: '-', durationMs: 2 });
+    log.record({ time: '2026-11-27T18:30:02.000Z', listener: 'outbound', method: 'GET', authority: 'a', path: '/', jwt: '-', authz: '-', durationMs: 2 });
+    assert.deepEqual(log.recent().map((d) => d.time), ['2026-11-27T18:30:01.250Z', '2026-11-27T18:30:02.000Z']);
+  });
+
   it('keeps every field of a decision, and none of the one before it in the same place of the ring', () => {
     const log = new DecisionLog(1);
     const full: Required<Decision> = {
