@@ -12,8 +12,9 @@ import type { EnvValues } from '../config/env/registry.js';
 import type { MeshConfig } from '../config/mesh-config.js';
 import { readWorkload, serviceEntriesFor, workloadLocality } from '../config/resources/workload.js';
 import { outboundTrafficMode, scopeSnapshot } from '../traffic/sidecar-scope.js';
-import { accessLogDirections } from '../config/resources/telemetry-scope.js';
+import { accessLogChoices, type AccessLogChoice } from '../config/resources/telemetry-scope.js';
 import { SwitchedAccessLog } from '../log/switched-access-log.js';
+import { compileAccessLogFormat } from '../log/access-format.js';
 import type { DestinationRule, ServiceEntry, Workload } from '../config/resources/types.js';
 import { AgentError } from '../errors/agent-error.js';
 import { DecisionLog, type Decision, type DecisionStage } from '../gateway/decisions.js';
@@ -123,7 +124,7 @@ interface CaptureParts {
   readonly inbound: RequestDecider;
   readonly outbound?: RequestDecider | undefined;
   readonly meshTls: InboundMeshTls;
-  /** Per direction: a Telemetry resource may turn one off. */
+  /** Per direction: a Telemetry resource may turn one on or off. */
   readonly accessLogs: AccessLogSwitches | undefined;
   readonly peerExchange: PeerExchange;
 }
@@ -187,10 +188,20 @@ async function listenAll(listeners: CaptureListener[]): Promise<CaptureListener[
  * Istio's default mesh config: no cost per request unless asked for).
  */
 function accessLogOf(mesh: MeshConfig, type: ProxyOptions['type'], cwd: string): AccessLog | undefined {
-  const path = mesh.accessLogFile ?? (type === 'router' ? '/dev/stdout' : '');
+  const path = meshLogPath(mesh, type);
   if (path === '') return undefined;
   return new AccessLog({ path, encoding: mesh.accessLogEncoding, format: mesh.accessLogFormat, cwd, hostname: hostname() });
 }
+
+function meshLogPath(mesh: MeshConfig, type: ProxyOptions['type']): string {
+  return mesh.accessLogFile ?? (type === 'router' ? '/dev/stdout' : '');
+}
+
+/**
+ * Where a Telemetry's `envoy` provider writes: Istio's built-in provider is a file log on
+ * /dev/stdout with the mesh config's accessLogFormat and accessLogEncoding, whatever accessLogFile says.
+ */
+const ENVOY_PROVIDER_PATH = '/dev/stdout';
 
 /**
  * The access log per Telemetry direction: CLIENT (a sidecar's outbound, and all of a gateway's
@@ -264,9 +275,14 @@ export class DataPlane {
   private readonly authorizers: Authorizers;
   readonly router: GatewayRouter | undefined;
   readonly resources: MeshResources;
-  /** Undefined: nothing is logged (and nothing measured for it). */
-  readonly accessLog: AccessLog | undefined;
+  /** The mesh config's access log (accessLogFile; a gateway's stdout by default); undefined: none. */
+  private readonly meshLog: AccessLog | undefined;
+  /** The `envoy` provider's log, opened the first time a Telemetry turns the log on. */
+  private envoyLog: AccessLog | undefined;
+  /** The log of each direction, switched by the Telemetries in force (undefined: DISABLE_PROXY). */
   private readonly accessLogs: AccessLogSwitches | undefined;
+  /** What the Telemetries last made of the log ("client/server from ..."), said once per change. */
+  private accessLogSaid = '';
   /** The workload certificate in force in this worker (the primary's identity source sends it). */
   readonly credentials: MeshCredentials;
   private captures: CaptureListener[] = [];
@@ -292,9 +308,15 @@ export class DataPlane {
   constructor(private readonly o: DataPlaneOptions) {
     const { env, options, mesh } = o;
     this.credentials = new MeshCredentials(env.COMPLIANCE_POLICY);
-    this.accessLog = env.DISABLE_PROXY ? undefined : accessLogOf(mesh, options.type, o.cwd);
-    // Only where a log is configured: a workload without one pays nothing for Telemetry's switch.
-    this.accessLogs = this.accessLog ? { client: new SwitchedAccessLog(this.accessLog), server: new SwitchedAccessLog(this.accessLog) } : undefined;
+    this.meshLog = env.DISABLE_PROXY ? undefined : accessLogOf(mesh, options.type, o.cwd);
+    if (!env.DISABLE_PROXY) {
+      // Every sink a switch takes has the mesh config's format: the response headers it reads are known now.
+      const headers = this.meshLog?.responseHeaders ?? compileAccessLogFormat(mesh.accessLogEncoding, mesh.accessLogFormat).responseHeaders;
+      this.accessLogs = { client: new SwitchedAccessLog(headers), server: new SwitchedAccessLog(headers) };
+      // Until the resources are read, the mesh config's setting (off: the engines build nothing).
+      this.accessLogs.client.set(this.meshLog);
+      this.accessLogs.server.set(this.meshLog);
+    }
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
       insecureSkipVerify: env.JWKS_RESOLVER_INSECURE_SKIP_VERIFY,
@@ -373,11 +395,7 @@ export class DataPlane {
   /** Builds the clusters a configuration version asks for, and puts them in force. */
   private applyTraffic(snapshot: ResourceSnapshot): void {
     const workload = this.resources.workload;
-    if (this.accessLogs) {
-      const on = accessLogDirections(snapshot.telemetries, workload);
-      this.accessLogs.client.on = on.client;
-      this.accessLogs.server.on = on.server;
-    }
+    this.applyAccessLog(snapshot, workload);
     if (this.locality === undefined) {
       // The pod's labels are read once: so is its locality, said once at start.
       this.locality = workloadLocality(workload.labels);
@@ -412,6 +430,30 @@ export class DataPlane {
       route: meshRouter(routes, set, domain, { retry503 }),
       l4,
     };
+  }
+
+  /** Puts in force what the Telemetries make of each direction's access log. */
+  private applyAccessLog(snapshot: ResourceSnapshot, workload: Workload): void {
+    const logs = this.accessLogs;
+    if (!logs) return;
+    const choices = accessLogChoices(snapshot.telemetries, workload);
+    logs.client.set(this.sinkFor(choices.client));
+    logs.server.set(this.sinkFor(choices.server));
+    const where = (c: AccessLogChoice, sink: SwitchedAccessLog): string => (c === 'mesh' ? `${sink.on ? 'on' : 'off'} (mesh config)` : c);
+    const said = `access log: client ${where(choices.client, logs.client)}, server ${where(choices.server, logs.server)}`
+      + (choices.from.length > 0 ? `, from Telemetry ${choices.from.join(', ')}` : '');
+    // Said when a Telemetry decides, and when that changes (not at every start without one).
+    if (said !== this.accessLogSaid && (this.accessLogSaid !== '' || choices.from.length > 0) && this.o.primary) log.info(said);
+    this.accessLogSaid = said;
+  }
+
+  private sinkFor(choice: AccessLogChoice): AccessLog | undefined {
+    if (choice === 'off') return undefined;
+    if (choice === 'mesh') return this.meshLog;
+    // The envoy provider: stdout with the mesh config's format (the mesh config's log when that is stdout too).
+    if (this.meshLog !== undefined && meshLogPath(this.o.mesh, this.o.options.type) === ENVOY_PROVIDER_PATH) return this.meshLog;
+    this.envoyLog ??= new AccessLog({ path: ENVOY_PROVIDER_PATH, encoding: this.o.mesh.accessLogEncoding, format: this.o.mesh.accessLogFormat, cwd: this.o.cwd, hostname: hostname() });
+    return this.envoyLog;
   }
 
   /** The traffic the configuration in force manages (undefined before the first one). */
@@ -552,7 +594,8 @@ export class DataPlane {
     for (const l of this.captures) l.closeAll();
     await stopped;
     // After the connections: the lines of the requests they ended are written too.
-    this.accessLog?.close();
+    this.meshLog?.close();
+    this.envoyLog?.close();
     this.outlierLog?.close();
   }
 

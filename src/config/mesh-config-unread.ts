@@ -53,7 +53,7 @@ const MESH: Readonly<Record<string, Unread>> = {
     why: 'Istio\'s injector reads it; here 15020 always merges the agent\'s, the proxy\'s and the application\'s metrics (MESH_METRICS_ANNOTATIONS)',
     same: (v) => v === true,
   },
-  defaultProviders: { why: 'default providers are not applied (only external authorizers are used, named by AuthorizationPolicy CUSTOM): metrics are Prometheus on 15090 and 15020, the access log is accessLogFile' },
+  defaultProviders: { why: 'default providers are not applied (only external authorizers are used, named by AuthorizationPolicy CUSTOM): metrics are Prometheus on 15090 and 15020, the access log is accessLogFile, or the envoy provider where a Telemetry names it (an entry naming no provider then changes nothing)' },
   discoverySelectors: { why: 'every resource in the configSources directories is read, whatever its namespace' },
   trustDomainAliases: { why: 'identities of other trust domains are not taken as this mesh\'s' },
   caCertificates: { why: 'no extra trust roots are loaded: the CA\'s root (mounted certificates or CA_ROOT_CA) is trusted' },

@@ -8,7 +8,7 @@
 // and, with an access log, one line when it ends.
 import type { Socket } from 'node:net';
 import type { HttpRouteDestination } from '../config/resources/types.js';
-import { FLAG, type AccessLogSink } from '../log/access-record.js';
+import { FLAG, liveLog, type AccessLogSink } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import { resetSocket } from '../net/reset.js';
 import type { ClusterTarget, LocalReply } from '../proxy/decider.js';
@@ -125,7 +125,9 @@ export class GatewayL4Connections {
   private route(downstream: Socket, head: Buffer, sni: string | undefined, hello: boolean): void {
     const o = this.o;
     const stats = o.stats;
-    const started = o.accessLog ? performance.now() : 0;
+    // The log as it is when the connection begins: its line is whole whenever a Telemetry switches it.
+    const sink = liveLog(o.accessLog);
+    const started = sink ? performance.now() : 0;
     const local: Endpoint = { address: plainAddress(downstream.localAddress), port: downstream.localPort ?? o.port };
     const source = downstream.remoteAddress === undefined ? undefined : plainAddress(downstream.remoteAddress);
     const routes = o.routes();
@@ -164,8 +166,8 @@ export class GatewayL4Connections {
       decision.details = refusal.details;
     }
     o.decisions.record(decision);
-    const tcpLog = o.accessLog
-      ? new TcpLog(o.accessLog, 'gateway', downstream, local, started, o.passthrough && hello ? head : undefined, decision, undefined, undefined,
+    const tcpLog = sink
+      ? new TcpLog(sink, 'gateway', downstream, local, started, o.passthrough && hello ? head : undefined, decision, undefined, undefined,
         upstream !== undefined ? { host: upstream.dst, cluster: upstream.cluster } : { host: undefined, cluster: refusal?.cluster })
       : undefined;
     if (refusal !== undefined) {

@@ -160,7 +160,9 @@ class GatewayListener {
     this.h2 = new Http2Handler(http);
     const accessLog = o.accessLog;
     const overflow = accessLog
-      ? (socket: Socket): void => logOverflow(accessLog, 'gateway', socket, hostPort(socket.localAddress, socket.localPort))
+      ? (socket: Socket): void => {
+        if (accessLog.on) logOverflow(accessLog, 'gateway', socket, hostPort(socket.localAddress, socket.localPort));
+      }
       : undefined;
     const l4 = plan.protocol === 'TCP' || plan.protocol === 'TLS'
       ? new GatewayL4Connections({

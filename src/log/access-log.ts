@@ -12,7 +12,7 @@ import { closeSync, fstatSync, openSync, write, writeSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { AgentError } from '../errors/agent-error.js';
 import { compileAccessLogFormat, type AccessLogEncoding, type AccessLogFormat } from './access-format.js';
-import type { AccessRecord } from './access-record.js';
+import type { AccessLogSink, AccessRecord } from './access-record.js';
 
 /** Linux's PIPE_BUF: a write to a pipe up to this size is never interleaved with another's. */
 export const PIPE_BUF = 4096;
@@ -96,7 +96,9 @@ export interface AccessLogOptions {
   readonly hostname?: string;
 }
 
-export class AccessLog {
+export class AccessLog implements AccessLogSink {
+  /** A destination of its own is always on (the switch in front of it turns a direction off). */
+  readonly on = true;
   readonly format: AccessLogFormat;
   private pending = '';
   private scheduled = false;

@@ -144,9 +144,19 @@ export interface AccessRecord {
 
 /** Where the proxy engine sends its records (the access log), and what it must keep for the format. */
 export interface AccessLogSink {
+  /**
+   * False: nothing is logged now (a Telemetry turned the log off, or none is configured). The engines
+   * read it once when a request or connection begins, and build nothing for a log while it is false.
+   */
+  readonly on: boolean;
   write(record: AccessRecord): void;
   /** Lower-case response header names the format reads (RESP): only those are kept per response. */
   readonly responseHeaders: readonly string[];
+}
+
+/** The sink if it is on now, else undefined: what an engine reads once when a connection or request begins. */
+export function liveLog(log: AccessLogSink | undefined): AccessLogSink | undefined {
+  return log !== undefined && log.on ? log : undefined;
 }
 
 /** `ip:port` as Envoy prints it (`[v6]:port`), an IPv4-mapped address as IPv4; undefined when unknown. */

@@ -1,18 +1,28 @@
-// An access log that can be turned off at run time (a Telemetry resource's `disabled: true`) without
-// rebuilding the listeners that hold it. Made only where an access log is configured, so a workload
-// without one pays nothing; with one, a flag is read per line.
+// One direction's access log as the configuration in force says it (the mesh config's accessLogFile,
+// or a Telemetry turning the log on or off for CLIENT or SERVER), switched at run time without
+// rebuilding the listeners that hold it. The engines read `on` once when a request or connection
+// begins and build no record while it is false: a workload whose log is off pays that one read.
 import type { AccessLogSink, AccessRecord } from './access-record.js';
 
 export class SwitchedAccessLog implements AccessLogSink {
-  on = true;
+  on = false;
+  private sink: AccessLogSink | undefined = undefined;
 
-  constructor(private readonly inner: AccessLogSink) {}
+  /** `responseHeaders`: what the format reads (every sink a switch takes has the mesh config's format). */
+  constructor(readonly responseHeaders: readonly string[]) {}
 
-  get responseHeaders(): readonly string[] {
-    return this.inner.responseHeaders;
+  /** The sink in force from now on (undefined: off). A request already begun writes to it, or nowhere. */
+  set(sink: AccessLogSink | undefined): void {
+    this.sink = sink;
+    this.on = sink !== undefined;
+  }
+
+  /** Where lines go now (undefined: off). */
+  get current(): AccessLogSink | undefined {
+    return this.sink;
   }
 
   write(record: AccessRecord): void {
-    if (this.on) this.inner.write(record);
+    this.sink?.write(record);
   }
 }

@@ -15,7 +15,7 @@ import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
 import {
-  connectionRecord, FLAG, hostPort, type AccessLogSink, type DecisionNote, type ListenerRole,
+  connectionRecord, FLAG, hostPort, liveLog, type AccessLogSink, type DecisionNote, type ListenerRole,
 } from '../log/access-record.js';
 import { scope } from '../log/logger.js';
 import type { ConnectionBudget } from './connection-budget.js';
@@ -149,6 +149,7 @@ export class CaptureListener {
     this.h2 = new Http2Handler(http);
     const accessLog = o.accessLog;
     this.overflow = accessLog ? (downstream) => {
+      if (!accessLog.on) return;
       let local: string | undefined;
       try { // where it was going (its own address is the listener's)
         const dst = o.transparent ? { address: downstream.localAddress ?? '', port: downstream.localPort ?? 0 } : originalDestination(downstream);
@@ -344,7 +345,9 @@ export class CaptureListener {
     let upTls = declared === 'http' || awaitsHello ? undefined
       : routed ? ('failed' in routed ? routed.reason : 'target' in routed ? routed.tls : undefined) : this.upstreamTls(downstream, dst);
     let verdict = this.tcpVerdict(downstream, dst, peer);
-    const started = this.o.accessLog ? performance.now() : 0;
+    // The log as it is when the connection begins: its line is whole whenever a Telemetry switches it.
+    const sink = liveLog(this.o.accessLog);
+    const started = sink ? performance.now() : 0;
     let upstream: Socket | undefined;
     let connectFailed = false;
     /** Why, for the log (ECONNREFUSED, or the socket libc would not make). */
@@ -410,8 +413,8 @@ export class CaptureListener {
         const facts: ConnectionFacts = { source: downstream.remoteAddress, destination: dst, kind: kind === 'http1' ? 'tcp' : kind, peer };
         note = this.o.decider?.connectionDecided?.(facts, verdict);
       }
-      const tcpLog = this.o.accessLog
-        ? new TcpLog(this.o.accessLog, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined, peer,
+      const tcpLog = sink
+        ? new TcpLog(sink, this.o.direction, downstream, dst, started, kind === 'tls' ? head : undefined, note || undefined, peer,
           this.o.meshTls?.contexts()?.certificate.spiffeId, routed && routed !== AWAITING_SERVER_NAME
             ? { host: upDst, cluster: 'failed' in routed ? routed.cluster : 'target' in routed ? routed.target.cluster.name : undefined } : undefined)
         : undefined;

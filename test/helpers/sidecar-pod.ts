@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { createPod, type Namespace, type Pod } from './pod-netns.js';
 import { binPath } from './repo.js';
 import { cleanEnv, runCli } from './run-cli.js';
+import { waitFor } from './wait-for.js';
 
 /** Resolves at a child's first output (the fixtures print a line when they listen); rejects if it exits first. */
 export function untilFirstOutput(child: ChildProcess): Promise<void> {
@@ -90,4 +91,19 @@ export async function startSidecarPod<P extends Namespace & { close(): void } = 
     close();
     throw e;
   }
+}
+
+/** The configuration version the sidecar's admin port reports (0 before it answers). */
+export async function configVersion(sp: SidecarPod<Namespace & { close(): void }>): Promise<number> {
+  const r = await runCli(['request', 'GET', '/config_dump'], { prefix: ['ip', 'netns', 'exec', sp.pod.name] });
+  return r.code === 0 ? (JSON.parse(r.stdout) as { configuration_version: number }).configuration_version : 0;
+}
+
+/** Writes a resource file (relative to the pod's directory) and waits until the sidecar has a new configuration version. */
+export async function writeResources(sp: SidecarPod<Namespace & { close(): void }>, file: string, text: string): Promise<void> {
+  const before = await configVersion(sp);
+  writeFileSync(join(sp.dir, file), text);
+  await waitFor('the new resources in force', async () => ((await configVersion(sp)) > before ? true : undefined), 10_000);
+  // Every worker reads the files on its own: give the other worker the same moment.
+  await new Promise((resolve) => setTimeout(resolve, 300));
 }

@@ -1,25 +1,58 @@
-// Which Telemetry resources apply to a workload (Istio: the root namespace's without a selector, its
-// namespace's without one, and those of its namespace whose selector matches), and what they leave of
-// the access log. Only turning it off is accepted (validate-telemetry.ts), so a direction is off when
-// any applicable Telemetry turns it off. Pure.
-import { ROOT_NAMESPACE, type Telemetry, type Workload } from './types.js';
+// Which Telemetry resources apply to a workload and what they make of its access log, as Istio
+// merges them: at most one per level, in this order (a later entry overrides an earlier one):
+// the root namespace's first Telemetry without a selector, the workload's namespace's first one
+// without a selector, and the first of its namespace whose selector matches the workload ("first":
+// file order here; Istio: the oldest). An entry counts only once a provider is named (by it or an
+// entry before it); when no counted entry speaks of a direction, the mesh config decides. Pure.
+import { ROOT_NAMESPACE, type AccessLoggingEntry, type Telemetry, type Workload } from './types.js';
 import { selects } from './workload.js';
 
-function applies(t: Telemetry, workload: Workload): boolean {
-  const ns = t.meta.namespace;
-  const hasLabels = t.selector !== undefined && Object.keys(t.selector).length > 0;
-  if (ns === workload.namespace) return !hasLabels || selects(t.selector, workload.labels);
-  return ns === ROOT_NAMESPACE && !hasLabels;
+/**
+ * One direction's access log: `mesh`: as the mesh config says (no Telemetry decides); `on`: the
+ * `envoy` provider (stdout, the mesh config's format); `off`.
+ */
+export type AccessLogChoice = 'mesh' | 'on' | 'off';
+
+export interface AccessLogChoices {
+  /** A sidecar's outbound, and all of a gateway's traffic (Istio reads a gateway as a client). */
+  readonly client: AccessLogChoice;
+  /** A sidecar's inbound. */
+  readonly server: AccessLogChoice;
+  /** The Telemetries that decide, root first ("namespace/name"), for the log and the tests. */
+  readonly from: readonly string[];
 }
 
-/** Whether the workload writes access log lines for its outbound (client) and inbound (server) traffic. */
-export function accessLogDirections(telemetries: readonly Telemetry[], workload: Workload): { client: boolean; server: boolean } {
-  let client = true;
-  let server = true;
-  for (const t of telemetries) {
-    if (t.accessLogOff === undefined || !applies(t, workload)) continue;
-    if (t.accessLogOff.client) client = false;
-    if (t.accessLogOff.server) server = false;
+function namespaceWide(t: Telemetry): boolean {
+  return t.selector === undefined || Object.keys(t.selector).length === 0;
+}
+
+/** The Telemetries in force for the workload: root, namespace, workload (each at most one). */
+export function applicableTelemetries(telemetries: readonly Telemetry[], workload: Workload): Telemetry[] {
+  const root = telemetries.find((t) => t.meta.namespace === ROOT_NAMESPACE && namespaceWide(t));
+  const ns = workload.namespace === ROOT_NAMESPACE ? undefined : telemetries.find((t) => t.meta.namespace === workload.namespace && namespaceWide(t));
+  const own = telemetries.find((t) => t.meta.namespace === workload.namespace && !namespaceWide(t) && selects(t.selector, workload.labels));
+  return [root, ns, own].filter((t): t is Telemetry => t !== undefined);
+}
+
+/** Istio's merge of the entries (root first): the last counted entry of each direction wins. */
+export function mergeAccessLogging(entries: readonly AccessLoggingEntry[]): { client: AccessLogChoice; server: AccessLogChoice } {
+  let client: AccessLogChoice = 'mesh';
+  let server: AccessLogChoice = 'mesh';
+  // Before any entry names a provider, entries take the mesh's default providers: none here.
+  let provider = false;
+  for (const e of entries) {
+    provider ||= e.namesProvider;
+    if (!provider) continue;
+    const choice = e.disabled ? 'off' : 'on';
+    if (e.client) client = choice;
+    if (e.server) server = choice;
   }
   return { client, server };
+}
+
+/** What the Telemetries in force make of the workload's access log, per direction. */
+export function accessLogChoices(telemetries: readonly Telemetry[], workload: Workload): AccessLogChoices {
+  const applied = applicableTelemetries(telemetries, workload).filter((t) => t.accessLogging !== undefined);
+  const merged = mergeAccessLogging(applied.flatMap((t) => t.accessLogging ?? []));
+  return { ...merged, from: applied.map((t) => `${t.meta.namespace}/${t.meta.name}`) };
 }

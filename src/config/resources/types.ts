@@ -618,16 +618,25 @@ export interface Sidecar {
   readonly outboundTrafficPolicy?: OutboundTrafficMode;
 }
 
-// ---- telemetry.mesh.io: Telemetry (the access log turned off per workload; other overrides refused at load) ----
+// ---- telemetry.mesh.io: Telemetry (the access log turned on or off per workload; other overrides refused at load) ----
+
+/** One `accessLogging` entry, as telemetry-scope.ts merges it (Istio's order: root, namespace, workload). */
+export interface AccessLoggingEntry {
+  /** It names the `envoy` provider (the one accepted); false: it takes the providers of the entry before it. */
+  readonly namesProvider: boolean;
+  /** `disabled: true`; false (absent or `false`): the entry turns the log on. */
+  readonly disabled: boolean;
+  /** `match.mode` CLIENT or CLIENT_AND_SERVER (a sidecar's outbound; all of a gateway's traffic). */
+  readonly client: boolean;
+  /** `match.mode` SERVER or CLIENT_AND_SERVER (a sidecar's inbound). */
+  readonly server: boolean;
+}
 
 export interface Telemetry {
   readonly meta: ResourceMeta;
   readonly selector?: LabelSelector;
-  /**
-   * `accessLogging` entries (each `disabled: true`): the directions whose access log lines this
-   * workload no longer writes. CLIENT: its outbound traffic (a gateway's, all of it); SERVER: its inbound.
-   */
-  readonly accessLogOff?: { readonly client: boolean; readonly server: boolean };
+  /** The `accessLogging` entries, in order; absent when the list is absent or empty (the Telemetry says nothing of the log). */
+  readonly accessLogging?: readonly AccessLoggingEntry[];
 }
 
 // ---- the whole set ----

@@ -1,8 +1,8 @@
 // Telemetry (telemetry.istio.io): Istio's per-workload access log, metrics and tracing overrides.
-// Honoured: turning the access log off per workload and direction (`accessLogging` entries with
-// `disabled: true`). Refused, naming the field: turning it on (the mesh config's accessLogFile does
-// that for every workload), filters, providers other than the built-in `envoy`, metrics, tracing.
-import type { ResourceMeta, Telemetry } from './types.js';
+// Honoured: `accessLogging` entries turning the access log on or off per workload and direction
+// (merged in telemetry-scope.ts). Refused, naming the field: filters (CEL), providers other than
+// the built-in `envoy`, metrics, tracing.
+import type { AccessLoggingEntry, ResourceMeta, Telemetry } from './types.js';
 import { checkFields, child, FieldError, item, obj, oneOf, optBool, optList, optObj, show, str, type Warn } from './fields.js';
 import { parseWorkloadSelector } from './selector.js';
 
@@ -14,32 +14,41 @@ export const ACCESS_LOG_PROVIDER = 'envoy';
 const LATER = {
   metrics: 'metric overrides (disabling a metric, removing or adding tags): the proxy\'s metrics are the same for every workload',
   filter: 'filter expressions (CEL) on access log lines: a workload logs every request or none',
-  enable: 'turning the access log on per workload: the mesh config\'s accessLogFile turns it on for every workload, and a Telemetry can turn it off',
 } as const;
 
-function parseAccessLogging(raw: unknown, at: string): { client: boolean; server: boolean } {
+/**
+ * Istio gives an entry without providers the providers of the entry before it (in this Telemetry,
+ * or in the root namespace's or the namespace's above it), and at the top the mesh config's
+ * defaultProviders, which this agent does not apply (as Istio's default mesh config has none).
+ */
+const NO_PROVIDER = 'names no provider: it applies to the provider an entry before it names (here, or in the root namespace\'s or the '
+  + 'namespace\'s Telemetry); where none does it has no effect, as in Istio without defaultProviders (this agent applies none): '
+  + `add providers: [{name: ${ACCESS_LOG_PROVIDER}}]`;
+
+function parseAccessLogging(raw: unknown, at: string): AccessLoggingEntry {
   const o = obj(raw, at);
   checkFields(o, at, { supported: ['providers', 'disabled', 'match'], pending: { filter: LATER.filter } });
-  for (const [i, p] of optList(o['providers'], child(at, 'providers')).entries()) {
+  const providers = optList(o['providers'], child(at, 'providers'));
+  for (const [i, p] of providers.entries()) {
     const pAt = item(child(at, 'providers'), i);
     const po = obj(p, pAt);
     checkFields(po, pAt, { supported: ['name'] });
     const name = str(po['name'], child(pAt, 'name'), { nonEmpty: true });
     if (name !== ACCESS_LOG_PROVIDER) {
-      throw new FieldError(child(pAt, 'name'), `${show(name)} is not supported by this agent: its one access log provider is ${ACCESS_LOG_PROVIDER} (the proxy's own access log, the mesh config's accessLogFile)`);
+      throw new FieldError(child(pAt, 'name'), `${show(name)} is not supported by this agent: its one access log provider is ${ACCESS_LOG_PROVIDER} (the proxy's own access log, written with the mesh config's accessLogFormat and accessLogEncoding)`);
     }
   }
-  if (optBool(o['disabled'], child(at, 'disabled')) !== true) throw new FieldError(o['disabled'] === undefined ? at : child(at, 'disabled'), `is not supported yet: ${LATER.enable}`);
+  const disabled = optBool(o['disabled'], child(at, 'disabled')) === true;
   const match = optObj(o['match'], child(at, 'match'));
   let mode: (typeof ACCESS_LOG_MODES)[number] = 'CLIENT_AND_SERVER';
   if (match !== undefined) {
     checkFields(match, child(at, 'match'), { supported: ['mode'] });
     if (match['mode'] !== undefined) mode = oneOf(match['mode'], child(child(at, 'match'), 'mode'), ACCESS_LOG_MODES);
   }
-  return { client: mode !== 'SERVER', server: mode !== 'CLIENT' };
+  return { namesProvider: providers.length > 0, disabled, client: mode !== 'SERVER', server: mode !== 'CLIENT' };
 }
 
-export function validateTelemetry(spec: unknown, meta: ResourceMeta, _warn: Warn): Telemetry {
+export function validateTelemetry(spec: unknown, meta: ResourceMeta, warn: Warn): Telemetry {
   const s = spec === undefined || spec === null ? {} : obj(spec, 'spec');
   checkFields(s, 'spec', {
     supported: ['selector', 'accessLogging'],
@@ -47,10 +56,9 @@ export function validateTelemetry(spec: unknown, meta: ResourceMeta, _warn: Warn
     unsupported: ['tracing', 'targetRef', 'targetRefs'],
   });
   const selector = parseWorkloadSelector(s['selector'], 'spec.selector');
-  let accessLogOff: Telemetry['accessLogOff'];
-  for (const [i, raw] of optList(s['accessLogging'], 'spec.accessLogging').entries()) {
-    const off = parseAccessLogging(raw, item('spec.accessLogging', i));
-    accessLogOff = { client: off.client || (accessLogOff?.client ?? false), server: off.server || (accessLogOff?.server ?? false) };
-  }
-  return { meta, ...(selector !== undefined ? { selector } : {}), ...(accessLogOff !== undefined ? { accessLogOff } : {}) };
+  const entries = optList(s['accessLogging'], 'spec.accessLogging').map((raw, i) => parseAccessLogging(raw, item('spec.accessLogging', i)));
+  // Only a warning: the entry may take its provider from another Telemetry (root or namespace).
+  const firstNaming = entries.findIndex((e) => e.namesProvider);
+  for (let i = 0; i < (firstNaming < 0 ? entries.length : firstNaming); i++) warn(item('spec.accessLogging', i), NO_PROVIDER);
+  return { meta, ...(selector !== undefined ? { selector } : {}), ...(entries.length > 0 ? { accessLogging: entries } : {}) };
 }

@@ -71,7 +71,10 @@ export interface ConnectionOwner {
   readonly decider: RequestDecider | undefined;
   readonly draining: boolean;
   readonly settings: Http1Settings;
-  /** Where each request is logged once complete; undefined: nothing is measured or built for a log. */
+  /**
+   * Where each request is logged once complete, read when the request begins: undefined or not `on`,
+   * nothing is measured or built for a log.
+   */
   readonly accessLog: AccessLogSink | undefined;
   /** Names the upstream cluster and route in the log as Istio does. */
   readonly role: ListenerRole;
@@ -140,8 +143,12 @@ class Exchange implements ResponseSink, AttemptSender, BodySource {
   meshUp = false;
 
   /** `msg` undefined: a request refused before any decision, answered `fixed`. */
+  /**
+   * `log`: where this request is logged, fixed when it begins (undefined: the log was off then, and
+   * nothing is measured for it), so that its line is whole whenever a Telemetry switches the log.
+   */
   constructor(readonly conn: Connection, readonly msg: RequestMessage | undefined, readonly view: RequestView,
-    readonly fixed: LocalReply | undefined, keepAlive: boolean, readonly started: number) {
+    readonly fixed: LocalReply | undefined, keepAlive: boolean, readonly started: number, readonly log: AccessLogSink | undefined) {
     this.closeAfter = !keepAlive;
   }
 
@@ -234,34 +241,50 @@ export class Connection {
   private lastTls: UpstreamTls | undefined;
   private lastSource: string | undefined;
   private lastKey = '';
-  // For the access log only (read once per connection when one is configured).
-  private readonly remoteText: string | undefined;
-  private readonly localText: string | undefined;
-  private readonly serverName: string | undefined;
+  // For the access log only: read from the socket once, when the first request to be logged begins.
+  private described = false;
+  private remoteText: string | undefined = undefined;
+  private localText: string | undefined = undefined;
+  private serverName: string | undefined = undefined;
+  private localUriSan: string | undefined = undefined;
   /** The client's identity when it came over mutual TLS (the peer of an inbound mesh connection). */
   private readonly peer: PeerIdentity | undefined;
-  private readonly localUriSan: string | undefined;
   /** A request cut by a parse error: logged with the refusal that answers it, once that is sent. */
   private refusedCut: { ex: Exchange; note: DecisionNote | undefined } | undefined;
   /** When the parser refused what had no request yet (for the log of the refusal). */
   private refusedAt = 0;
+  /** Where the refusal that ends the connection is logged (undefined: the log was off when it came). */
+  private refusalLog: AccessLogSink | undefined = undefined;
 
   constructor(private readonly owner: ConnectionOwner, readonly socket: Socket, private readonly dst: Endpoint | undefined) {
     this.remote = socket.remoteAddress;
     this.peer = peerOf(socket);
-    this.localUriSan = this.peer && owner.accessLog ? uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0] : undefined;
-    if (owner.accessLog) {
-      this.remoteText = hostPort(this.remote, socket.remotePort);
-      // The sidecar's: where the client was going (Envoy's original destination); the gateway's: its own port.
-      this.localText = dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort);
-      this.serverName = (socket as Partial<TLSSocket>).servername || undefined;
-    }
     this.defaultVerdict = dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION;
     this.parser = new RequestParser({
       onHead: (head) => this.requestHead(head),
       onBody: (chunk) => this.requestBody(chunk),
       onEnd: () => this.requestEnd(),
     }, owner.settings.limits);
+  }
+
+  /** The access log if it is on now (the connection's addresses read for it the first time); undefined: off. */
+  private logNow(): AccessLogSink | undefined {
+    const log = this.owner.accessLog;
+    if (log === undefined || !log.on) return undefined;
+    if (!this.described) this.describe();
+    return log;
+  }
+
+  /** What the log says of the connection, read while its socket is open. */
+  private describe(): void {
+    this.described = true;
+    const socket = this.socket;
+    const dst = this.dst;
+    if (this.peer) this.localUriSan = uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0];
+    this.remoteText = hostPort(this.remote, socket.remotePort);
+    // The sidecar's: where the client was going (Envoy's original destination); the gateway's: its own port.
+    this.localText = dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort);
+    this.serverName = (socket as Partial<TLSSocket>).servername || undefined;
   }
 
   /** Starts with the bytes already read (`head`), then reads the socket. */
@@ -337,7 +360,7 @@ export class Connection {
       msg = m;
     }
     const view = new RequestView(head.method, msg ? msg.url : head.target, 1, head.minor, msg ? msg.headers : head.rawHeaders, this.socket, msg?.authority);
-    const ex = new Exchange(this, msg, view, fixed, msg !== undefined && msg.keepAlive && !this.owner.draining, performance.now());
+    const ex = new Exchange(this, msg, view, fixed, msg !== undefined && msg.keepAlive && !this.owner.draining, performance.now(), this.logNow());
     view.body = ex;
     if (ex.closeAfter) this.last = true;
     this.queue.push(ex);
@@ -446,7 +469,8 @@ export class Connection {
       this.socket.destroy();
       return;
     }
-    if (this.owner.accessLog) {
+    this.refusalLog = cut ? cut.log : this.logNow();
+    if (this.refusalLog) {
       if (cut) this.refusedCut = { ex: cut, note: undefined };
       else this.refusedAt = performance.now();
     }
@@ -470,7 +494,8 @@ export class Connection {
     this.owner.stats.rqHeadTimeouts++;
     this.halted = true;
     this.refused = HEAD_TIMED_OUT;
-    if (this.owner.accessLog) this.refusedAt = performance.now();
+    this.refusalLog = this.logNow();
+    if (this.refusalLog) this.refusedAt = performance.now();
     this.settle();
   };
 
@@ -537,14 +562,14 @@ export class Connection {
     ex.headSent = true;
     if (reply.flag) ex.flags |= FLAG[reply.flag];
     if (reply.details) ex.details = reply.details;
-    if (this.owner.accessLog) this.replyForLog(ex, reply, headOnly);
+    if (ex.log) this.replyForLog(ex, reply, headOnly);
     this.finish(ex, false);
   }
 
   /** What the log shows of a local answer: its body's size, the headers the format asks for. */
   private replyForLog(ex: Exchange, reply: LocalReply, headOnly: boolean): void {
     ex.bytesOut = headOnly ? 0 : Buffer.byteLength(reply.body);
-    const wanted = this.owner.accessLog!.responseHeaders;
+    const wanted = ex.log!.responseHeaders;
     if (wanted.length === 0 || !reply.headers) return;
     for (const [name, value] of Object.entries(reply.headers)) {
       const lower = name.toLowerCase();
@@ -706,7 +731,7 @@ export class Connection {
 
   /** Writes the request on `up`: its head and the body held so far (a retry: the whole body kept for it). */
   private carry(ex: Exchange, up: UpstreamConnection): void {
-    if (this.owner.accessLog) ex.sentAt = performance.now();
+    if (ex.log) ex.sentAt = performance.now();
     ex.up = up;
     up.attach(ex);
     // A retry sends what the attempts kept (everything so far); a first attempt what was held.
@@ -809,7 +834,7 @@ export class Connection {
     if (exchange !== undefined && this.peer !== undefined && head.framing !== 'tunnel') this.push(exchange.lines);
     ex.status = head.status;
     ex.headSent = true;
-    if (this.owner.accessLog) this.responseForLog(ex, parts);
+    if (ex.log) this.responseForLog(ex, parts);
     if (head.framing === 'tunnel') {
       // The switch is confirmed: the head goes out with the lines that say so, then raw bytes.
       ex.switched = true;
@@ -834,7 +859,7 @@ export class Connection {
       ex.upHost = hostPort(socket.remoteAddress, socket.remotePort);
       ex.upLocal = hostPort(socket.localAddress, socket.localPort);
     }
-    const wanted = this.owner.accessLog!.responseHeaders;
+    const wanted = ex.log!.responseHeaders;
     if (wanted.length > 0) ex.respHeaders = headerValues(parts, wanted);
   }
 
@@ -1014,7 +1039,7 @@ export class Connection {
       this.owner.standard.recordHttp(v.routedCluster ?? ex.target?.cluster?.cluster.name ?? '', this.peer?.principal ?? v.upstreamPrincipal ?? '', v.peerMetadata ?? '',
         packRequest(status, undefined, flags), ms, ex.bytesIn, ex.bytesOut, 0, 0);
     }
-    if (this.owner.accessLog) {
+    if (ex.log) {
       if (this.refusedCut?.ex === ex) this.refusedCut.note = note || undefined; // logged with its refusal
       else this.logExchange(ex, status, note || undefined, ms);
     }
@@ -1024,7 +1049,7 @@ export class Connection {
   /** One access log record for a request (only called with an access log). */
   private logExchange(ex: Exchange, status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
     const view = ex.view;
-    this.owner.accessLog!.write(httpExchangeRecord({
+    ex.log!.write(httpExchangeRecord({
       role: this.owner.role, started: ex.started, sentAt: ex.sentAt, respAt: ex.respAt, durationMs,
       method: view.method, url: view.url, rawHeaders: view.rawHeaders, protocol: view.httpVersionMinor === 0 ? 'HTTP/1.0' : 'HTTP/1.1',
       status, flags: ex.flags, details: ex.details, note, target: ex.target, fixed: ex.fixed !== undefined, retried: ex.retried,
@@ -1039,7 +1064,7 @@ export class Connection {
    * The log of a refusal by the parser: the request it cut (with its decision), or a request that
    * never had a head (`- -`, as Envoy prints a codec error).
    */
-  private logRefusal(refused: LocalReply): void {
+  private logRefusal(refused: LocalReply, sink: AccessLogSink): void {
     const cut = this.refusedCut;
     this.refusedCut = undefined;
     const now = performance.now();
@@ -1048,7 +1073,7 @@ export class Connection {
       return;
     }
     const started = this.refusedAt || now;
-    this.owner.accessLog!.write({
+    sink.write({
       kind: 'http', role: this.owner.role, startMs: performance.timeOrigin + started, durationMs: now - started,
       method: undefined, path: undefined, originalPath: undefined, protocol: 'HTTP/1.1', status: refused.status,
       flags: refused.flag ? FLAG[refused.flag] : 0, details: refused.details, terminationDetails: undefined,
@@ -1086,7 +1111,7 @@ export class Connection {
         const flags = this.refused.flag ? FLAG[this.refused.flag] : 0;
         s.recordResponse(this.refused.status, 0, undefined, undefined, flags);
         this.owner.standard.recordHttp('', this.peer?.principal ?? '', '', packRequest(this.refused.status, undefined, flags), 0, 0, 0, 0, 0);
-        if (this.owner.accessLog) this.logRefusal(this.refused);
+        if (this.refusalLog) this.logRefusal(this.refused, this.refusalLog);
         this.push(replyBytes(this.refused, true, false));
         this.refused = undefined;
         this.end();

@@ -17,7 +17,7 @@ import type { BodySource, HeldBody } from '../held-body.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
-import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type DecisionNote } from '../../log/access-record.js';
+import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import type { ForwardTarget, LocalReply, Verdict } from '../decider.js';
@@ -27,7 +27,7 @@ import { decisionFailed, isConnectFailure, refusal, upstreamFailureBody, upstrea
 import { RequestView } from '../request-view.js';
 import { sourceFor } from '../upstream.js';
 import { grpcMessage, grpcStatusForHttp, grpcStatusOf } from './grpc.js';
-import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
+import { logNow, type Http2ConnectionFacts, type Http2Owner } from './owner.js';
 import {
   downstreamResponseHeaders, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Headers, type Http2Request,
 } from './request-headers.js';
@@ -148,6 +148,8 @@ class BodyPipe {
 
 export class Http2Exchange implements AttemptSender, BodySource {
   private readonly started = performance.now();
+  /** Where this stream is logged, fixed when it begins (undefined: the log was off then): its line is whole whenever the log is switched. */
+  private readonly log: AccessLogSink | undefined;
   private req: Http2Request | undefined;
   private view: RequestView | undefined;
   private verdict: Verdict | undefined;
@@ -205,6 +207,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
 
   constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: ServerHttp2Stream,
     private readonly raw: string[], flags: number) {
+    this.log = logNow(owner.accessLog, conn);
     this.reqEnded = (flags & END_STREAM) !== 0;
     this.bodyless = this.reqEnded;
   }
@@ -613,7 +616,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       }
     }
     if (this.req!.grpc && headers['grpc-status'] !== undefined) this.grpcStatus = grpcStatusOf(String(headers['grpc-status']));
-    if (this.owner.accessLog) this.keepResponseHeaders(headers);
+    if (this.log) this.keepResponseHeaders(headers);
     // Trailers go on to a client that said it takes them (`te: trailers`, as every gRPC client does):
     // waiting for them costs a frame per response, which a plain HTTP/2 client does not pay.
     const trailers = !ended && this.req!.teTrailers;
@@ -632,7 +635,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   }
 
   private keepResponseHeaders(h: OutgoingHttpHeaders): void {
-    const wanted = this.owner.accessLog!.responseHeaders;
+    const wanted = this.log!.responseHeaders;
     for (const name of wanted) {
       const v = h[name];
       if (v !== undefined) (this.respHeaders ??= []).push(name, Array.isArray(v) ? v.join(', ') : String(v));
@@ -762,7 +765,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       this.owner.standard.recordHttp(v?.routedCluster ?? this.target?.cluster?.cluster.name ?? '', this.conn.peer?.principal ?? v?.upstreamPrincipal ?? '', v?.peerMetadata ?? '',
         packRequest(status, grpc, flags), ms, this.bytesIn, this.bytesOut, this.grpcIn?.messages ?? 0, this.grpcOut?.messages ?? 0);
     }
-    if (this.owner.accessLog) this.log(status, note || undefined, ms);
+    if (this.log) this.logStream(this.log, status, note || undefined, ms);
   }
 
   /**
@@ -782,8 +785,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
     if (h1 && !h1.destroyed && (!this.h1Complete || !h1.writableFinished)) h1.destroy();
   }
 
-  private log(status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
-    this.owner.accessLog!.write(httpExchangeRecord({
+  private logStream(sink: AccessLogSink, status: number | undefined, note: DecisionNote | undefined, durationMs: number): void {
+    sink.write(httpExchangeRecord({
       role: this.owner.role, started: this.started, sentAt: this.sentAt, respAt: this.respAt, durationMs,
       method: this.view?.method, url: this.view?.url, rawHeaders: this.view?.rawHeaders, protocol: 'HTTP/2',
       status, flags: this.flags, details: this.details, note, target: this.target, fixed: this.fixed, retried: false,

@@ -9,15 +9,14 @@
 import type { ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
 import type { Socket } from 'node:net';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { hostPort, type AccessLogSink, type ListenerRole } from '../../log/access-record.js';
+import type { AccessLogSink, ListenerRole } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { peerReset } from '../../net/reset.js';
 import { NO_DESTINATION, ORIGINAL_DESTINATION, type RequestDecider } from '../decider.js';
 import type { Http1Settings } from '../http1/connection.js';
 import { DEFAULT_HTTP1_SETTINGS, KEEP_ALIVE_TIMEOUT_MS, type HttpConnectionHandler, type HttpHandlerOptions } from '../http1/handler.js';
 import type { DirectionStats } from '../stats.js';
-import { peerOf, uriSans } from '../tls/peer-identity.js';
+import { peerOf } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
 import { returnHeld } from '../read-buffers.js';
 import { Http2Exchange } from './exchange.js';
@@ -172,14 +171,10 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   private factsOf(socket: Socket): Http2ConnectionFacts {
     const dst = this.o.destinationOf(socket);
     const peer = peerOf(socket);
-    const logged = this.accessLog !== undefined;
     return {
       socket, dst, peer,
       defaultVerdict: dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION,
-      remoteText: logged ? hostPort(socket.remoteAddress, socket.remotePort) : undefined,
-      localText: logged ? (dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort)) : undefined,
-      serverName: logged ? (socket as Partial<TLSSocket>).servername || undefined : undefined,
-      localUriSan: peer && logged ? uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0] : undefined,
+      described: false, remoteText: undefined, localText: undefined, serverName: undefined, localUriSan: undefined,
     };
   }
 

@@ -40,7 +40,7 @@ const EXPECTED: Readonly<Record<string, { warnings?: RegExp[] } | { field: strin
   'AuthorizationPolicy/shop/mysql-tables': { field: 'spec.rules[0].when[0].key', message: /is not supported by this agent: it matches the dynamic metadata an Envoy network filter/ },
   'RequestAuthentication/mesh-system/oidc': {},
   'PeerAuthentication/shop/default': {},
-  'Telemetry/mesh-system/mesh-default': { field: 'spec.accessLogging[0]', message: /is not supported yet: turning the access log on per workload/ },
+  'Telemetry/mesh-system/mesh-default': {},
   'Telemetry/shop/quiet-api': {},
   'Telemetry/shop/api': {},
   'Telemetry/shop/no-tags': { field: 'spec.metrics', message: /is not supported yet: metric overrides/ },

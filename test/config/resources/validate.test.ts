@@ -119,20 +119,21 @@ status: {}
   assert.equal(r.value.resource.meta.namespace, 'default');
 });
 
-it('Telemetry (telemetry.istio.io v1, v1alpha1): the access log turned off is read; any other override is refused, naming it', () => {
-  const off = (spec: string) => (validateYaml(`apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\nspec: ${spec}\n`) as { ok: true; value: { resource: { accessLogOff?: unknown } } }).value.resource.accessLogOff;
-  assert.deepEqual(off('{accessLogging: [{disabled: true}]}'), { client: true, server: true });
-  assert.deepEqual(off('{accessLogging: [{disabled: true, providers: [{name: envoy}], match: {mode: SERVER}}]}'), { client: false, server: true });
-  assert.deepEqual(off('{accessLogging: [{disabled: true, match: {mode: CLIENT}}]}'), { client: true, server: false });
-  assert.equal(off('{}'), undefined);
+it('Telemetry (telemetry.istio.io v1, v1alpha1): the access log turned on and off is read; any other override is refused, naming it', () => {
+  const entries = (spec: string) => (validateYaml(`apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\nspec: ${spec}\n`) as { ok: true; value: { resource: { accessLogging?: unknown } } }).value.resource.accessLogging;
+  assert.deepEqual(entries('{accessLogging: [{disabled: true}]}'), [{ namesProvider: false, disabled: true, client: true, server: true }]);
+  assert.deepEqual(entries('{accessLogging: [{disabled: true, providers: [{name: envoy}], match: {mode: SERVER}}]}'), [{ namesProvider: true, disabled: true, client: false, server: true }]);
+  assert.deepEqual(entries('{accessLogging: [{providers: [{name: envoy}]}, {disabled: false, match: {mode: CLIENT}}]}'),
+    [{ namesProvider: true, disabled: false, client: true, server: true }, { namesProvider: false, disabled: false, client: true, server: false }]);
+  assert.equal(entries('{}'), undefined);
+  assert.equal(entries('{accessLogging: []}'), undefined);
   for (const v of ['telemetry.istio.io/v1', 'telemetry.istio.io/v1alpha1', 'telemetry.mesh.io/v1']) {
     const r = validateYaml(`apiVersion: ${v}\nkind: Telemetry\nmetadata: {name: t}\nspec: {selector: {matchLabels: {app: web}}}\n`);
     assert.ok(r.ok, v);
   }
   const t = (spec: string): string => `apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: t}\nspec: ${spec}\n`;
   assertRejections([
-    { name: 'accessLogging turning it on', yaml: t('{accessLogging: [{providers: [{name: envoy}]}]}'), field: 'spec.accessLogging[0]', message: /is not supported yet: turning the access log on per workload/ },
-    { name: 'disabled: false', yaml: t('{accessLogging: [{disabled: false}]}'), field: 'spec.accessLogging[0].disabled', message: /is not supported yet: turning the access log on/ },
+    { name: 'disabled not a boolean', yaml: t('{accessLogging: [{disabled: sometimes}]}'), field: 'spec.accessLogging[0].disabled', message: /./ },
     { name: 'another provider', yaml: t('{accessLogging: [{providers: [{name: otel}], disabled: true}]}'), field: 'spec.accessLogging[0].providers[0].name', message: /"otel" is not supported by this agent: its one access log provider is envoy/ },
     { name: 'a filter', yaml: t('{accessLogging: [{disabled: true, filter: {expression: "response.code >= 400"}}]}'), field: 'spec.accessLogging[0].filter', message: /is not supported yet: filter expressions/ },
     { name: 'an unknown mode', yaml: t('{accessLogging: [{disabled: true, match: {mode: BOTH}}]}'), field: 'spec.accessLogging[0].match.mode', message: /"BOTH" is not one of CLIENT_AND_SERVER, CLIENT, SERVER/ },

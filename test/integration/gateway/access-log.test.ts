@@ -1,7 +1,8 @@
 // The gateway's access log, as a real `pilot-agent proxy router`: Istio's default TEXT line on
 // stdout (with this agent's decision fields), a custom `accessLogFormat` into a file written by two
-// workers at once, JSON with Istio's default keys and with an object of one's own, and a format
-// the config refuses at start.
+// workers at once, JSON with Istio's default keys and with an object of one's own, a Telemetry
+// turning the log on at run time where the mesh config turns it off, and a format the config
+// refuses at start.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,6 +117,29 @@ describe('the gateway\'s access log', { skip: netnsSkip }, () => {
       await linesOf(() => custom.output(), /"line":"GET \/c"/);
       assert.deepEqual(jsonLines(custom.output()).find((x) => (x['req'] as { line?: string } | undefined)?.line === 'GET /c'),
         { code: 404, flags: 'NR', req: { line: 'GET /c', ua: 'ua/2' }, team: 'shop' });
+    });
+  });
+
+  describe('a Telemetry turning the log on where the mesh config turns it off (accessLogFile: "")', () => {
+    let pod: GatewayPod;
+    const telemetry = (mode: string): string => 'apiVersion: telemetry.istio.io/v1\nkind: Telemetry\nmetadata: {name: mesh-default, namespace: mesh-system}\n'
+      + `spec: {accessLogging: [{providers: [{name: envoy}], match: {mode: ${mode}}}]}\n`;
+    before(async () => {
+      pod = await startGatewayPod({ resources: { ...RESOURCES, 'telemetry.yaml': telemetry('SERVER') }, apps: { [APP]: 'app' }, prepare: meshConfig('accessLogFile: ""\n') });
+    });
+    after(() => pod?.close());
+
+    it('SERVER does not reach a gateway (Istio reads it as a client); CLIENT, written at run time, turns its lines on (stdout)', async () => {
+      pod.send([{ url: `http://127.0.0.1:${PORT}/server-only`, headers: { host: 'shop.example' } }]);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.doesNotMatch(pod.output(), /"GET \/server-only /);
+      writeFileSync(join(pod.dir, 'etc', 'mesh', 'resources', 'telemetry.yaml'), telemetry('CLIENT'));
+      // Sent until the new configuration is in force (the file is read again on its own).
+      for (let i = 0; i < 100 && !/"GET \/client-on /.test(pod.output()); i++) {
+        pod.send([{ url: `http://127.0.0.1:${PORT}/client-on`, headers: { host: 'shop.example' } }]);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.match(pod.output(), /"GET \/client-on HTTP\/1\.1" 200 - via_upstream /);
     });
   });
 

@@ -6,13 +6,13 @@
 // BlackHoleCluster: no listener there), counted and logged; the covered one still answers. A Sidecar's egress hosts that leave the service out make it uncovered too.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { netnsSkip } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
 import { runCli } from '../../helpers/run-cli.js';
-import { startSidecarPod, type SidecarPod } from '../../helpers/sidecar-pod.js';
+import { startSidecarPod, writeResources, type SidecarPod } from '../../helpers/sidecar-pod.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const FIXTURES = join(repoRoot, 'test', 'fixtures');
@@ -44,16 +44,7 @@ describe('outboundTrafficPolicy: ALLOW_ANY passes unknown destinations through, 
   let sp: SidecarPod;
   let backends: ChildProcess;
 
-  const configVersion = async (): Promise<number> => {
-    const r = await runCli(['request', 'GET', '/config_dump'], { prefix: ['ip', 'netns', 'exec', sp.pod.name] });
-    return r.code === 0 ? (JSON.parse(r.stdout) as { configuration_version: number }).configuration_version : 0;
-  };
-  const resources = async (text: string): Promise<void> => {
-    const before = await configVersion();
-    writeFileSync(join(sp.dir, 'etc/mesh/resources/r.yaml'), text);
-    await waitFor('the new resources in force', async () => ((await configVersion()) > before ? true : undefined), 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the other worker reads them too
-  };
+  const resources = (text: string): Promise<void> => writeResources(sp, 'etc/mesh/resources/r.yaml', text);
   const curl = (url: string): { code: string; body: string } => {
     const r = sp.pod.exec('curl', ['-sS', '--max-time', '5', '-o', '-', '-w', '\n%{http_code}', url], { allowFailure: true });
     const lines = r.stdout.split('\n');

@@ -74,6 +74,32 @@ describe('access log records of the HTTP/1.1 path', () => {
     });
   });
 
+  it('a log switched at run time (a Telemetry): nothing is written while it is off; a request is logged as the log was when it began', async () => {
+    await withProxy({}, async (client, log) => {
+      log.on = false;
+      client.write('GET /a HTTP/1.1\r\nHost: shop\r\n\r\n');
+      assert.equal((await client.response()).status, 200);
+      // Begun while off, ended after the log is back on: not logged (its line would lack what was not measured).
+      client.write('POST /b HTTP/1.1\r\nHost: shop\r\nContent-Length: 4\r\n\r\nab');
+      await sleep(50);
+      log.on = true;
+      client.write('cd');
+      assert.equal((await client.response()).status, 200);
+      await sleep(50);
+      assert.equal(log.records.length, 0, 'no record while the log was off');
+      // The same keep-alive connection, now logged whole: its addresses are read for the first time.
+      client.write('GET /c HTTP/1.1\r\nHost: shop\r\n\r\n');
+      assert.equal((await client.response()).status, 200);
+      const [r] = await log.waitFor(1);
+      assert.equal(log.records.length, 1);
+      assert.equal(r!.path, '/c');
+      assert.equal(r!.details, 'via_upstream');
+      assert.equal(r!.downstreamRemote, `127.0.0.1:${client.socket.localPort}`);
+      assert.equal(r!.downstreamLocal, `127.0.0.1:${up.endpoint.port}`);
+      assert.ok(r!.upstreamHost !== undefined && r!.responseMs !== undefined, 'measured for the log');
+    });
+  });
+
   it('one record per pipelined request, in order', async () => {
     await withProxy({}, async (client, log) => {
       client.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n');

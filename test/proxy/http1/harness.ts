@@ -298,6 +298,8 @@ export async function eventually(check: () => boolean): Promise<void> {
 
 /** An access log sink that keeps the records (the formatter is tested on its own). */
 export class RecordedLog implements AccessLogSink {
+  /** Turned off and on by the tests of a log switched at run time (a Telemetry). */
+  on = true;
   readonly records: AccessRecord[] = [];
   constructor(readonly responseHeaders: readonly string[] = []) {}
   write(record: AccessRecord): void {
