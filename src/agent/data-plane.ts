@@ -314,8 +314,9 @@ export class DataPlane {
       const headers = this.meshLog?.responseHeaders ?? compileAccessLogFormat(mesh.accessLogEncoding, mesh.accessLogFormat).responseHeaders;
       this.accessLogs = { client: new SwitchedAccessLog(headers), server: new SwitchedAccessLog(headers) };
       // Until the resources are read, the mesh config's setting (off: the engines build nothing).
-      this.accessLogs.client.set(this.meshLog);
-      this.accessLogs.server.set(this.meshLog);
+      const initial = this.sinkFor(mesh.defaultAccessLog ? 'on' : 'mesh');
+      this.accessLogs.client.set(initial);
+      this.accessLogs.server.set(initial);
     }
     this.authenticator = new JwtAuthenticator({
       refreshIntervalMs: env.PILOT_JWT_PUB_KEY_REFRESH_INTERVAL,
@@ -436,7 +437,7 @@ export class DataPlane {
   private applyAccessLog(snapshot: ResourceSnapshot, workload: Workload): void {
     const logs = this.accessLogs;
     if (!logs) return;
-    const choices = accessLogChoices(snapshot.telemetries, workload);
+    const choices = accessLogChoices(snapshot.telemetries, workload, this.o.mesh.defaultAccessLog);
     logs.client.set(this.sinkFor(choices.client));
     logs.server.set(this.sinkFor(choices.server));
     const where = (c: AccessLogChoice, sink: SwitchedAccessLog): string => (c === 'mesh' ? `${sink.on ? 'on' : 'off'} (mesh config)` : c);

@@ -9,7 +9,7 @@ type Doc = Readonly<Record<string, unknown>>;
 /** Top-level keys mesh-config.ts reads (and checks). */
 export const READ_MESH_KEYS: readonly string[] = [
   'defaultConfig', 'configSources', 'accessLogFile', 'accessLogEncoding', 'accessLogFormat', 'pathNormalization',
-  'enableAutoMtls', 'autoMtlsCidrs', 'trustDomain', 'connectTimeout', 'outboundTrafficPolicy', 'localityLbSetting', 'extensionProviders',
+  'enableAutoMtls', 'autoMtlsCidrs', 'trustDomain', 'connectTimeout', 'outboundTrafficPolicy', 'localityLbSetting', 'extensionProviders', 'defaultProviders',
 ];
 /** `defaultConfig` (and PROXY_CONFIG) keys mesh-config.ts reads. */
 export const READ_PROXY_KEYS: readonly string[] = [
@@ -53,7 +53,6 @@ const MESH: Readonly<Record<string, Unread>> = {
     why: 'Istio\'s injector reads it; here 15020 always merges the agent\'s, the proxy\'s and the application\'s metrics (MESH_METRICS_ANNOTATIONS)',
     same: (v) => v === true,
   },
-  defaultProviders: { why: 'default providers are not applied (only external authorizers are used, named by AuthorizationPolicy CUSTOM): metrics are Prometheus on 15090 and 15020, the access log is accessLogFile, or the envoy provider where a Telemetry names it (an entry naming no provider then changes nothing)' },
   discoverySelectors: { why: 'every resource in the configSources directories is read, whatever its namespace' },
   trustDomainAliases: { why: 'identities of other trust domains are not taken as this mesh\'s' },
   caCertificates: { why: 'no extra trust roots are loaded: the CA\'s root (mounted certificates or CA_ROOT_CA) is trusted' },

@@ -79,6 +79,12 @@ export interface MeshConfig {
    * Istio's default mesh config has `{enabled: true}`: locality failover wherever outlierDetection is set.
    */
   readonly localityLbSetting: LocalityLbSetting;
+  /**
+   * Istio's `defaultProviders.accessLogging` names `envoy` (the built-in provider: stdout, this
+   * config's format): every workload logs both directions unless a Telemetry turns one off, and
+   * a Telemetry entry naming no provider takes it.
+   */
+  readonly defaultAccessLog: boolean;
   /** `extensionProviders` of the external-authorizer kinds (AuthorizationPolicy CUSTOM names them). */
   readonly extAuthzProviders: readonly ExtAuthzProvider[];
   /** The whole document as read, for /config_dump. */
@@ -264,8 +270,39 @@ export function loadMeshConfig(path: string, fileText: string | undefined, proxy
     connectTimeoutMs: connectTimeoutOf(doc, path),
     outboundTrafficPolicy: outboundTrafficPolicyOf(doc, path),
     localityLbSetting: localityLbSettingOf(doc, path, warnings),
+    defaultAccessLog: defaultProvidersOf(doc, path, warnings),
     extAuthzProviders,
   };
+}
+
+/**
+ * `defaultProviders`: which providers the Telemetry kinds use when none is named. Access logging by
+ * `envoy` is honoured (the return value); Prometheus metrics are what this agent always does; other
+ * providers, and tracing, are named in a warning (nothing here can send to them).
+ */
+function defaultProvidersOf(doc: Doc, path: string, warnings: string[]): boolean {
+  const dp = doc['defaultProviders'];
+  if (dp === undefined || dp === null) return false;
+  if (typeof dp !== 'object' || Array.isArray(dp)) throw bad(path, 'defaultProviders', 'expected a mapping such as {accessLogging: [envoy]}');
+  const names = (key: string): string[] => {
+    const v = (dp as Doc)[key];
+    if (v === undefined || v === null) return [];
+    if (!Array.isArray(v) || v.some((n) => typeof n !== 'string')) throw bad(path, `defaultProviders.${key}`, 'expected a list of provider names');
+    return v as string[];
+  };
+  let accessLog = false;
+  for (const name of names('accessLogging')) {
+    if (name === 'envoy') accessLog = true;
+    else warnings.push(`meshConfig.defaultProviders.accessLogging: ${JSON.stringify(name)} is not used: this agent's one access log provider is envoy (stdout, the mesh config's format)`);
+  }
+  for (const name of names('metrics')) {
+    if (name !== 'prometheus') warnings.push(`meshConfig.defaultProviders.metrics: ${JSON.stringify(name)} is not used: metrics are Prometheus's, on 15090 and 15020`);
+  }
+  if (names('tracing').length > 0) warnings.push('meshConfig.defaultProviders.tracing: not used: no traces are made or sent by this agent');
+  for (const key of Object.keys(dp)) {
+    if (key !== 'accessLogging' && key !== 'metrics' && key !== 'tracing') warnings.push(`meshConfig.defaultProviders.${key}: unknown field, not used (known: accessLogging, metrics, tracing)`);
+  }
+  return accessLog;
 }
 
 /** Istio's default: enabled, nothing else (failover by locality where outlierDetection is set). */

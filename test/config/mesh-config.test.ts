@@ -173,7 +173,8 @@ trustDomain: cluster.local
 `;
   const m = loadMeshConfig('mesh', istio, '');
   assert.deepEqual(m.warnings.map((w) => w.slice(0, w.indexOf(':'))).sort(),
-    ['meshConfig.defaultConfig.discoveryAddress', 'meshConfig.defaultConfig.tracing', 'meshConfig.defaultProviders', 'meshConfig.rootNamespace']);
+    ['meshConfig.defaultConfig.discoveryAddress', 'meshConfig.defaultConfig.tracing', 'meshConfig.rootNamespace']);
+  assert.equal(m.defaultAccessLog, false);
   assert.match(m.warnings.find((w) => w.includes('discoveryAddress')) ?? '', /no XDS.*set CA_ADDR/);
   assert.equal(m.trustDomain, 'cluster.local');
 });
@@ -196,4 +197,18 @@ it('reads localityLbSetting (Istio\'s default: enabled), checked as a Destinatio
   assert.deepEqual(loadMeshConfig('m', 'localityLbSetting: {enabled: false}\n', '').localityLbSetting.enabled, false);
   assert.throws(() => loadMeshConfig('mesh.yaml', 'localityLbSetting: {distribute: [{from: "*", to: {a: 50}}]}\n', ''),
     (e: unknown) => e instanceof AgentError && /^mesh\.yaml: localityLbSetting\.distribute\[0\]\.to: the weights sum to 50/.test(e.message));
+});
+
+it('defaultProviders: envoy for access logging is honoured; Prometheus metrics are what this agent does; other providers and tracing are named', () => {
+  assert.equal(loadMeshConfig('m', undefined, '').defaultAccessLog, false);
+  const on = loadMeshConfig('m', 'defaultProviders: {accessLogging: [envoy], metrics: [prometheus]}\n', '');
+  assert.equal(on.defaultAccessLog, true);
+  assert.deepEqual(on.warnings, []);
+  const other = loadMeshConfig('m', 'defaultProviders: {accessLogging: [otel], metrics: [stackdriver], tracing: [zipkin], logging: []}\n', '');
+  assert.equal(other.defaultAccessLog, false);
+  assert.deepEqual(other.warnings.map((w) => w.slice(0, w.indexOf(':'))),
+    ['meshConfig.defaultProviders.accessLogging', 'meshConfig.defaultProviders.metrics', 'meshConfig.defaultProviders.tracing', 'meshConfig.defaultProviders.logging']);
+  assert.match(other.warnings[0] ?? '', /"otel" is not used: this agent's one access log provider is envoy/);
+  assert.throws(() => loadMeshConfig('m', 'defaultProviders: {accessLogging: envoy}\n', ''), /defaultProviders\.accessLogging.*expected a list of provider names/);
+  assert.throws(() => loadMeshConfig('m', 'defaultProviders: [envoy]\n', ''), /defaultProviders.*expected a mapping/);
 });

@@ -2,8 +2,9 @@
 // merges them: at most one per level, in this order (a later entry overrides an earlier one):
 // the root namespace's first Telemetry without a selector, the workload's namespace's first one
 // without a selector, and the first of its namespace whose selector matches the workload ("first":
-// file order here; Istio: the oldest). An entry counts only once a provider is named (by it or an
-// entry before it); when no counted entry speaks of a direction, the mesh config decides. Pure.
+// file order here; Istio: the oldest). An entry counts only once a provider is named (by it, an
+// entry before it, or the mesh config's defaultProviders); when no counted entry speaks of a
+// direction, the default providers log it, or without them the mesh config's accessLogFile decides. Pure.
 import { ROOT_NAMESPACE, type AccessLoggingEntry, type Telemetry, type Workload } from './types.js';
 import { selects } from './workload.js';
 
@@ -34,12 +35,15 @@ export function applicableTelemetries(telemetries: readonly Telemetry[], workloa
   return [root, ns, own].filter((t): t is Telemetry => t !== undefined);
 }
 
-/** Istio's merge of the entries (root first): the last counted entry of each direction wins. */
-export function mergeAccessLogging(entries: readonly AccessLoggingEntry[]): { client: AccessLogChoice; server: AccessLogChoice } {
-  let client: AccessLogChoice = 'mesh';
-  let server: AccessLogChoice = 'mesh';
-  // Before any entry names a provider, entries take the mesh's default providers: none here.
-  let provider = false;
+/**
+ * Istio's merge of the entries (root first): the last counted entry of each direction wins.
+ * `defaultOn`: the mesh config's defaultProviders.accessLogging names envoy.
+ */
+export function mergeAccessLogging(entries: readonly AccessLoggingEntry[], defaultOn = false): { client: AccessLogChoice; server: AccessLogChoice } {
+  let client: AccessLogChoice = defaultOn ? 'on' : 'mesh';
+  let server: AccessLogChoice = client;
+  // Before any entry names a provider, entries take the mesh's default providers.
+  let provider = defaultOn;
   for (const e of entries) {
     provider ||= e.namesProvider;
     if (!provider) continue;
@@ -51,8 +55,8 @@ export function mergeAccessLogging(entries: readonly AccessLoggingEntry[]): { cl
 }
 
 /** What the Telemetries in force make of the workload's access log, per direction. */
-export function accessLogChoices(telemetries: readonly Telemetry[], workload: Workload): AccessLogChoices {
+export function accessLogChoices(telemetries: readonly Telemetry[], workload: Workload, defaultOn = false): AccessLogChoices {
   const applied = applicableTelemetries(telemetries, workload).filter((t) => t.accessLogging !== undefined);
-  const merged = mergeAccessLogging(applied.flatMap((t) => t.accessLogging ?? []));
+  const merged = mergeAccessLogging(applied.flatMap((t) => t.accessLogging ?? []), defaultOn);
   return { ...merged, from: applied.map((t) => `${t.meta.namespace}/${t.meta.name}`) };
 }

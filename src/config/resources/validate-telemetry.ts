@@ -19,10 +19,10 @@ const LATER = {
 /**
  * Istio gives an entry without providers the providers of the entry before it (in this Telemetry,
  * or in the root namespace's or the namespace's above it), and at the top the mesh config's
- * defaultProviders, which this agent does not apply (as Istio's default mesh config has none).
+ * defaultProviders (none in Istio's default mesh config).
  */
 const NO_PROVIDER = 'names no provider: it applies to the provider an entry before it names (here, or in the root namespace\'s or the '
-  + 'namespace\'s Telemetry); where none does it has no effect, as in Istio without defaultProviders (this agent applies none): '
+  + 'namespace\'s Telemetry), else to the mesh config\'s defaultProviders.accessLogging; with neither it has no effect: '
   + `add providers: [{name: ${ACCESS_LOG_PROVIDER}}]`;
 
 function parseAccessLogging(raw: unknown, at: string): AccessLoggingEntry {

@@ -71,7 +71,7 @@ it('entries without providers take the provider of an entry before them; with no
     { client: 'mesh', server: 'mesh', from: ['mesh-system/mesh'] });
   assert.equal(warnings.length, 1);
   assert.equal(warnings[0]!.field, 'spec.accessLogging[0]');
-  assert.match(warnings[0]!.message, /names no provider: .* no effect, as in Istio .* add providers: \[\{name: envoy\}\]/);
+  assert.match(warnings[0]!.message, /names no provider: .*defaultProviders\.accessLogging; with neither it has no effect: add providers: \[\{name: envoy\}\]/);
   // Named at the root, inherited by the namespace's entry.
   assert.deepEqual(choices(telemetry('mesh', 'mesh-system', ON) + telemetry('ns', 'shop', '{accessLogging: [{disabled: true, match: {mode: SERVER}}]}')),
     { client: 'on', server: 'off' });
@@ -79,4 +79,14 @@ it('entries without providers take the provider of an entry before them; with no
   const e = (namesProvider: boolean, disabled: boolean, client = true, server = true) => ({ namesProvider, disabled, client, server });
   assert.deepEqual(mergeAccessLogging([e(false, false), e(true, true, false, true), e(false, false, true, false)]), { client: 'on', server: 'off' });
   assert.deepEqual(mergeAccessLogging([e(false, true)]), { client: 'mesh', server: 'mesh' });
+});
+
+it('the mesh config\'s defaultProviders.accessLogging (envoy): both directions on with no Telemetry, and entries naming no provider count', () => {
+  const e = (namesProvider: boolean, disabled: boolean, client = true, server = true) => ({ namesProvider, disabled, client, server });
+  assert.deepEqual(mergeAccessLogging([], true), { client: 'on', server: 'on' });
+  assert.deepEqual(mergeAccessLogging([e(false, true, false, true)], true), { client: 'on', server: 'off' });
+  assert.deepEqual(mergeAccessLogging([e(false, true)], false), { client: 'mesh', server: 'mesh' }, 'without defaults the same entry changes nothing');
+  const warnings: ResourceWarning[] = [];
+  assert.deepEqual(accessLogChoices(telemetries(telemetry('mesh', 'mesh-system', '{accessLogging: [{disabled: true}]}'), warnings), web, true),
+    { client: 'off', server: 'off', from: ['mesh-system/mesh'] });
 });

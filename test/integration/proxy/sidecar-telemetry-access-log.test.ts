@@ -183,3 +183,40 @@ describe('Telemetry accessLogging beside the mesh config\'s accessLogFile', { sk
     assert.equal(await whereLogged('/unnamed-in', 5_000), 'file');
   });
 });
+
+describe('the mesh config\'s defaultProviders.accessLogging: [envoy]', { skip: netnsSkip }, () => {
+  let sp: SidecarPod;
+  const resources = (text: string): Promise<void> => writeResources(sp, RESOURCES, text);
+  const logged = (path: string): boolean => sp.stdout().includes(`"GET ${path} HTTP/1.1"`);
+  async function both(step: string, wait: number): Promise<{ client: boolean; server: boolean }> {
+    assert.equal(fetchFrom(sp.pod, `http://${PEER_V4}:8080/${step}-out`), 200);
+    assert.equal(fetchFrom(sp.pod.peer, `http://${POD_V4}:9080/${step}-in`), 200);
+    const deadline = Date.now() + wait;
+    while (Date.now() < deadline && !(logged(`/${step}-out`) && logged(`/${step}-in`))) await new Promise((resolve) => setTimeout(resolve, 50));
+    return { client: logged(`/${step}-out`), server: logged(`/${step}-in`) };
+  }
+
+  before(async () => {
+    sp = await startSidecarPod({
+      // accessLogFile "" (off, as Istio's default for a sidecar): the default provider logs all the same.
+      files: { 'etc/mesh/pod/labels': 'app="web"\n', 'etc/mesh/config/mesh': 'accessLogFile: ""\ndefaultProviders: {accessLogging: [envoy], metrics: [prometheus]}\n', 'etc/mesh/resources/r.yaml': '' },
+      env: ['POD_NAMESPACE=default'],
+      prepare: async (p) => {
+        await untilFirstOutput(p.peer.start(process.execPath, [APP, PEER_V4, '8080', 'peer']));
+        await untilFirstOutput(p.start(process.execPath, [APP, '0.0.0.0', '9080', 'app']));
+      },
+    });
+  });
+  after(() => sp?.close());
+
+  it('with no Telemetry, every direction is logged on stdout (Istio\'s envoy provider), and the mesh config draws no warning for it', async () => {
+    assert.deepEqual(await both('default-on', 5_000), { client: true, server: true });
+    assert.doesNotMatch(sp.stderr(), /defaultProviders/);
+  });
+
+  it('an entry naming no provider takes the default one: SERVER off', async () => {
+    await resources(telemetry('ns', 'default', '  accessLogging: [{disabled: true, match: {mode: SERVER}}]\n'));
+    const got = await both('unnamed-server-off', 1_500);
+    assert.deepEqual(got, { client: true, server: false });
+  });
+});
