@@ -87,6 +87,14 @@ function trailerFields(h: IncomingHttpHeaders | NodeJS.Dict<string | string[]>):
   return out;
 }
 
+
+/**
+ * node's request() options, its priority defaults written out: node copies the object and sets
+ * each one missing on the copy (property additions per request); given, they are only checked.
+ */
+const PRIORITY = { weight: 16, parent: 0, exclusive: false, silent: false } as const;
+const ENDED_REQUEST = { ...PRIORITY, endStream: true };
+const OPEN_REQUEST = { ...PRIORITY, endStream: false, waitForTrailers: true };
 /**
  * The client's request body for a request sent to a cluster: relayed to the attempt in flight with
  * back-pressure, and kept (up to REPLAYABLE_BODY_LIMIT) so a retry can send it again. Between
@@ -463,7 +471,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
 
   private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, headers: OutgoingHttpHeaders, gen: number): void {
     this.upLocal = route.local;
-    const up = route.session.request(headers, this.bodyless ? { endStream: true } : { endStream: false, waitForTrailers: true });
+    const up = route.session.request(headers, this.bodyless ? ENDED_REQUEST : OPEN_REQUEST);
     this.up = up;
     const stats = this.owner.stats;
     stats.upstreamRqActive++;

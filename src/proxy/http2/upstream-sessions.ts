@@ -19,6 +19,7 @@
 // behind it is not refused for a connection that is on its way out.
 import type { ClientHttp2Session } from 'node:http2';
 import { H2, http2 } from './node-http2.js';
+import { installLeanAsyncBind } from './lean-async-bind.js';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { scope } from '../../log/logger.js';
@@ -150,7 +151,9 @@ export class Http2UpstreamPool {
   private readonly drained = new Set<SessionEntry>();
 
   constructor(private readonly mode: UpstreamMode, private readonly stats: DirectionStats,
-    private readonly settings: { readonly maxHeaderListSize: number }) {}
+    private readonly settings: { readonly maxHeaderListSize: number }) {
+    installLeanAsyncBind(); // node's request() binds each stream's start: see lean-async-bind.ts
+  }
 
   /** A session for one stream (or why there is none, or that the destination speaks HTTP/1.1 only). */
   acquire(t: UpstreamTarget, done: Waiter): void {
