@@ -62,7 +62,7 @@ function relayBody(from: Readable, to: Writable, count: (bytes: number, chunk: B
   });
   // An empty body's end may have come already (node reads END_STREAM on a DATA frame at once).
   if (from.readableEnded) ended();
-  else from.once('end', ended);
+  else from.on('end', ended); // 'end' comes once: `on` spares the wrapper `once` makes
 }
 
 /** Response header lines of a node header object (pseudo-headers out, repeated values kept). */
@@ -280,9 +280,10 @@ export class Http2Exchange implements AttemptSender, BodySource {
     s.rqActive++;
     const stream = this.stream;
     stream.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 stream error: ${err.message}`));
-    stream.once('close', () => this.closed());
-    stream.once('end', () => { this.reqEnded = true; });
-    stream.once('trailers', (t: IncomingHttpHeaders) => { this.reqTrailers = t; });
+    // Each of these comes at most once per stream: `on` spares the wrapper `once` makes (per request).
+    stream.on('close', () => this.closed());
+    stream.on('end', () => { this.reqEnded = true; });
+    stream.on('trailers', (t: IncomingHttpHeaders) => { this.reqTrailers = t; });
     const req = http2Request(this.raw, this.owner.settings.normalization);
     if (isHttp2RequestError(req)) {
       if (req.status === 400) s.rqProtocolErrors++;
@@ -475,7 +476,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.up = up;
     const stats = this.owner.stats;
     stats.upstreamRqActive++;
-    up.once('close', () => {
+    // 'close', 'response' and 'trailers' come at most once per stream (`on`: no wrapper per request).
+    up.on('close', () => {
       stats.upstreamRqActive--;
       route.release();
       if (this.done || gen !== this.gen) return;
@@ -489,12 +491,14 @@ export class Http2Exchange implements AttemptSender, BodySource {
       }
     });
     up.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 upstream stream error: ${err.message}`));
-    up.on('wantTrailers', () => {
-      if (gen !== this.gen) return;
-      if (this.reqTrailers) up.sendTrailers(trailerFields(this.reqTrailers));
-      else up.sendTrailers({});
-    });
-    up.once('response', (h: IncomingHttpHeaders, flags: number) => {
+    if (!this.bodyless) {
+      up.on('wantTrailers', () => {
+        if (gen !== this.gen) return;
+        if (this.reqTrailers) up.sendTrailers(trailerFields(this.reqTrailers));
+        else up.sendTrailers({});
+      });
+    }
+    up.on('response', (h: IncomingHttpHeaders, flags: number) => {
       if (gen !== this.gen) return;
       const status = Number(h[':status']);
       // A response the route's retry policy retries is dropped here (the stream is cancelled).
@@ -505,7 +509,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
         else this.responseCut(resetCodeFor(up.rstCode));
       });
     });
-    up.once('trailers', (t: IncomingHttpHeaders) => {
+    up.on('trailers', (t: IncomingHttpHeaders) => {
       if (gen !== this.gen) return;
       this.respTrailers = t;
       if (this.req!.grpc) this.grpcStatus = grpcStatusOf(t['grpc-status']);
@@ -634,7 +638,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       this.attempts?.ended(false);
     }
     if (trailers) {
-      this.stream.once('wantTrailers', () => {
+      this.stream.on('wantTrailers', () => {
         const t = this.respTrailers;
         this.stream.sendTrailers(t ? trailerFields(t) : {});
       });

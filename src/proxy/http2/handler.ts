@@ -134,7 +134,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     session.on('stream', (stream: ServerHttp2Stream, _headers: unknown, flags: number, raw: string[]) => {
       counts.open++;
       counts.total++;
-      stream.once('close', () => {
+      stream.on('close', () => { // once per stream (`on`: no wrapper per request)
         counts.open--;
         if (!stream.headersSent && stream.rstCode !== H2.NO_ERROR) this.prematureReset(session, counts);
       });
