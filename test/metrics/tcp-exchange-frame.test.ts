@@ -3,32 +3,17 @@
 // format), and bytes that are not a frame, or not a whole one, or too large, never taken for one.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import protobuf from 'protobufjs';
 import { metadataOfHeader, ownMetadata, type OwnMetadataSource } from '../../src/metrics/peer-metadata.js';
 import {
   encodeExchangeFrame, EXCHANGE_MAGIC, MAX_EXCHANGE_DATA_BYTES, readExchangeFrame,
 } from '../../src/metrics/tcp-exchange-frame.js';
-
-const root = protobuf.Root.fromJSON(protobuf.common.get('google/protobuf/struct.proto')!);
-const StructType = root.lookupType('google.protobuf.Struct');
-// google.protobuf.Any as its .proto declares it (protobufjs ships no JSON of it).
-const AnyType = new protobuf.Type('Any').add(new protobuf.Field('type_url', 1, 'string')).add(new protobuf.Field('value', 2, 'bytes'));
-new protobuf.Root().define('google.protobuf').add(AnyType);
+import { AnyType, envoyFrame, StructType } from '../helpers/exchange-frames.js';
 
 const ENV: OwnMetadataSource = {
   POD_NAME: 'reviews-v2-5b9d8c7f6d-x7k2p', POD_NAMESPACE: 'bookinfo', CLUSTER_ID: 'Kubernetes', MESH_META_CLUSTER_ID: '',
   MESH_META_WORKLOAD_NAME: '', SERVICE_ACCOUNT: 'reviews', INSTANCE_IP: '10.0.0.7',
 };
 const OWN = ownMetadata(ENV, { app: 'reviews', version: 'v2' });
-
-/** A frame made as the documented format says, with protobufjs for the two messages (not our encoder). */
-function envoyFrame(fields: Record<string, unknown>, typeUrl = 'type.googleapis.com/google.protobuf.Struct'): Buffer {
-  const value = Buffer.from(StructType.encode(StructType.fromObject({ fields })).finish());
-  const any = Buffer.from(AnyType.encode(AnyType.fromObject({ type_url: typeUrl, value })).finish());
-  const prefix = Buffer.from([0x3d, 0x23, 0x04, 0x67, 0, 0, 0, 0]);
-  prefix.writeUInt32BE(any.length, 4);
-  return Buffer.concat([prefix, any]);
-}
 
 const ENVOY_PEER = {
   'x-envoy-peer-metadata': {

@@ -249,7 +249,7 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(one(aText, 'mesh_response_messages_total', { reporter: 'source', request_protocol: 'grpc' }).value, 2);
   });
 
-  it('TCP: the four TCP metrics on both sides, by service and principal (request_protocol tcp)', async () => {
+  it('TCP: the four TCP metrics on both sides, each side\'s peer workload learnt through the TCP metadata exchange (request_protocol tcp)', async () => {
     const got = tcp(a.pod, 'tcp-metrics-marker');
     assert.match(got, /tcp-metrics-marker/);
     const closed = (name: string) => (t: string): boolean => samples(t, name).some((s) => s.value > 0);
@@ -262,6 +262,7 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(opened.labels['destination_workload'], 'httpbin');
     assert.equal(opened.labels['destination_service'], HTTPBIN);
     assert.equal(opened.labels['connection_security_policy'], 'mutual_tls');
+    assert.deepEqual(pick(opened, SIDE_LABELS), SLEEP_TO_HTTPBIN, 'B knows A\'s workload from A\'s frame');
     assert.equal(one(bText, 'istio_tcp_connections_closed_total', { reporter: 'destination' }).value, 1);
     assert.ok(one(bText, 'istio_tcp_received_bytes_total', { reporter: 'destination' }).value >= 'tcp-metrics-marker\n'.length);
     assert.ok(one(bText, 'istio_tcp_sent_bytes_total', { reporter: 'destination' }).value >= got.length);
@@ -272,6 +273,8 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(aOpened.labels['source_workload'], 'sleep');
     assert.equal(aOpened.labels['source_principal'], spiffe('sleep'), 'over mutual TLS: its own identity');
     assert.equal(aOpened.labels['destination_principal'], spiffe('httpbin'), 'the upstream sidecar\'s verified identity');
+    assert.deepEqual(pick(aOpened, SIDE_LABELS), SLEEP_TO_HTTPBIN, 'A knows B\'s workload from B\'s frame');
+    assert.equal(got.includes('\x3d\x23\x04\x67'), false, 'no frame reached A\'s client');
     assert.equal(one(aText, 'mesh_tcp_sent_bytes_total', { reporter: 'source' }).value, got.length);
   });
 
