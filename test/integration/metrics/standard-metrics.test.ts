@@ -77,6 +77,8 @@ spec:
   servers:
   - port: {number: 8080, name: http, protocol: HTTP}
     hosts: ["*"]
+  - port: {number: 9000, name: tcp, protocol: TCP}
+    hosts: ["*"]
 ---
 apiVersion: networking.mesh.io/v1
 kind: VirtualService
@@ -87,6 +89,16 @@ spec:
   http:
   - match: [{uri: {prefix: /headers}}]
     route: [{destination: {host: ${B}, port: {number: 9080}}}]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: to-b-tcp, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [ingressgateway]
+  tcp:
+  - match: [{port: 9000}]
+    route: [{destination: {host: ${B}, port: {number: 8081}}}]
 `;
 
 const prometheusSkip = spawnSync('prometheus', ['--version']).status === 0 ? false : 'prometheus is not installed (scripts/install-deps.sh installs the Debian package)';
@@ -415,6 +427,18 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(inbound.labels['source_workload_namespace'], 'mesh-system');
     assert.equal(inbound.labels['connection_security_policy'], 'mutual_tls');
     assert.equal(bText.includes('forged'), false);
+  });
+
+  it('the ingress gateway\'s TCP route to B runs the TCP exchange too: B reports the gateway\'s workload, the gateway\'s client sees no frame', async () => {
+    const script = `const s = require('net').connect(9000, '127.0.0.1'); let d = '';
+      s.on('data', (c) => { d += c; if (d.includes('\\n')) s.end(); }); s.on('error', () => {});
+      s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000).unref();`;
+    const got = g.pod.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
+    assert.match(got, /^httpbin-tcp-hello from /, 'the greeting first: no frame reached the client');
+    const bText = await scrapeUntil(b.pod, (t) => samples(t, 'istio_tcp_connections_closed_total').some((x) => x.labels['source_workload'] === 'ingressgateway'));
+    const opened = one(bText, 'istio_tcp_connections_opened_total', { reporter: 'destination', source_workload: 'ingressgateway' });
+    assert.equal(opened.labels['source_workload_namespace'], 'mesh-system');
+    assert.equal(opened.labels['source_principal'], 'spiffe://cluster.local/ns/mesh-system/sa/ingressgateway');
   });
 
   it('a real Prometheus scraping both pods answers queries shaped like Istio\'s dashboards', { skip: prometheusSkip }, async () => {
