@@ -226,7 +226,7 @@ export class GatewayL4Connections {
     let upstream: Socket;
     try {
       // Without metadata of its own to send, the gateway must not let a server select the exchange.
-      const tls = up.tls !== undefined && this.o.peerExchange === undefined && up.tls.alpn === MESH_ALPN_TCP ? { ...up.tls, alpn: MESH_ALPN_TCP_NO_EXCHANGE } : up.tls;
+      const tls = up.tls !== undefined && this.o.peerExchange?.frame === undefined && up.tls.alpn === MESH_ALPN_TCP ? { ...up.tls, alpn: MESH_ALPN_TCP_NO_EXCHANGE } : up.tls;
       upstream = tls ? connectTls(up.dst, tls, stats) : connectUpstream(DIRECT, up.dst, undefined);
     } catch (err) { // a socket libc would not make
       if (up.target) up.target.target.cluster.releaseConnection(up.target.endpoint);
@@ -253,9 +253,9 @@ export class GatewayL4Connections {
     trackUpstream(upstream, stats, up.target !== undefined);
     // Istio's TCP metadata exchange with a mesh upstream that selects it (the gateway keeps no TCP
     // series of Istio's: the upstream's frame is read off and its metadata not used).
-    const exchange = this.o.peerExchange;
-    const gate: RelayGate | undefined = exchange !== undefined && up.tls?.mesh === true && up.tls.alpn === MESH_ALPN_TCP
-      ? upstreamExchangeGate(upstream as TLSSocket, exchange.frame, EXCHANGE_TIMEOUT_MS, ignorePeer) : undefined;
+    const frame = this.o.peerExchange?.frame;
+    const gate: RelayGate | undefined = frame !== undefined && up.tls?.mesh === true && up.tls.alpn === MESH_ALPN_TCP
+      ? upstreamExchangeGate(upstream as TLSSocket, frame, EXCHANGE_TIMEOUT_MS, ignorePeer) : undefined;
     relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded, gate);
   }
 }

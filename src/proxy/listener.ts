@@ -257,7 +257,7 @@ export class CaptureListener {
       resetSocket(downstream);
       return;
     }
-    const exchange = this.o.peerExchange;
+    const exchange = this.o.peerExchange?.frame;
     acceptMeshTls(downstream, head, {
       contexts, stats, handshakeTimeoutMs: meshTls.handshakeTimeoutMs, alpn: exchange ? MESH_ALPN_SERVER : MESH_ALPN_SERVER_NO_EXCHANGE,
       onSecure: (tls, peer) => {
@@ -269,7 +269,7 @@ export class CaptureListener {
         }
         // Istio's TCP metadata exchange: this side's frame first, the client's read before anything
         // of the connection is judged or sniffed (what follows it may be any protocol, HTTP too).
-        tls.write(exchange.frame);
+        tls.write(exchange);
         readPeerFrame(tls, EXCHANGE_TIMEOUT_MS, (peerKey, readAhead) => {
           if (!tls.destroyed) this.dispatch(tls, dst, peer, { peerKey, readAhead });
         });
@@ -383,7 +383,7 @@ export class CaptureListener {
       }
       try {
         // Without metadata of its own to send, this side must not let a server select the exchange.
-        const tls = upTls !== undefined && this.o.peerExchange === undefined && upTls.alpn === MESH_ALPN_TCP ? { ...upTls, alpn: MESH_ALPN_TCP_NO_EXCHANGE } : upTls;
+        const tls = upTls !== undefined && this.o.peerExchange?.frame === undefined && upTls.alpn === MESH_ALPN_TCP ? { ...upTls, alpn: MESH_ALPN_TCP_NO_EXCHANGE } : upTls;
         const s = tls ? connectTls(upDst, tls, stats)
           : connectUpstream(this.o.upstream, upDst, sourceFor(this.o.upstream, upDst, downstream.remoteAddress));
         if (cluster) releaseSlot = connectionToCluster(s, cluster, upTls !== undefined);
@@ -462,9 +462,9 @@ export class CaptureListener {
       const up = upstream;
       let gate: RelayGate | undefined;
       if (this.o.direction === 'outbound' && up !== undefined && !up.destroyed && isMeshTls(upTls) && peerOf(up) === undefined) {
-        const exchange = this.o.peerExchange;
-        if (exchange !== undefined && (upTls as UpstreamTls).alpn === MESH_ALPN_TCP) {
-          gate = upstreamExchangeGate(up as TLSSocket, exchange.frame, EXCHANGE_TIMEOUT_MS, (peerKey) => countTcp(peerOf(up)?.principal ?? '', peerKey));
+        const frame = this.o.peerExchange?.frame;
+        if (frame !== undefined && (upTls as UpstreamTls).alpn === MESH_ALPN_TCP) {
+          gate = upstreamExchangeGate(up as TLSSocket, frame, EXCHANGE_TIMEOUT_MS, (peerKey) => countTcp(peerOf(up)?.principal ?? '', peerKey));
         } else {
           let counted = false;
           const count = (): void => {

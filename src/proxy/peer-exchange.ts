@@ -12,13 +12,16 @@ export interface PeerExchange {
   /** The same as header pairs (HTTP/2), and as a header record (a local answer's). */
   readonly pairs: readonly (readonly [string, string])[];
   readonly headers: Readonly<Record<string, string>>;
-  /** The TCP exchange's frame (ALPN `istio-peer-exchange`): the same metadata and id. */
-  readonly frame: Buffer;
+  /**
+   * The TCP exchange's frame (ALPN `istio-peer-exchange`): the same metadata and id. Undefined: the TCP
+   * exchange is neither offered nor selected (PILOT_DISABLE_MX_ALPN).
+   */
+  readonly frame: Buffer | undefined;
 }
 
-export function peerExchangeOf(own: { readonly header: string; readonly id: string; readonly struct: StructValue }): PeerExchange {
+export function peerExchangeOf(own: { readonly header: string; readonly id: string; readonly struct: StructValue }, tcp = true): PeerExchange {
   return {
-    frame: encodeExchangeFrame(own.struct, own.id),
+    frame: tcp ? encodeExchangeFrame(own.struct, own.id) : undefined,
     lines: `${PEER_METADATA_HEADER}: ${own.header}\r\n${PEER_METADATA_ID_HEADER}: ${own.id}\r\n`,
     pairs: [[PEER_METADATA_HEADER, own.header], [PEER_METADATA_ID_HEADER, own.id]],
     headers: { [PEER_METADATA_HEADER]: own.header, [PEER_METADATA_ID_HEADER]: own.id },
