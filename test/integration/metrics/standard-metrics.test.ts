@@ -27,6 +27,9 @@ const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const B = '198.18.10.3';
 const spiffe = (sa: string): string => `spiffe://cluster.local/ns/default/sa/${sa}`;
 const HTTPBIN = 'httpbin.default.svc.cluster.local';
+/** D's address (the fourth pod): an Envoy-shaped mesh server runs there for A's outbound exchange. */
+const ENVOY = '198.18.10.4';
+const ENVOY_HOST = 'reviews.default.svc.cluster.local';
 
 const A_RESOURCES = `apiVersion: networking.mesh.io/v1
 kind: ServiceEntry
@@ -44,6 +47,25 @@ kind: DestinationRule
 metadata: {name: httpbin, namespace: default}
 spec:
   host: ${HTTPBIN}
+  trafficPolicy:
+    tls: {mode: ISTIO_MUTUAL}
+---
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: reviews, namespace: default}
+spec:
+  hosts: [${ENVOY_HOST}]
+  addresses: [${ENVOY}]
+  ports: [{number: 9101, name: tcp-mx, protocol: TCP}, {number: 9102, name: tcp-istio, protocol: TCP}, {number: 9103, name: tcp-noframe, protocol: TCP}]
+  resolution: STATIC
+  endpoints: [{address: ${ENVOY}}]
+  location: MESH_INTERNAL
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: default}
+spec:
+  host: ${ENVOY_HOST}
   trafficPolicy:
     tls: {mode: ISTIO_MUTUAL}
 `;
@@ -333,6 +355,66 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
       source_workload: 'ratings-v1', source_app: 'ratings', source_version: 'v1', source_canonical_service: 'ratings', source_workload_namespace: 'default',
       source_principal: spiffe('ratings'),
     });
+  });
+
+  it('A to an Envoy sidecar\'s TCP chain: its frame (made from the format) is read off before its bytes and A reports its workload; a server selecting istio, or sending no frame, is relayed as it is', async () => {
+    assert.equal(d.address, ENVOY);
+    const reviews = { ...RATINGS, pod: 'reviews-v1-6c9f7d8b5a-zz9x1', workload: 'reviews-v1', app: 'reviews', ip: ENVOY };
+    const ports = [
+      { port: 9101, alpn: ['istio-peer-exchange', 'istio'], frame: envoyFrame(sidecarFields(reviews)).toString('base64'), greeting: 'envoy-hello\n' },
+      { port: 9102, alpn: ['istio'], greeting: 'istio-hello\n' },
+      { port: 9103, alpn: ['istio-peer-exchange', 'istio'], greeting: 'noframe-hello\n' },
+    ];
+    const server = d.start(process.execPath, [join(FIXTURES, 'mesh-tls-server.mjs'), JSON.stringify({
+      cert: join(certDir, 'ratings', 'cert-chain.pem'), key: join(certDir, 'ratings', 'key.pem'), ports,
+    })]);
+    const lines: string[] = [];
+    server.stdout!.setEncoding('utf8').on('data', (t: string) => { lines.push(...t.split('\n').filter((l) => l !== '')); });
+    try {
+      await new Promise<void>((resolve) => { const t = setInterval(() => { if (lines.includes('listening')) { clearInterval(t); resolve(); } }, 20); });
+      for (const p of ports) {
+        const line = `line-${p.port}`;
+        const script = `const s = require('net').connect(${p.port}, '${ENVOY}'); let d = ''; let sent = false;
+          s.on('data', (c) => { d += c; if (!sent && d.includes('\\n')) { sent = true; s.write('${line}\\n'); } else if (sent && d.includes('${line}')) s.end(); });
+          s.on('error', () => {}); s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000).unref();`;
+        const got = a.pod.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
+        if (p.port === 9103) { // no filter there: it echoes A's frame too, as the application's bytes they are to it
+          assert.ok(got.startsWith(p.greeting) && got.endsWith(`${line}\n`), got);
+        } else {
+          assert.equal(got, `${p.greeting}${line}\n`, `port ${p.port}: the server's bytes as it sent them, without its frame`);
+        }
+      }
+      const seen = new Map<number, { alpn: string | null; received: Buffer }>();
+      for (let i = 0; i < 50 && seen.size < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        for (const l of lines.filter((x) => x.startsWith('{'))) {
+          const r = JSON.parse(l) as { port: number; alpn: string | null; received: string };
+          seen.set(r.port, { alpn: r.alpn, received: Buffer.from(r.received, 'base64') });
+        }
+      }
+      const withFrame = (port: number): string => {
+        const r = seen.get(port)!;
+        assert.equal(r.alpn, 'istio-peer-exchange', `port ${port}`);
+        const frame = readExchangeFrame(r.received);
+        assert.equal(frame.kind, 'frame', `port ${port}: A's frame first`);
+        if (frame.kind !== 'frame') return '';
+        assert.equal(metadataOfHeader(frame.peerKey!)?.workload, 'sleep');
+        return r.received.subarray(frame.frameBytes).toString('latin1');
+      };
+      assert.equal(withFrame(9101), 'line-9101\n');
+      assert.equal(withFrame(9103), 'line-9103\n', 'a server that selected the exchange gets A\'s frame, whatever it does with it');
+      assert.equal(seen.get(9102)?.alpn, 'istio');
+      assert.equal(seen.get(9102)?.received.toString('latin1'), 'line-9102\n', 'no frame to a server that did not select the exchange');
+    } finally {
+      server.kill('SIGKILL');
+    }
+    const aText = await scrapeUntil(a.pod, (t) => samples(t, 'mesh_tcp_connections_closed_total').filter((x) => x.labels['destination_service'] === ENVOY_HOST)
+      .reduce((n, x) => n + x.value, 0) === 3);
+    const learnt = one(aText, 'mesh_tcp_connections_opened_total', { reporter: 'source', destination_service: ENVOY_HOST, destination_workload: 'reviews-v1' });
+    assert.equal(learnt.value, 1);
+    assert.equal(learnt.labels['destination_app'], 'reviews');
+    assert.equal(learnt.labels['destination_principal'], spiffe('ratings'), 'the principal is the certificate\'s, whatever the frame says');
+    assert.equal(one(aText, 'mesh_tcp_connections_opened_total', { reporter: 'source', destination_service: ENVOY_HOST, destination_workload: 'unknown' }).value, 2);
   });
 
   it('an HTTP port with a client offering istio-peer-exchange first: the exchange, then HTTP as usual; an HTTP client\'s ALPN still gets istio-http', async () => {
