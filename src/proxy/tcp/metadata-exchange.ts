@@ -94,16 +94,19 @@ export function readPeerFrame(socket: Socket, timeoutMs: number, done: ExchangeD
  * The relay gate of an outbound connection to a sidecar that offered the exchange: once the
  * handshake is done, this side's frame goes first if the peer selected it (then the client's bytes
  * flow), and the peer's frame is read before its bytes reach the client. `learnt` hears the peer's
- * metadata key ('' none: not selected, no frame, the connection ended first) once.
+ * metadata key ('' none: not selected, no frame, the connection ended first, or the relay never
+ * started) once.
  */
 export function upstreamExchangeGate(upstream: TLSSocket, frame: Buffer, timeoutMs: number, learnt: (peerKey: string) => void): RelayGate {
+  let told = false;
+  const tell = (peerKey: string): void => {
+    if (told) return;
+    told = true;
+    learnt(peerKey);
+  };
+  // From now, not from the relay's start: a connection that fails first is counted all the same.
+  upstream.once('close', () => tell(''));
   return (startOut, startIn) => {
-    let told = false;
-    const tell = (peerKey: string): void => {
-      if (told) return;
-      told = true;
-      learnt(peerKey);
-    };
     const secured = (): void => {
       if (upstream.alpnProtocol !== PEER_EXCHANGE_ALPN) {
         tell('');
@@ -119,9 +122,6 @@ export function upstreamExchangeGate(upstream: TLSSocket, frame: Buffer, timeout
       });
     };
     upstream.once('secureConnect', secured);
-    upstream.once('close', () => {
-      upstream.off('secureConnect', secured);
-      tell('');
-    });
+    upstream.once('close', () => upstream.off('secureConnect', secured));
   };
 }
