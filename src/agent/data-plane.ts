@@ -351,7 +351,7 @@ export class DataPlane {
     this.ownMetadata = ownMetadata(env, workload.labels);
     this.router = options.type === 'router' && !env.DISABLE_PROXY
       ? new GatewayRouter({
-        peerExchange: peerExchangeOf(this.ownMetadata),
+        peerExchange: peerExchangeOf(this.ownMetadata, !env.PILOT_DISABLE_MX_ALPN),
         stats: this.stats, security: this.security, decisions: this.decisions, http: http1Settings(env, mesh),
         numTrustedProxies: mesh.defaultConfig.numTrustedProxies, host: '::', reusePort: o.reusePort, drainMs: mesh.defaultConfig.drainDurationMs,
         connections: o.connections, tlsHandshakeTimeoutMs: env.MESH_TLS_HANDSHAKE_TIMEOUT, compliancePolicy: env.COMPLIANCE_POLICY, accessLog: this.accessLogs?.client,
@@ -481,7 +481,7 @@ export class DataPlane {
     });
     this.captures = await listenAll(captureListeners(this.o, {
       stats: this.stats, inbound: inboundDecider(this.security, this.decisions, self), outbound, meshTls, accessLogs: this.accessLogs,
-      peerExchange: peerExchangeOf(this.ownMetadata),
+      peerExchange: peerExchangeOf(this.ownMetadata, !this.o.env.PILOT_DISABLE_MX_ALPN),
     }));
   }
 

@@ -21,6 +21,11 @@ import { relay } from '../proxy/tcp/relay.js';
 import { TcpLog } from '../proxy/tcp/tcp-log.js';
 import { MAX_HELLO_CHUNKS, readClientHello } from '../proxy/tls/client-hello.js';
 import { connectTls, type UpstreamTls } from '../proxy/tls/origination.js';
+import { MESH_ALPN_TCP, MESH_ALPN_TCP_NO_EXCHANGE } from '../proxy/tls/mesh-alpn.js';
+import { EXCHANGE_TIMEOUT_MS, upstreamExchangeGate } from '../proxy/tcp/metadata-exchange.js';
+import type { PeerExchange } from '../proxy/peer-exchange.js';
+import type { RelayGate } from '../proxy/tcp/relay.js';
+import type { TLSSocket } from 'node:tls'; // a type only: the module loads on first use
 import { connectUpstream, trackUpstream } from '../proxy/upstream.js';
 import { pickDestination } from '../routing/destination.js';
 import { tlsRouteFor, type GatewayL4Port, type GatewayL4Route } from '../routing/gateway-l4-table.js';
@@ -53,6 +58,8 @@ export interface GatewayL4Options {
   readonly clusterFor?: ConnectionClusterFor | undefined;
   /** TLS to a destination that is not a service (a DestinationRule's, mTLS into the mesh). */
   readonly upstreamTls?: UpstreamTlsFor | undefined;
+  /** The gateway's own metadata for the TCP metadata exchange with a mesh upstream; absent: the exchange is not offered. */
+  readonly peerExchange?: PeerExchange | undefined;
 }
 
 /** Where a connection goes once routed and admitted. */
@@ -220,7 +227,9 @@ export class GatewayL4Connections {
     const stats = this.o.stats;
     let upstream: Socket;
     try {
-      upstream = up.tls ? connectTls(up.dst, up.tls, stats) : connectUpstream(DIRECT, up.dst, undefined);
+      // Without metadata of its own to send, the gateway must not let a server select the exchange.
+      const tls = up.tls !== undefined && this.o.peerExchange?.frame === undefined && up.tls.alpn === MESH_ALPN_TCP ? { ...up.tls, alpn: MESH_ALPN_TCP_NO_EXCHANGE } : up.tls;
+      upstream = tls ? connectTls(up.dst, tls, stats) : connectUpstream(DIRECT, up.dst, undefined);
     } catch (err) { // a socket libc would not make
       if (up.target) up.target.target.cluster.releaseConnection(up.target.endpoint);
       stats.upstreamCxConnectFail++;
@@ -244,8 +253,15 @@ export class GatewayL4Connections {
     }
     stats.tcpCxTotal++;
     trackUpstream(upstream, stats, up.target !== undefined);
-    relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded);
+    // Istio's TCP metadata exchange with a mesh upstream that selects it (the gateway keeps no TCP
+    // series of Istio's: the upstream's frame is read off and its metadata not used).
+    const frame = this.o.peerExchange?.frame;
+    const gate: RelayGate | undefined = frame !== undefined && up.tls?.mesh === true && up.tls.alpn === MESH_ALPN_TCP
+      ? upstreamExchangeGate(upstream as TLSSocket, frame, EXCHANGE_TIMEOUT_MS, ignorePeer) : undefined;
+    relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded, gate);
   }
 }
 
 function relayEnded(): void { /* nothing to log */ }
+
+function ignorePeer(): void { /* the gateway's TCP connections keep no standard series */ }

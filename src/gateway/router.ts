@@ -166,6 +166,7 @@ class GatewayListener {
       : undefined;
     const l4 = plan.protocol === 'TCP' || plan.protocol === 'TLS'
       ? new GatewayL4Connections({
+        peerExchange: o.peerExchange,
         port: plan.port, passthrough: plan.protocol === 'TLS', stats, routes: () => l4Routes()?.ports.get(plan.port),
         security: o.security, decisions: o.decisions, accessLog: o.accessLog, helloTimeoutMs: o.tlsHandshakeTimeoutMs,
         clusterFor: o.connectionClusterFor, upstreamTls: o.upstreamTls,

@@ -14,6 +14,7 @@ import type { PeerExchange } from './peer-exchange.js';
 import { resetSocket } from '../net/reset.js';
 import { isLocalAddress } from '../net/local-addresses.js';
 import { Server, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls'; // a type only: the module loads on first use
 import {
   connectionRecord, FLAG, hostPort, liveLog, type AccessLogSink, type DecisionNote, type ListenerRole,
 } from '../log/access-record.js';
@@ -35,7 +36,9 @@ import { TcpLog } from './tcp/tcp-log.js';
 import { sniff, type Protocol } from './tcp/sniff.js';
 import { MAX_HELLO_CHUNKS, readClientHello } from './tls/client-hello.js';
 import { acceptMeshTls, type InboundMeshTls } from './tls/inbound-mtls.js';
-import { offersMeshAlpn } from './tls/mesh-alpn.js';
+import { MESH_ALPN_SERVER, MESH_ALPN_SERVER_NO_EXCHANGE, MESH_ALPN_TCP, MESH_ALPN_TCP_NO_EXCHANGE, offersMeshAlpn } from './tls/mesh-alpn.js';
+import { EXCHANGE_TIMEOUT_MS, PEER_EXCHANGE_ALPN, readPeerFrame, upstreamExchangeGate } from './tcp/metadata-exchange.js';
+import type { RelayGate } from './tcp/relay.js';
 import { connectTls, type TlsHandshakeError, type UpstreamTls } from './tls/origination.js';
 import { peerOf, type PeerIdentity } from './tls/peer-identity.js';
 import { requestedServerName } from './tls/requested-server-name.js';
@@ -255,12 +258,22 @@ export class CaptureListener {
       resetSocket(downstream);
       return;
     }
+    const exchange = this.o.peerExchange?.frame;
     acceptMeshTls(downstream, head, {
-      contexts, stats, handshakeTimeoutMs: meshTls.handshakeTimeoutMs,
+      contexts, stats, handshakeTimeoutMs: meshTls.handshakeTimeoutMs, alpn: exchange ? MESH_ALPN_SERVER : MESH_ALPN_SERVER_NO_EXCHANGE,
       onSecure: (tls, peer) => {
         log.debug(`inbound mutual TLS from ${downstream.remoteAddress ?? '?'}: ${peer.spiffeId}`);
         destinations.set(tls, dst);
-        this.dispatch(tls, dst, peer);
+        if (exchange === undefined || tls.alpnProtocol !== PEER_EXCHANGE_ALPN) {
+          this.dispatch(tls, dst, peer);
+          return;
+        }
+        // Istio's TCP metadata exchange: this side's frame first, the client's read before anything
+        // of the connection is judged or sniffed (what follows it may be any protocol, HTTP too).
+        tls.write(exchange);
+        readPeerFrame(tls, EXCHANGE_TIMEOUT_MS, (peerKey, readAhead) => {
+          if (!tls.destroyed) this.dispatch(tls, dst, peer, { peerKey, readAhead });
+        });
       },
       onFailed: (reason) => log.debug(`inbound mutual TLS from ${downstream.remoteAddress ?? '?'} failed: ${reason}`),
     });
@@ -326,7 +339,8 @@ export class CaptureListener {
     }
   }
 
-  private dispatch(downstream: Socket, dst: Endpoint, peer?: PeerIdentity): void {
+  /** `exchanged`: what the client's TCP metadata exchange said, and the bytes it sent after its frame. */
+  private dispatch(downstream: Socket, dst: Endpoint, peer?: PeerIdentity, exchanged?: { readonly peerKey: string; readonly readAhead: Buffer | undefined }): void {
     const stats = this.o.stats.of(this.o.direction);
     // The plaintext inside a terminated mTLS connection is not checked for mTLS again.
     const meshTls = peer ? undefined : this.o.meshTls;
@@ -348,6 +362,7 @@ export class CaptureListener {
     // The log as it is when the connection begins: its line is whole whenever a Telemetry switches it.
     const sink = liveLog(this.o.accessLog);
     const started = sink ? performance.now() : 0;
+    const readAhead = exchanged?.readAhead;
     let upstream: Socket | undefined;
     let connectFailed = false;
     /** Why, for the log (ECONNREFUSED, or the socket libc would not make). */
@@ -370,7 +385,9 @@ export class CaptureListener {
         return undefined;
       }
       try {
-        const s = upTls ? connectTls(upDst, upTls, stats)
+        // Without metadata of its own to send, this side must not let a server select the exchange.
+        const tls = upTls !== undefined && this.o.peerExchange?.frame === undefined && upTls.alpn === MESH_ALPN_TCP ? { ...upTls, alpn: MESH_ALPN_TCP_NO_EXCHANGE } : upTls;
+        const s = tls ? connectTls(upDst, tls, stats)
           : connectUpstream(this.o.upstream, upDst, sourceFor(this.o.upstream, upDst, downstream.remoteAddress));
         if (cluster) releaseSlot = connectionToCluster(s, cluster, upTls !== undefined);
         s.on('error', (err: TlsHandshakeError) => {
@@ -429,8 +446,8 @@ export class CaptureListener {
       stats.tcpCxTotal++;
       // Istio's TCP metrics: opened now, the rest as the connection closes (bytes each way of the client's side).
       const service = routed && routed !== AWAITING_SERVER_NAME ? ('failed' in routed ? routed.cluster ?? '' : 'target' in routed ? routed.target.cluster.name : '') : '';
-      const countTcp = (principal: string): void => {
-        const series = stats.standard.tcpSeries(service, principal, '');
+      const countTcp = (principal: string, peerKey: string): void => {
+        const series = stats.standard.tcpSeries(service, principal, peerKey);
         series.opened++;
         const closed = (): void => {
           series.closed++;
@@ -443,19 +460,26 @@ export class CaptureListener {
       const pool = routed && 'target' in routed ? routed.target.cluster.spec.policy.connectionPool.tcp : undefined;
       downstream.setTimeout(pool?.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS, () => downstream.destroy());
       upstream ??= openUpstream();
-      // Outbound to a sidecar over mutual TLS: the series is the upstream's verified principal, known once its handshake is done.
+      // Outbound to a sidecar over mutual TLS: the series is the upstream's verified principal, known once its handshake is done,
+      // and the workload it says it is when it speaks the TCP metadata exchange (known once its frame is read).
       const up = upstream;
+      let gate: RelayGate | undefined;
       if (this.o.direction === 'outbound' && up !== undefined && !up.destroyed && isMeshTls(upTls) && peerOf(up) === undefined) {
-        let counted = false;
-        const count = (): void => {
-          if (counted) return;
-          counted = true;
-          countTcp(peerOf(up)?.principal ?? '');
-        };
-        up.once('secureConnect', count);
-        up.once('close', count);
+        const frame = this.o.peerExchange?.frame;
+        if (frame !== undefined && (upTls as UpstreamTls).alpn === MESH_ALPN_TCP) {
+          gate = upstreamExchangeGate(up as TLSSocket, frame, EXCHANGE_TIMEOUT_MS, (peerKey) => countTcp(peerOf(up)?.principal ?? '', peerKey));
+        } else {
+          let counted = false;
+          const count = (): void => {
+            if (counted) return;
+            counted = true;
+            countTcp(peerOf(up)?.principal ?? '', '');
+          };
+          up.once('secureConnect', count);
+          up.once('close', count);
+        }
       } else {
-        countTcp(peer?.principal ?? (up !== undefined ? peerOf(up)?.principal : undefined) ?? '');
+        countTcp(peer?.principal ?? (up !== undefined ? peerOf(up)?.principal : undefined) ?? '', exchanged?.peerKey ?? '');
       }
       if (connectFailed || !upstream || upstream.destroyed) {
         upstream?.destroy();
@@ -480,7 +504,7 @@ export class CaptureListener {
       }
       upstream.off('readable', onUpstreamFirst);
       trackUpstream(upstream, stats, pool !== undefined);
-      relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded);
+      relay(downstream, upstream, head, tcpLog ? tcpLog.relayed(upstream) : relayEnded, gate);
     };
     const asHttp = (): void => {
       decided = true;
@@ -570,7 +594,10 @@ export class CaptureListener {
         downstream.destroy();
       }, ms).unref();
     };
+    /** The sniffer is done with the connection (decided, or handed on). */
+    let settled = false;
     const cleanup = (): void => {
+      settled = true;
       this.silent.delete(downstream);
       if (timer) clearTimeout(timer);
       if (maybeTimer) clearTimeout(maybeTimer);
@@ -590,6 +617,7 @@ export class CaptureListener {
         routeByHello(hello.kind === 'hello' ? hello.serverName : undefined);
       };
       const routeByHello = (sni: string | undefined): void => {
+        settled = true;
         this.silent.delete(downstream);
         if (timer) clearTimeout(timer);
         detachReader(downstream, onHello);
@@ -612,12 +640,24 @@ export class CaptureListener {
         detachReader(downstream, onHello);
         downstream.destroy();
       }, this.headTimeoutMs).unref();
-      downstream.resume();
+      if (readAhead !== undefined) onHello(readAhead);
+      if (!settled) downstream.resume();
       return;
     }
     if (declared === 'tcp') {
       // Relayed from the first byte, whoever speaks first: nothing is read before the upstream is asked for.
+      if (readAhead !== undefined) head = readAhead;
       asTcp('tcp');
+      return;
+    }
+    if (readAhead !== undefined) {
+      // The client spoke already (after its exchange frame): judged as if it had just been read.
+      this.silent.add(downstream);
+      downstream.once('close', () => this.silent.delete(downstream));
+      attachReader(downstream, onData);
+      downstream.on('end', onEarlyEnd);
+      onData(readAhead);
+      if (!settled) downstream.resume();
       return;
     }
     this.silent.add(downstream);

@@ -3,6 +3,8 @@
 // and the peer's lines taken out of what reaches the application. Made once at start (the pod's
 // metadata does not change); the per-request work is only on mesh connections.
 import { PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER } from '../metrics/peer-metadata.js';
+import type { StructValue } from '../metrics/proto-struct.js';
+import { encodeExchangeFrame } from '../metrics/tcp-exchange-frame.js';
 
 export interface PeerExchange {
   /** `x-envoy-peer-metadata: ...\r\nx-envoy-peer-metadata-id: ...\r\n`, for an HTTP/1.1 head. */
@@ -10,10 +12,16 @@ export interface PeerExchange {
   /** The same as header pairs (HTTP/2), and as a header record (a local answer's). */
   readonly pairs: readonly (readonly [string, string])[];
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The TCP exchange's frame (ALPN `istio-peer-exchange`): the same metadata and id. Undefined: the TCP
+   * exchange is neither offered nor selected (PILOT_DISABLE_MX_ALPN).
+   */
+  readonly frame: Buffer | undefined;
 }
 
-export function peerExchangeOf(own: { readonly header: string; readonly id: string }): PeerExchange {
+export function peerExchangeOf(own: { readonly header: string; readonly id: string; readonly struct: StructValue }, tcp = true): PeerExchange {
   return {
+    frame: tcp ? encodeExchangeFrame(own.struct, own.id) : undefined,
     lines: `${PEER_METADATA_HEADER}: ${own.header}\r\n${PEER_METADATA_ID_HEADER}: ${own.id}\r\n`,
     pairs: [[PEER_METADATA_HEADER, own.header], [PEER_METADATA_ID_HEADER, own.id]],
     headers: { [PEER_METADATA_HEADER]: own.header, [PEER_METADATA_ID_HEADER]: own.id },

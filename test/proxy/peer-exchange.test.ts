@@ -6,7 +6,7 @@ import { GrpcMessageCounter } from '../../src/proxy/http2/grpc-messages.js';
 import { peerExchangeOf, takePeerMetadata, withExchangeLines, withExchangePairs } from '../../src/proxy/peer-exchange.js';
 import { packRequest, unpackRequest } from '../../src/proxy/standard-series.js';
 
-const OWN = peerExchangeOf({ header: 'CgQKAk5BEgI=', id: 'sidecar~10.0.0.1~a.default~default.svc.cluster.local' });
+const OWN = peerExchangeOf({ header: 'CgQKAk5BEgI=', id: 'sidecar~10.0.0.1~a.default~default.svc.cluster.local', struct: { NAME: 'a' } });
 
 describe('metadata exchange lines', () => {
   it('adds this sidecar\'s lines to a request head, dropping any the application wrote (whatever their case)', () => {

@@ -367,7 +367,7 @@ export const variables = defineVariables([
     here: "istiod", why: "resource files are debounced by FILE_DEBOUNCE_DURATION",
     description: "Maximum wait while debouncing; a push is triggered after it even if events keep arriving." },
   { name: "PILOT_DISABLE_MX_ALPN", type: "bool", default: false,
-    here: "not-supported", matches: false, why: "mesh mTLS always offers the peer-exchange ALPN",
+    here: "honoured", note: "true: mesh mTLS neither offers `istio-peer-exchange` (TCP connections offer `istio` alone) nor selects it, so no TCP metadata exchange is run and TCP metrics do not learn the peer's workload (docs/METRICS.md); the HTTP exchange is not affected. In Istio an istiod setting with the same effect on the sidecars' TLS",
     description: "Do not put `mesh-peer-exchange` ALPN into TLS handshake config." },
   { name: "PILOT_DRAINING_LABEL", type: "string", default: "mesh.io/draining",
     here: "not-supported", why: "endpoints with this label are not treated as draining",

@@ -56,8 +56,18 @@ export function forwardReads(from: Socket, to: Socket): void {
   else from.on('end', () => to.end());
 }
 
-/** Relays `a` ⇄ `b`; `head` (bytes already read from `a`) is sent to `b` first. */
-export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: RelayEnd): void {
+/**
+ * Holds a relay's two directions until something is done first on the connection (the TCP metadata
+ * exchange): `startOut` lets `a`'s bytes (and `head`) go to `b`; `startIn` lets `b`'s go to `a`,
+ * `readAhead` (bytes of `b`'s read meanwhile) first. Each is called at most once, in either order.
+ */
+export type RelayGate = (startOut: () => void, startIn: (readAhead: Buffer | undefined) => void) => void;
+
+/**
+ * Relays `a` ⇄ `b`; `head` (bytes already read from `a`) is sent to `b` first. With a `gate`, each
+ * direction starts when the gate says (errors and closes are handled from the start all the same).
+ */
+export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: RelayEnd, gate?: RelayGate): void {
   let error: Error | undefined;
   let fromB = false;
   let closed = 0;
@@ -75,9 +85,30 @@ export function relay(a: Socket, b: Socket, head: Buffer | undefined, done: Rela
   b.on('error', onError(a));
   a.on('close', onClose);
   b.on('close', onClose);
-  if (head && head.length > 0) b.write(head);
-  forwardReads(a, b);
-  forwardReads(b, a);
-  a.resume();
-  b.resume();
+  if (gate === undefined) {
+    if (head && head.length > 0) b.write(head);
+    forwardReads(a, b);
+    forwardReads(b, a);
+    a.resume();
+    b.resume();
+    return;
+  }
+  let outStarted = false;
+  let inStarted = false;
+  gate(() => {
+    if (outStarted || a.destroyed) return;
+    outStarted = true;
+    if (head && head.length > 0) b.write(head);
+    forwardReads(a, b);
+    a.resume();
+  }, (readAhead) => {
+    if (inStarted || b.destroyed) return;
+    inStarted = true;
+    if (readAhead) a.write(readAhead);
+    forwardReads(b, a);
+    b.resume();
+  });
+  // A side gone while a direction is still held: nobody would read the other's end, so it goes too.
+  a.once('close', () => { if (!(outStarted && inStarted) && !b.destroyed) b.destroy(); });
+  b.once('close', () => { if (!(outStarted && inStarted) && !a.destroyed) a.destroy(); });
 }

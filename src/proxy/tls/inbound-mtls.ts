@@ -16,6 +16,8 @@ export interface MeshHandshakeOptions {
   readonly stats: DirectionStats;
   /** From the first byte to the end of the handshake (MESH_TLS_HANDSHAKE_TIMEOUT); 0: none. */
   readonly handshakeTimeoutMs: number;
+  /** What the server selects from (MESH_ALPN_SERVER, or the list without the TCP metadata exchange). */
+  readonly alpn?: readonly string[] | undefined;
   /** The handshake completed and the peer is known: the TLS socket carries the plaintext from here. */
   readonly onSecure: (tls: TLSSocket, peer: PeerIdentity) => void;
   /** It did not: why (the connection is closed already). */
@@ -46,7 +48,7 @@ function chainError(tls: TLSSocket): string | undefined {
 export function acceptMeshTls(raw: Socket, head: Buffer, o: MeshHandshakeOptions): void {
   raw.unshift(head);
   const tls = new (process.getBuiltinModule('node:tls').TLSSocket)(raw, {
-    isServer: true, secureContext: o.contexts.context, requestCert: true, rejectUnauthorized: true, ALPNProtocols: [...MESH_ALPN_SERVER],
+    isServer: true, secureContext: o.contexts.context, requestCert: true, rejectUnauthorized: true, ALPNProtocols: [...(o.alpn ?? MESH_ALPN_SERVER)],
   });
   adoptTlsReads(tls);
   let secured = false;

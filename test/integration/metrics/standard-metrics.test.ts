@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { spawnSync } from 'node:child_process';
 import { encodeStruct } from '../../../src/metrics/proto-struct.js';
+import { metadataOfHeader } from '../../../src/metrics/peer-metadata.js';
+import { encodeExchangeFrame, readExchangeFrame } from '../../../src/metrics/tcp-exchange-frame.js';
+import { envoyFrame, sidecarFields } from '../../helpers/exchange-frames.js';
 import { grpcCallsIn, H2_APPS } from '../../helpers/h2-fixtures.js';
 import { createRootCa, issueWorkloadCert, writeCertFiles, type TestCa, type WorkloadCertSet } from '../../helpers/mesh-certs.js';
 import { createMeshNetwork, type MeshNetwork, type MeshPodNamespace } from '../../helpers/mesh-network.js';
@@ -24,6 +27,9 @@ const FIXTURES = join(repoRoot, 'test', 'fixtures');
 const B = '198.18.10.3';
 const spiffe = (sa: string): string => `spiffe://cluster.local/ns/default/sa/${sa}`;
 const HTTPBIN = 'httpbin.default.svc.cluster.local';
+/** D's address (the fourth pod): an Envoy-shaped mesh server runs there for A's outbound exchange. */
+const ENVOY = '198.18.10.4';
+const ENVOY_HOST = 'reviews.default.svc.cluster.local';
 
 const A_RESOURCES = `apiVersion: networking.mesh.io/v1
 kind: ServiceEntry
@@ -41,6 +47,25 @@ kind: DestinationRule
 metadata: {name: httpbin, namespace: default}
 spec:
   host: ${HTTPBIN}
+  trafficPolicy:
+    tls: {mode: ISTIO_MUTUAL}
+---
+apiVersion: networking.mesh.io/v1
+kind: ServiceEntry
+metadata: {name: reviews, namespace: default}
+spec:
+  hosts: [${ENVOY_HOST}]
+  addresses: [${ENVOY}]
+  ports: [{number: 9101, name: tcp-mx, protocol: TCP}, {number: 9102, name: tcp-istio, protocol: TCP}, {number: 9103, name: tcp-noframe, protocol: TCP}]
+  resolution: STATIC
+  endpoints: [{address: ${ENVOY}}]
+  location: MESH_INTERNAL
+---
+apiVersion: networking.mesh.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: default}
+spec:
+  host: ${ENVOY_HOST}
   trafficPolicy:
     tls: {mode: ISTIO_MUTUAL}
 `;
@@ -74,6 +99,8 @@ spec:
   servers:
   - port: {number: 8080, name: http, protocol: HTTP}
     hosts: ["*"]
+  - port: {number: 9000, name: tcp, protocol: TCP}
+    hosts: ["*"]
 ---
 apiVersion: networking.mesh.io/v1
 kind: VirtualService
@@ -84,6 +111,16 @@ spec:
   http:
   - match: [{uri: {prefix: /headers}}]
     route: [{destination: {host: ${B}, port: {number: 9080}}}]
+---
+apiVersion: networking.mesh.io/v1
+kind: VirtualService
+metadata: {name: to-b-tcp, namespace: mesh-system}
+spec:
+  hosts: ["*"]
+  gateways: [ingressgateway]
+  tcp:
+  - match: [{port: 9000}]
+    route: [{destination: {host: ${B}, port: {number: 8081}}}]
 `;
 
 const prometheusSkip = spawnSync('prometheus', ['--version']).status === 0 ? false : 'prometheus is not installed (scripts/install-deps.sh installs the Debian package)';
@@ -147,6 +184,19 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
       s.on('error', () => {}); s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000).unref();`;
     return from.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
   };
+  /** A client shaped like an Envoy sidecar's upstream connection (test/fixtures/mesh-tls-client.mjs), from `from`. */
+  const meshTlsClient = (from: MeshPodNamespace, o: { port: number; alpn: string[]; cert?: string; first?: Buffer; send?: string; until?: string; ms?: number }):
+    { alpn: string | null; received: Buffer; error?: string } => {
+    const certs = o.cert === undefined ? {} : { cert: join(o.cert, 'cert-chain.pem'), key: join(o.cert, 'key.pem') };
+    const out = from.exec(process.execPath, [join(FIXTURES, 'mesh-tls-client.mjs'), JSON.stringify({
+      host: B, port: o.port, alpn: o.alpn, ...certs, first: o.first?.toString('base64'), send: o.send, until: o.until, ms: o.ms,
+    })]).stdout;
+    const r = JSON.parse(out) as { alpn: string | null; received: string; error?: string };
+    return { ...r, received: Buffer.from(r.received, 'base64') };
+  };
+  /** Where the certificates of the Envoy-like clients are (a workload of the mesh's root, and one of another root). */
+  let certDir: string;
+  const RATINGS = { pod: 'ratings-v1-7dc98c7588-kx2l9', namespace: 'default', workload: 'ratings-v1', app: 'ratings', version: 'v1', ip: '198.18.10.9' };
   const scrape = (pod: MeshPodNamespace): string => pod.exec('curl', ['-s', '--max-time', '5', 'http://127.0.0.1:15090/stats/prometheus']).stdout;
   /** Scrapes until `ready` holds (TCP closes and late completions are counted a moment after the client is done). */
   const scrapeUntil = async (pod: MeshPodNamespace, ready: (text: string) => boolean): Promise<string> => {
@@ -171,6 +221,9 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     });
     assert.equal(b.pod.address, B);
     d = net.addPod(); // no sidecar: a client outside the mesh
+    certDir = mkdtempSync(join(tmpdir(), 'pa-mx-'));
+    await writeCertFiles(join(certDir, 'ratings'), await issueWorkloadCert(ca, { spiffeId: spiffe('ratings') }));
+    await writeCertFiles(join(certDir, 'stranger'), await issueWorkloadCert(await createRootCa(), { spiffeId: spiffe('ratings') }));
     const gCert = await issueWorkloadCert(ca, { spiffeId: 'spiffe://cluster.local/ns/mesh-system/sa/ingressgateway' });
     g = await startSidecarPod<MeshPodNamespace>({
       namespace: () => net.addPod(),
@@ -184,6 +237,7 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
   after(() => {
     for (const p of [a, b, g]) p?.close();
     net?.close();
+    if (certDir !== undefined) rmSync(certDir, { recursive: true, force: true });
   });
 
   it('HTTP/1.1: both reporters label the request as Istio would, the peer\'s workload learnt through the exchange; no app sees the exchange', async () => {
@@ -249,7 +303,7 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(one(aText, 'mesh_response_messages_total', { reporter: 'source', request_protocol: 'grpc' }).value, 2);
   });
 
-  it('TCP: the four TCP metrics on both sides, by service and principal (request_protocol tcp)', async () => {
+  it('TCP: the four TCP metrics on both sides, each side\'s peer workload learnt through the TCP metadata exchange (request_protocol tcp)', async () => {
     const got = tcp(a.pod, 'tcp-metrics-marker');
     assert.match(got, /tcp-metrics-marker/);
     const closed = (name: string) => (t: string): boolean => samples(t, name).some((s) => s.value > 0);
@@ -262,6 +316,7 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(opened.labels['destination_workload'], 'httpbin');
     assert.equal(opened.labels['destination_service'], HTTPBIN);
     assert.equal(opened.labels['connection_security_policy'], 'mutual_tls');
+    assert.deepEqual(pick(opened, SIDE_LABELS), SLEEP_TO_HTTPBIN, 'B knows A\'s workload from A\'s frame');
     assert.equal(one(bText, 'istio_tcp_connections_closed_total', { reporter: 'destination' }).value, 1);
     assert.ok(one(bText, 'istio_tcp_received_bytes_total', { reporter: 'destination' }).value >= 'tcp-metrics-marker\n'.length);
     assert.ok(one(bText, 'istio_tcp_sent_bytes_total', { reporter: 'destination' }).value >= got.length);
@@ -272,7 +327,138 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(aOpened.labels['source_workload'], 'sleep');
     assert.equal(aOpened.labels['source_principal'], spiffe('sleep'), 'over mutual TLS: its own identity');
     assert.equal(aOpened.labels['destination_principal'], spiffe('httpbin'), 'the upstream sidecar\'s verified identity');
+    assert.deepEqual(pick(aOpened, SIDE_LABELS), SLEEP_TO_HTTPBIN, 'A knows B\'s workload from B\'s frame');
+    assert.equal(got.includes('\x3d\x23\x04\x67'), false, 'no frame reached A\'s client');
     assert.equal(one(aText, 'mesh_tcp_sent_bytes_total', { reporter: 'source' }).value, got.length);
+  });
+
+  it('an Envoy sidecar\'s TCP exchange (its frame made from the documented format): B selects istio-peer-exchange, answers with its own frame first, reports the client\'s workload; B\'s app sees no frame', async () => {
+    // As an Envoy client with the TCP cluster's ALPN (istio-peer-exchange, istio) and its metadata_exchange upstream filter.
+    const r = meshTlsClient(d, { port: 8081, alpn: ['istio-peer-exchange', 'istio'], cert: join(certDir, 'ratings'),
+      first: envoyFrame(sidecarFields(RATINGS)), send: 'envoy-marker\n', until: 'envoy-marker' });
+    assert.equal(r.error, undefined);
+    assert.equal(r.alpn, 'istio-peer-exchange');
+    const frame = readExchangeFrame(r.received);
+    assert.equal(frame.kind, 'frame', 'B\'s frame comes first');
+    if (frame.kind !== 'frame') return;
+    // The node id's address is INSTANCE_IP, which these pods are not given.
+    assert.match(frame.id ?? '', /^sidecar~[^~]*~httpbin-7d9f8c6b5a-fghij\.default~default\.svc\.cluster\.local$/);
+    assert.deepEqual(metadataOfHeader(frame.peerKey!), {
+      workload: 'httpbin', namespace: 'default', app: 'httpbin', version: 'v2', canonicalService: 'httpbin', canonicalRevision: 'v2', cluster: 'Kubernetes',
+    });
+    const app = r.received.subarray(frame.frameBytes).toString('latin1');
+    assert.match(app, /^httpbin-tcp-hello from /, 'the app\'s greeting right after the frame: it saw no frame of the client\'s');
+    assert.match(app, /envoy-marker\n$/, 'the client\'s bytes echoed as they were sent, without its frame');
+    const bText = await scrapeUntil(b.pod, (t) => samples(t, 'istio_tcp_connections_closed_total').some((x) => x.labels['source_workload'] === 'ratings-v1'));
+    const opened = one(bText, 'istio_tcp_connections_opened_total', { reporter: 'destination', source_workload: 'ratings-v1' });
+    assert.deepEqual(pick(opened, ['source_workload', 'source_app', 'source_version', 'source_canonical_service', 'source_workload_namespace', 'source_principal']), {
+      source_workload: 'ratings-v1', source_app: 'ratings', source_version: 'v1', source_canonical_service: 'ratings', source_workload_namespace: 'default',
+      source_principal: spiffe('ratings'),
+    });
+  });
+
+  it('A to an Envoy sidecar\'s TCP chain: its frame (made from the format) is read off before its bytes and A reports its workload; a server selecting istio, or sending no frame, is relayed as it is', async () => {
+    assert.equal(d.address, ENVOY);
+    const reviews = { ...RATINGS, pod: 'reviews-v1-6c9f7d8b5a-zz9x1', workload: 'reviews-v1', app: 'reviews', ip: ENVOY };
+    const ports = [
+      { port: 9101, alpn: ['istio-peer-exchange', 'istio'], frame: envoyFrame(sidecarFields(reviews)).toString('base64'), greeting: 'envoy-hello\n' },
+      { port: 9102, alpn: ['istio'], greeting: 'istio-hello\n' },
+      { port: 9103, alpn: ['istio-peer-exchange', 'istio'], greeting: 'noframe-hello\n' },
+    ];
+    const server = d.start(process.execPath, [join(FIXTURES, 'mesh-tls-server.mjs'), JSON.stringify({
+      cert: join(certDir, 'ratings', 'cert-chain.pem'), key: join(certDir, 'ratings', 'key.pem'), ports,
+    })]);
+    const lines: string[] = [];
+    server.stdout!.setEncoding('utf8').on('data', (t: string) => { lines.push(...t.split('\n').filter((l) => l !== '')); });
+    try {
+      await new Promise<void>((resolve) => { const t = setInterval(() => { if (lines.includes('listening')) { clearInterval(t); resolve(); } }, 20); });
+      for (const p of ports) {
+        const line = `line-${p.port}`;
+        const script = `const s = require('net').connect(${p.port}, '${ENVOY}'); let d = ''; let sent = false;
+          s.on('data', (c) => { d += c; if (!sent && d.includes('\\n')) { sent = true; s.write('${line}\\n'); } else if (sent && d.includes('${line}')) s.end(); });
+          s.on('error', () => {}); s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000).unref();`;
+        const got = a.pod.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
+        if (p.port === 9103) { // no filter there: it echoes A's frame too, as the application's bytes they are to it
+          assert.ok(got.startsWith(p.greeting) && got.endsWith(`${line}\n`), got);
+        } else {
+          assert.equal(got, `${p.greeting}${line}\n`, `port ${p.port}: the server's bytes as it sent them, without its frame`);
+        }
+      }
+      const seen = new Map<number, { alpn: string | null; received: Buffer }>();
+      for (let i = 0; i < 50 && seen.size < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        for (const l of lines.filter((x) => x.startsWith('{'))) {
+          const r = JSON.parse(l) as { port: number; alpn: string | null; received: string };
+          seen.set(r.port, { alpn: r.alpn, received: Buffer.from(r.received, 'base64') });
+        }
+      }
+      const withFrame = (port: number): string => {
+        const r = seen.get(port)!;
+        assert.equal(r.alpn, 'istio-peer-exchange', `port ${port}`);
+        const frame = readExchangeFrame(r.received);
+        assert.equal(frame.kind, 'frame', `port ${port}: A's frame first`);
+        if (frame.kind !== 'frame') return '';
+        assert.equal(metadataOfHeader(frame.peerKey!)?.workload, 'sleep');
+        return r.received.subarray(frame.frameBytes).toString('latin1');
+      };
+      assert.equal(withFrame(9101), 'line-9101\n');
+      assert.equal(withFrame(9103), 'line-9103\n', 'a server that selected the exchange gets A\'s frame, whatever it does with it');
+      assert.equal(seen.get(9102)?.alpn, 'istio');
+      assert.equal(seen.get(9102)?.received.toString('latin1'), 'line-9102\n', 'no frame to a server that did not select the exchange');
+    } finally {
+      server.kill('SIGKILL');
+    }
+    const aText = await scrapeUntil(a.pod, (t) => samples(t, 'mesh_tcp_connections_closed_total').filter((x) => x.labels['destination_service'] === ENVOY_HOST)
+      .reduce((n, x) => n + x.value, 0) === 3);
+    const learnt = one(aText, 'mesh_tcp_connections_opened_total', { reporter: 'source', destination_service: ENVOY_HOST, destination_workload: 'reviews-v1' });
+    assert.equal(learnt.value, 1);
+    assert.equal(learnt.labels['destination_app'], 'reviews');
+    assert.equal(learnt.labels['destination_principal'], spiffe('ratings'), 'the principal is the certificate\'s, whatever the frame says');
+    assert.equal(one(aText, 'mesh_tcp_connections_opened_total', { reporter: 'source', destination_service: ENVOY_HOST, destination_workload: 'unknown' }).value, 2);
+  });
+
+  it('an HTTP port with a client offering istio-peer-exchange first: the exchange, then HTTP as usual; an HTTP client\'s ALPN still gets istio-http', async () => {
+    const r = meshTlsClient(d, { port: 8080, alpn: ['istio-peer-exchange', 'istio'], cert: join(certDir, 'ratings'),
+      first: envoyFrame(sidecarFields(RATINGS)), send: 'GET /headers HTTP/1.1\r\nHost: httpbin\r\nConnection: close\r\n\r\n' });
+    assert.equal(r.alpn, 'istio-peer-exchange');
+    const frame = readExchangeFrame(r.received);
+    assert.equal(frame.kind, 'frame');
+    if (frame.kind !== 'frame') return;
+    const answer = r.received.subarray(frame.frameBytes).toString('latin1');
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    const seen = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { headers: Record<string, string> };
+    assert.equal(seen.headers['host'], 'httpbin', 'the request reached the app whole, without the frame');
+    assert.equal(seen.headers['x-envoy-peer-metadata'], undefined);
+    // Envoy's HTTP connections offer istio-http/* (its ALPN override), whatever else follows: B answers that.
+    const h = meshTlsClient(d, { port: 8080, alpn: ['istio-peer-exchange', 'istio-http/1.1', 'istio'], cert: join(certDir, 'ratings'),
+      send: 'GET /headers HTTP/1.1\r\nHost: httpbin\r\nConnection: close\r\n\r\n' });
+    assert.equal(h.alpn, 'istio-http/1.1');
+    assert.match(h.received.toString('latin1'), /^HTTP\/1\.1 200 /);
+  });
+
+  it('no metadata from outside the mesh: a plaintext client\'s frame is its application\'s bytes, a TLS client of another root is refused', async () => {
+    const forged = encodeExchangeFrame({ NAME: 'forged-0', NAMESPACE: 'kube-system', WORKLOAD_NAME: 'forged', LABELS: { app: 'forged' } }, 'sidecar~1.2.3.4~forged-0.kube-system~kube-system.svc.cluster.local');
+    // Plaintext to the PERMISSIVE port: carried as TCP to the app as it came (the app, an HTTP server, refuses it).
+    const plain = d.exec(process.execPath, ['-e', `const s = require('net').connect(9080, '${B}', () => s.end(Buffer.from('${forged.toString('base64')}', 'base64')));
+      s.on('data', () => {}); s.on('error', () => {}); s.on('close', () => process.stdout.write('closed')); setTimeout(() => s.destroy(), 3000).unref();`], { allowFailure: true });
+    assert.equal(plain.stdout, 'closed');
+    // A client of another root offering the exchange: no handshake, nothing read.
+    const stranger = meshTlsClient(d, { port: 9080, alpn: ['istio-peer-exchange', 'istio'], cert: join(certDir, 'stranger'), first: forged, ms: 2000 });
+    assert.equal(stranger.alpn === 'istio-peer-exchange' && stranger.received.length > 0, false, 'no exchange with a certificate of another root');
+    // Nor a mesh ALPN without a certificate at all.
+    const anonymous = meshTlsClient(d, { port: 9080, alpn: ['istio-peer-exchange', 'istio'], first: forged, ms: 2000 });
+    assert.equal(anonymous.received.length, 0);
+    // The control: the same port, a client of the mesh (verified certificate): its frame is taken.
+    const details = { ...RATINGS, pod: 'details-v1-5f4d8c9b7a-q8w2e', workload: 'details-v1', app: 'details' };
+    const meshed = meshTlsClient(d, { port: 9080, alpn: ['istio-peer-exchange', 'istio'], cert: join(certDir, 'ratings'),
+      first: envoyFrame(sidecarFields(details)), send: '\u0000 not http\r\n\r\n' });
+    assert.equal(meshed.alpn, 'istio-peer-exchange');
+    const bText = await scrapeUntil(b.pod, (t) => samples(t, 'istio_tcp_connections_closed_total').some((x) => x.labels['connection_security_policy'] === 'none')
+      && samples(t, 'istio_tcp_connections_opened_total').some((x) => x.labels['source_workload'] === 'details-v1'));
+    const opened = one(bText, 'istio_tcp_connections_opened_total', { reporter: 'destination', connection_security_policy: 'none' });
+    assert.equal(opened.labels['source_workload'], 'unknown', 'the plaintext client\'s frame says nothing of it');
+    assert.equal(bText.includes('forged'), false);
+    assert.equal(one(bText, 'istio_tcp_connections_opened_total', { reporter: 'destination', source_workload: 'details-v1' }).labels['source_principal'], spiffe('ratings'));
   });
 
   it('a client outside the mesh cannot forge the exchange: its headers are dropped and its requests are unknown; a burst of distinct clients adds no series', async () => {
@@ -323,6 +509,18 @@ describe('Istio\'s standard metrics between two meshed pods', { skip: netnsSkip 
     assert.equal(inbound.labels['source_workload_namespace'], 'mesh-system');
     assert.equal(inbound.labels['connection_security_policy'], 'mutual_tls');
     assert.equal(bText.includes('forged'), false);
+  });
+
+  it('the ingress gateway\'s TCP route to B runs the TCP exchange too: B reports the gateway\'s workload, the gateway\'s client sees no frame', async () => {
+    const script = `const s = require('net').connect(9000, '127.0.0.1'); let d = '';
+      s.on('data', (c) => { d += c; if (d.includes('\\n')) s.end(); }); s.on('error', () => {});
+      s.on('close', () => process.stdout.write(d)); setTimeout(() => s.destroy(), 5000).unref();`;
+    const got = g.pod.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
+    assert.match(got, /^httpbin-tcp-hello from /, 'the greeting first: no frame reached the client');
+    const bText = await scrapeUntil(b.pod, (t) => samples(t, 'istio_tcp_connections_closed_total').some((x) => x.labels['source_workload'] === 'ingressgateway'));
+    const opened = one(bText, 'istio_tcp_connections_opened_total', { reporter: 'destination', source_workload: 'ingressgateway' });
+    assert.equal(opened.labels['source_workload_namespace'], 'mesh-system');
+    assert.equal(opened.labels['source_principal'], 'spiffe://cluster.local/ns/mesh-system/sa/ingressgateway');
   });
 
   it('a real Prometheus scraping both pods answers queries shaped like Istio\'s dashboards', { skip: prometheusSkip }, async () => {

@@ -221,8 +221,8 @@ describe('mutual TLS between two sidecars, in network namespaces', { skip: netns
     assert.match(got, /tcp-marker-1234/);
     assert.ok(wire.packets >= 6, `the capture saw the connection (${wire.packets} packets)`);
     assert.ok(wire.file.includes(Buffer.from('\x05istio')), 'the mesh ALPN istio in the ClientHello');
-    // Never offered: an Envoy peer selecting it would run the TCP metadata exchange, which this agent does not speak.
-    assert.equal(wire.file.includes(Buffer.from('istio-peer-exchange')), false);
+    // Offered first, as Istio's sidecars do for TCP: B selects it and the two run the TCP metadata exchange.
+    assert.ok(wire.file.includes(Buffer.from('\x13istio-peer-exchange\x05istio')), 'istio-peer-exchange, then istio');
     assert.ok(wire.file.includes(TLS_APPLICATION_DATA), 'TLS application data records');
     assert.equal(wire.file.includes(Buffer.from('tcp-marker-1234')), false);
     assert.equal(wire.file.includes(Buffer.from('httpbin-tcp-hello')), false);

@@ -55,7 +55,7 @@ describe('upstreamTlsFor', () => {
     assert.equal(http.servername, MUTUAL.sni);
     assert.equal(http.mesh, true);
     assert.equal(tlsFor(dst, 'b', true), http, 'the same settings object: the pool key stays');
-    assert.deepEqual((tlsFor(dst, undefined, false) as UpstreamTls).alpn, ['istio']);
+    assert.deepEqual((tlsFor(dst, undefined, false) as UpstreamTls).alpn, ['istio-peer-exchange', 'istio'], 'TCP: the metadata exchange offered first, as Istio sidecars do');
   });
 
   it('a new certificate: new settings with its context for the same plan (new connections use it), then the same object again', async () => {
