@@ -2,14 +2,21 @@
 // docs/PERFORMANCE.md ("HTTP/2 strictness"), not in the data path. A node:http2 server session runs
 // over the tapped socket (bytes the socket held already included), the inspector sees every byte
 // node reads, and a request with a field nghttp2 would drop is reset with PROTOCOL_ERROR before any
-// handler sees it, while a good request on the same connection is answered.
+// handler sees it, while a good request on the same connection is answered. Over mutual TLS the
+// connection's identity stays on the TLS socket under the tap (peer certificate, ALPN, addresses),
+// and the inspector sees the plaintext.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { describe, it } from 'node:test';
+import { connect as connectTls, TLSSocket } from 'node:tls';
 import { HeaderCheck } from '../../../src/proxy/http2/header-check.js';
 import { tapped } from '../../../src/proxy/http2/tapped-socket.js';
+import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
+import { adoptTlsReads } from '../../../src/proxy/read-buffers.js';
+import { uriSans } from '../../../src/proxy/tls/peer-identity.js';
+import { createRootCa, issueWorkloadCert } from '../../helpers/mesh-certs.js';
 
 describe('tapped (node:http2 over an inspected socket)', () => {
   it('serves a connection; a malformed request is reset with PROTOCOL_ERROR, the good one answered', async () => {
@@ -82,6 +89,56 @@ describe('tapped (node:http2 over an inspected socket)', () => {
       assert.deepEqual(seen.answered, [3]);
       assert.deepEqual(handled, ['/good', '/after']);
       assert.ok(inspected > 0);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('tapped over mutual TLS', () => {
+  it('the session runs on the TLS socket\'s plaintext; the peer certificate and ALPN stay readable on that socket', async () => {
+    const ca = await createRootCa();
+    const serverCert = await issueWorkloadCert(ca, { spiffeId: 'spiffe://cluster.local/ns/a/sa/server' });
+    const clientCert = await issueWorkloadCert(ca, { spiffeId: 'spiffe://cluster.local/ns/b/sa/client' });
+    let first: Buffer | undefined;
+    const facts: { peer?: string | undefined; alpn?: string | false | null; remote?: string | undefined } = {};
+    const server = net.createServer((raw) => {
+      // As the proxy terminates mesh TLS: a TLSSocket made around the accepted connection.
+      const tls = new TLSSocket(raw, { isServer: true, cert: serverCert.chainPem, key: serverCert.keyPem, ca: serverCert.rootPem,
+        requestCert: true, rejectUnauthorized: true, ALPNProtocols: ['h2'] });
+      adoptTlsReads(tls);
+      tls.on('error', () => {});
+      tls.once('secure', () => {
+        tls.pause();
+        const session = http2.performServerHandshake(tapped(tls, (b) => { first ??= Buffer.from(b); }));
+        session.on('stream', (stream) => {
+          facts.peer = uriSans(tls.getPeerCertificate())[0];
+          facts.alpn = tls.alpnProtocol;
+          facts.remote = tls.remoteAddress;
+          stream.respond({ ':status': 200 });
+          stream.end('ok');
+        });
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const port = (server.address() as net.AddressInfo).port;
+      const client = http2.connect(`https://127.0.0.1:${port}`, {
+        createConnection: () => connectTls({ host: '127.0.0.1', port, ca: clientCert.rootPem, cert: clientCert.chainPem, key: clientCert.keyPem,
+          ALPNProtocols: ['h2'], checkServerIdentity: () => undefined }),
+      });
+      client.on('error', () => {});
+      const req = client.request({ ':path': '/' });
+      let body = '';
+      req.setEncoding('utf8').on('data', (d: string) => { body += d; });
+      const [headers] = await once(req, 'response') as [http2.IncomingHttpHeaders];
+      await once(req, 'end');
+      client.close();
+      assert.equal(headers[':status'], 200);
+      assert.equal(body, 'ok');
+      assert.deepEqual(facts, { peer: 'spiffe://cluster.local/ns/b/sa/client', alpn: 'h2', remote: '127.0.0.1' });
+      assert.ok(first?.subarray(0, CLIENT_PREFACE.length).equals(CLIENT_PREFACE), 'the inspector reads plaintext from the preface on');
     } finally {
       server.close();
     }
