@@ -3,10 +3,10 @@
 // receives; given a stream without a native handle, node wraps it in its JS stream adapter
 // (JSStreamSocket) and reads what that stream emits. That costs CPU per read and per write
 // (measured in docs/PERFORMANCE.md, "HTTP/2 strictness"), which is why the proxy does not use it
-// yet. To keep the cost down this is not a Duplex (a second readable and writable layer) but the
-// few members the adapter calls, forwarded to the socket: 'data' is emitted straight from the
-// socket's read (the adapter copies it into native memory at once), writes go to the socket as they
-// come. The underlying socket stays the connection's identity (addresses, TLS peer certificate,
+// yet. It is not a Duplex (a second readable and writable layer) but the few members the adapter
+// calls, forwarded to the socket: 'data' is emitted straight from the socket's read (the adapter
+// copies it into native memory at once), writes go to the socket as they come. Measured, that was
+// no cheaper than a Duplex within the noise: the adapter itself is the cost. The underlying socket stays the connection's identity (addresses, TLS peer certificate,
 // ALPN): callers keep reading those from it, not from this object.
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
