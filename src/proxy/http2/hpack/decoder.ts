@@ -1,0 +1,184 @@
+// An HPACK decoder (RFC 7541) that follows one direction of a connection exactly as the peer's
+// encoder drives it: the static table, the dynamic table with its size updates and evictions,
+// integers, string literals plain or Huffman coded. Every block must be decoded whole, refused or
+// not, or the dynamic table drifts from the one nghttp2 keeps for the same bytes. Each field is
+// judged as it is decoded (field-validity.ts); a dynamic table entry keeps its verdict, so a field
+// sent again by index costs no second look. Pure (no I/O); not valid HPACK throws HpackError.
+import { fieldFault, type FieldFault } from '../field-validity.js';
+import { huffmanDecode } from './huffman.js';
+
+/** The block is not valid HPACK: the connection cannot go on (COMPRESSION_ERROR, RFC 9113 4.3). */
+export class HpackError extends Error {
+  readonly code = 'ERR_HPACK_COMPRESSION';
+  constructor(message: string) {
+    super(`HPACK: ${message}`);
+  }
+}
+
+/** SETTINGS_HEADER_TABLE_SIZE when neither side says otherwise (node:http2 keeps it). */
+export const DEFAULT_TABLE_SIZE = 4096;
+/** RFC 7541 4.1: an entry's size is its name's and value's lengths plus 32. */
+const ENTRY_OVERHEAD = 32;
+/** The largest integer taken (a length or index beyond it cannot be within a block anyway). */
+const MAX_INTEGER = 2 ** 31 - 1;
+
+interface Entry {
+  readonly name: string;
+  readonly value: string;
+  readonly size: number;
+  readonly fault: FieldFault;
+}
+
+const STATIC: ReadonlyArray<readonly [string, string]> = [
+  [':authority', ''], [':method', 'GET'], [':method', 'POST'], [':path', '/'], [':path', '/index.html'],
+  [':scheme', 'http'], [':scheme', 'https'], [':status', '200'], [':status', '204'], [':status', '206'],
+  [':status', '304'], [':status', '400'], [':status', '404'], [':status', '500'], ['accept-charset', ''],
+  ['accept-encoding', 'gzip, deflate'], ['accept-language', ''], ['accept-ranges', ''], ['accept', ''],
+  ['access-control-allow-origin', ''], ['age', ''], ['allow', ''], ['authorization', ''], ['cache-control', ''],
+  ['content-disposition', ''], ['content-encoding', ''], ['content-language', ''], ['content-length', ''],
+  ['content-location', ''], ['content-range', ''], ['content-type', ''], ['cookie', ''], ['date', ''],
+  ['etag', ''], ['expect', ''], ['expires', ''], ['from', ''], ['host', ''], ['if-match', ''],
+  ['if-modified-since', ''], ['if-none-match', ''], ['if-range', ''], ['if-unmodified-since', ''],
+  ['last-modified', ''], ['link', ''], ['location', ''], ['max-forwards', ''], ['proxy-authenticate', ''],
+  ['proxy-authorization', ''], ['range', ''], ['referer', ''], ['refresh', ''], ['retry-after', ''],
+  ['server', ''], ['set-cookie', ''], ['strict-transport-security', ''], ['transfer-encoding', ''],
+  ['user-agent', ''], ['vary', ''], ['via', ''], ['www-authenticate', ''],
+];
+/** The static table's entries (RFC 7541 Appendix A), index 1 first; every one of them valid. */
+const STATIC_ENTRIES: readonly Entry[] = STATIC.map(([name, value]) => ({ name, value, size: name.length + value.length + ENTRY_OVERHEAD, fault: undefined }));
+
+/** Where decoded Huffman strings land before they become strings (grown on demand, never shrunk past a block's need). */
+let scratch = Buffer.allocUnsafeSlow(4096);
+
+/** Called for each field of a block in order (tests, and whoever wants the list). */
+export type FieldSink = (name: string, value: string) => void;
+
+export class HpackDecoder {
+  /** Newest last: dynamic index 1 is the last element. */
+  private readonly table: Entry[] = [];
+  private size = 0;
+  /** The table's size as the peer's last update set it, within `limit`. */
+  private maxSize: number;
+  private pos = 0;
+  private block: Buffer = Buffer.alloc(0);
+
+  /**
+   * `limit`: the SETTINGS_HEADER_TABLE_SIZE this side advertised (the most an update may ask);
+   * `server`: this side receives requests (a `host` field is judged as an authority).
+   */
+  constructor(private readonly server: boolean, private readonly limit = DEFAULT_TABLE_SIZE) {
+    this.maxSize = limit;
+  }
+
+  /** The dynamic table's size now (RFC 7541 4.1), for tests. */
+  get tableSize(): number {
+    return this.size;
+  }
+
+  /**
+   * Decodes one whole header block: the first field fault of the block (undefined: none). Throws
+   * HpackError when the block is not valid HPACK; the table is then of no further use.
+   */
+  decode(block: Buffer, sink?: FieldSink): FieldFault {
+    this.block = block;
+    this.pos = 0;
+    let fault: FieldFault;
+    let fieldsSeen = false;
+    const end = block.length;
+    while (this.pos < end) {
+      const b = block[this.pos]!;
+      let entry: Entry;
+      if (b >= 0x80) { // indexed field (6.1)
+        entry = this.entry(this.integer(7));
+        sink?.(entry.name, entry.value);
+        fieldsSeen = true;
+        fault ??= entry.fault;
+        continue;
+      }
+      if (b >= 0x40) { // literal with incremental indexing (6.2.1)
+        entry = this.literal(6);
+        this.insert(entry);
+      } else if (b >= 0x20) { // dynamic table size update (6.3): only before the first field
+        if (fieldsSeen) throw new HpackError('a dynamic table size update after a field');
+        const size = this.integer(5);
+        if (size > this.limit) throw new HpackError(`a table size update to ${size}, above the ${this.limit} allowed`);
+        this.maxSize = size;
+        this.evict(0);
+        continue;
+      } else { // literal without indexing (6.2.2) or never indexed (6.2.3): both 4-bit prefixes
+        entry = this.literal(4);
+      }
+      sink?.(entry.name, entry.value);
+      fieldsSeen = true;
+      fault ??= entry.fault;
+    }
+    this.block = Buffer.alloc(0);
+    return fault;
+  }
+
+  private entry(index: number): Entry {
+    if (index === 0) throw new HpackError('index 0');
+    if (index <= STATIC_ENTRIES.length) return STATIC_ENTRIES[index - 1]!;
+    const i = this.table.length - (index - STATIC_ENTRIES.length);
+    if (i < 0) throw new HpackError(`index ${index} beyond the table`);
+    return this.table[i]!;
+  }
+
+  /** A literal field whose first byte has an `prefix`-bit name index (0: the name follows as a string). */
+  private literal(prefix: number): Entry {
+    const index = this.integer(prefix);
+    const name = index === 0 ? this.string() : this.entry(index).name;
+    const value = this.string();
+    return { name, value, size: name.length + value.length + ENTRY_OVERHEAD, fault: fieldFault(name, value, this.server) };
+  }
+
+  private insert(e: Entry): void {
+    // An entry larger than the table empties it and is not added (RFC 7541 4.4).
+    this.evict(e.size);
+    if (e.size > this.maxSize) return;
+    this.table.push(e);
+    this.size += e.size;
+  }
+
+  /** Evicts the oldest entries until `room` more fits. */
+  private evict(room: number): void {
+    let drop = 0;
+    while (this.size + room > this.maxSize && drop < this.table.length) this.size -= this.table[drop++]!.size;
+    if (drop > 0) this.table.splice(0, drop);
+  }
+
+  /** An integer with an N-bit prefix (RFC 7541 5.1), the prefix byte's other bits ignored. */
+  private integer(prefixBits: number): number {
+    const block = this.block;
+    const max = (1 << prefixBits) - 1;
+    let value = block[this.pos++]! & max;
+    if (value < max) return value;
+    let shift = 0;
+    for (;;) {
+      if (this.pos >= block.length) throw new HpackError('an integer cut short');
+      const b = block[this.pos++]!;
+      value += (b & 0x7f) * 2 ** shift;
+      if (value > MAX_INTEGER) throw new HpackError('an integer too large');
+      if (b < 0x80) return value;
+      shift += 7;
+    }
+  }
+
+  /** A string literal (RFC 7541 5.2) as latin1 (a char per byte). */
+  private string(): string {
+    const block = this.block;
+    if (this.pos >= block.length) throw new HpackError('a string missing');
+    const huffman = block[this.pos]! >= 0x80;
+    const length = this.integer(7);
+    const start = this.pos;
+    const end = start + length;
+    if (end > block.length) throw new HpackError('a string cut short');
+    this.pos = end;
+    if (!huffman) return block.toString('latin1', start, end);
+    const need = Math.ceil((length * 8) / 5);
+    if (scratch.length < need) scratch = Buffer.allocUnsafeSlow(Math.max(need, scratch.length * 2));
+    const n = huffmanDecode(block, start, end, scratch);
+    if (typeof n !== 'number') throw new HpackError(n === 'eos' ? 'a Huffman string holding EOS' : 'a Huffman string with bad padding');
+    return scratch.toString('latin1', 0, n);
+  }
+}
