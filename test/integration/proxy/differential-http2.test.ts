@@ -261,7 +261,9 @@ function drawBody(rng: Rng, c: H2Case): void {
   if (cl === 'right' || cl === 'cancel') c.lines.push(['content-length', String(body.length)]);
   if (cl === 'smaller' && body.length > 0) c.lines.push(['content-length', String(body.length - 1)]);
   if (cl === 'larger') c.lines.push(['content-length', String(body.length + 7)]);
-  if (cl === 'cancel') c.cancel = rng.chance(0.5) ? 'no-error' : 'internal-error';
+  // A reset of an empty body cuts nothing: a length of 0 frames the request whole for an HTTP/1.1
+  // upstream the moment its head is sent, whatever the client does next.
+  if (cl === 'cancel') c.cancel = body.length === 0 ? false : rng.chance(0.5) ? 'no-error' : 'internal-error';
   if (cl !== 'right' && cl !== 'none') c.variants.push(`content-length ${cl}`);
 }
 
