@@ -107,3 +107,18 @@ export async function writeResources(sp: SidecarPod<Namespace & { close(): void 
   // Every worker reads the files on its own: give the other worker the same moment.
   await new Promise((resolve) => setTimeout(resolve, 300));
 }
+
+/** A GET by node's fetch from inside `ns`: its status (0 when none came within 4 s). */
+export function statusFrom(ns: Namespace, url: string, headers: Readonly<Record<string, string>> = {}): number {
+  const script = `fetch(${JSON.stringify(url)}, { headers: ${JSON.stringify(headers)}, signal: AbortSignal.timeout(4000) })
+    .then(async (r) => { await r.text(); process.stdout.write(String(r.status)); }).catch(() => process.stdout.write('0'))`;
+  return Number(ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout);
+}
+
+/** Connects from inside `ns`, sends `ping\n`, half-closes, reads until the close: what came back. */
+export function tcpFrom(ns: Namespace, host: string, port: number): string {
+  const script = `const s = require('net').connect(${port}, ${JSON.stringify(host)}, () => s.end('ping\\n'));
+    let got = ''; s.on('data', (d) => got += d); s.on('close', () => process.stdout.write(got));
+    s.on('error', (e) => process.stdout.write('error ' + e.code)); setTimeout(() => process.exit(0), 4000).unref();`;
+  return ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
+}

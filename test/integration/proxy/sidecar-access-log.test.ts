@@ -8,23 +8,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { netnsSkip, PEER_V4, POD_V4, type Namespace, type Pod } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
-import { startSidecarPod, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
+import { startSidecarPod, statusFrom, tcpFrom, untilFirstOutput, type SidecarPod } from '../../helpers/sidecar-pod.js';
 
 const APP = join(repoRoot, 'test', 'fixtures', 'echo-app.mjs');
 
-function fetchFrom(ns: Namespace, url: string): number {
-  const script = `fetch(${JSON.stringify(url)}, { headers: { 'user-agent': 'probe/1', 'x-request-id': 'r-1' }, signal: AbortSignal.timeout(4000) })
-    .then(async (r) => { await r.text(); process.stdout.write(String(r.status)); }).catch(() => process.stdout.write('0'))`;
-  return Number(ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout);
-}
-
-/** Connects, sends `ping\n`, half-closes, reads until the close: what came back. */
-function tcpFrom(ns: Namespace, host: string, port: number): string {
-  const script = `const s = require('net').connect(${port}, ${JSON.stringify(host)}, () => s.end('ping\\n'));
-    let got = ''; s.on('data', (d) => got += d); s.on('close', () => process.stdout.write(got));
-    s.on('error', (e) => process.stdout.write('error ' + e.code)); setTimeout(() => process.exit(0), 4000).unref();`;
-  return ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
-}
+/** The requests of these tests: a user agent and a request id the log lines show. */
+const fetchFrom = (ns: Namespace, url: string): number => statusFrom(ns, url, { 'user-agent': 'probe/1', 'x-request-id': 'r-1' });
 
 describe('the sidecar\'s access log (accessLogFile in the mesh config)', { skip: netnsSkip }, () => {
   let sp: SidecarPod;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { netnsSkip, PEER_V4, POD_V4, type Namespace } from '../../helpers/pod-netns.js';
 import { repoRoot } from '../../helpers/repo.js';
-import { startSidecarPod, untilFirstOutput, writeResources, type SidecarPod } from '../../helpers/sidecar-pod.js';
+import { startSidecarPod, statusFrom, tcpFrom, untilFirstOutput, writeResources, type SidecarPod } from '../../helpers/sidecar-pod.js';
 import { waitFor } from '../../helpers/wait-for.js';
 
 const APP = join(repoRoot, 'test', 'fixtures', 'echo-app.mjs');
@@ -28,19 +28,8 @@ const MESH_ON = telemetry('mesh-default', 'mesh-system', '  accessLogging: [{pro
 const WEB_SERVER_OFF = telemetry('web-quiet', 'default',
   '  selector: {matchLabels: {app: web}}\n  accessLogging: [{providers: [{name: envoy}], disabled: true, match: {mode: SERVER}}]\n');
 
-function fetchFrom(ns: Namespace, url: string): number {
-  const script = `fetch(${JSON.stringify(url)}, { signal: AbortSignal.timeout(4000) })
-    .then(async (r) => { await r.text(); process.stdout.write(String(r.status)); }).catch(() => process.stdout.write('0'))`;
-  return Number(ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout);
-}
+const fetchFrom = (ns: Namespace, url: string): number => statusFrom(ns, url);
 
-/** Connects, sends `ping\n`, half-closes, reads until the close: what came back. */
-function tcpFrom(ns: Namespace, host: string, port: number): string {
-  const script = `const s = require('net').connect(${port}, ${JSON.stringify(host)}, () => s.end('ping\\n'));
-    let got = ''; s.on('data', (d) => got += d); s.on('close', () => process.stdout.write(got));
-    s.on('error', (e) => process.stdout.write('error ' + e.code)); setTimeout(() => process.exit(0), 4000).unref();`;
-  return ns.exec(process.execPath, ['-e', script], { allowFailure: true }).stdout;
-}
 
 /** An HTTP/2 request without TLS (h2c, prior knowledge): its status. */
 function h2From(ns: Namespace, url: string): string {

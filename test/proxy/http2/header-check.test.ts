@@ -7,15 +7,8 @@ import { describe, it } from 'node:test';
 import { HeaderCheck, MAX_MALFORMED_BLOCKS } from '../../../src/proxy/http2/header-check.js';
 import { FAULT_VALUE_CHAR, FAULT_NAME } from '../../../src/proxy/http2/field-validity.js';
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
+import { frame } from '../../helpers/h2-frame.js';
 
-const frame = (type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer => {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-};
 const literal = (name: string, value: string, indexing = false): Buffer =>
   Buffer.concat([Buffer.from([indexing ? 0x40 : 0x00, name.length]), Buffer.from(name, 'latin1'), Buffer.from([value.length]), Buffer.from(value, 'latin1')]);
 const GET = Buffer.from([0x82, 0x86, 0x84]); // :method GET, :scheme http, :path /

@@ -13,6 +13,7 @@ import { after, describe, it } from 'node:test';
 import { HpackDecoder } from '../../../src/proxy/http2/hpack/decoder.js';
 import { fieldFault } from '../../../src/proxy/http2/field-validity.js';
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
+import { frame } from '../../helpers/h2-frame.js';
 
 interface Frame { type: number; flags: number; stream: number; payload: Buffer }
 
@@ -29,14 +30,6 @@ function frames(buf: Buffer): { frames: Frame[]; rest: Buffer } {
   return { frames: out, rest: buf.subarray(at) };
 }
 
-const frame = (type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer => {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-};
 
 /** A literal field without indexing, new name, no Huffman (names and values under 127 bytes). */
 const literal = (name: string, value: string): Buffer =>

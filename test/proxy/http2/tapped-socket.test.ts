@@ -14,6 +14,7 @@ import { connect as connectTls, TLSSocket } from 'node:tls';
 import { HeaderCheck } from '../../../src/proxy/http2/header-check.js';
 import { tapped } from '../../../src/proxy/http2/tapped-socket.js';
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
+import { frame } from '../../helpers/h2-frame.js';
 import { adoptTlsReads } from '../../../src/proxy/read-buffers.js';
 import { uriSans } from '../../../src/proxy/tls/peer-identity.js';
 import { createRootCa, issueWorkloadCert } from '../../helpers/mesh-certs.js';
@@ -57,14 +58,6 @@ describe('tapped (node:http2 over an inspected socket)', () => {
 
       const raw = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
       await once(raw, 'connect');
-      const frame = (type: number, flags: number, id: number, payload: Buffer): Buffer => {
-        const h = Buffer.alloc(9);
-        h.writeUIntBE(payload.length, 0, 3);
-        h[3] = type;
-        h[4] = flags;
-        h.writeUInt32BE(id, 5);
-        return Buffer.concat([h, payload]);
-      };
       const lit = (n: string, v: string): Buffer => Buffer.concat([Buffer.from([0, n.length]), Buffer.from(n), Buffer.from([v.length]), Buffer.from(v, 'latin1')]);
       const base = Buffer.concat([Buffer.from([0x82, 0x86]), lit(':path', '/bad'), lit(':authority', 'a')]);
       raw.write(Buffer.concat([
