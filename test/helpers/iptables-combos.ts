@@ -3,18 +3,10 @@
 // REDIRECT and TPROXY, DNS capture with the pod's resolv.conf naming IPv4, IPv6, both or no
 // servers, CIDR lists of both families (loopback ranges too), owner groups. Deterministic: combo i of
 // seed s is always the same, so one failing combo replays alone.
+import { seeded } from './seeded.js';
 
-/** mulberry32: small, fast, good enough to pick flags; the same seed gives the same sequence. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The generator that picks the flags (seeded.ts). */
+export const prng = seeded;
 
 export interface Combo {
   /** Flags after `mesh-iptables`. */

@@ -8,6 +8,7 @@ import {
   encodeExchangeFrame, EXCHANGE_MAGIC, MAX_EXCHANGE_DATA_BYTES, readExchangeFrame,
 } from '../../src/metrics/tcp-exchange-frame.js';
 import { AnyType, envoyFrame, StructType } from '../helpers/exchange-frames.js';
+import { seeded } from '../helpers/seeded.js';
 
 const ENV: OwnMetadataSource = {
   POD_NAME: 'reviews-v2-5b9d8c7f6d-x7k2p', POD_NAMESPACE: 'bookinfo', CLUSTER_ID: 'Kubernetes', MESH_META_CLUSTER_ID: '',
@@ -34,18 +35,6 @@ const ENVOY_PEER = {
   },
   'x-envoy-peer-metadata-id': { stringValue: 'sidecar~10.0.0.9~ratings-v1-7dc98c7588-kx2l9.bookinfo~bookinfo.svc.cluster.local' },
 };
-
-/** A seeded generator (mulberry32): the same bytes every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('the TCP metadata exchange frame', () => {
   it('starts with the magic and the data size, big-endian, then an Any of a Struct that protobufjs reads', () => {

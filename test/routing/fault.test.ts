@@ -3,18 +3,7 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { HttpFault } from '../../src/config/resources/types.js';
 import { faultAbort, faultDelayMs, rolls } from '../../src/routing/fault.js';
-
-/** A seeded generator (mulberry32): the same sequence every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../helpers/seeded.js';
 
 it('rolls: 0 never, a million always, whatever the random value; in between by share', () => {
   for (const r of [0, 0.5, 0.999999]) {

@@ -3,20 +3,9 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { HttpMirror } from '../../src/config/resources/types.js';
 import { chooseMirrors } from '../../src/routing/mirror-choice.js';
+import { seeded } from '../helpers/seeded.js';
 
 const mirror = (host: string, percent: number): HttpMirror => ({ destination: { host, weight: 100 }, percent });
-
-/** A seeded generator (mulberry32): the same draws every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 it('copies every request at 100% (no draw) and none at 0%', () => {
   const never = (): number => { throw new Error('no draw expected'); };

@@ -5,18 +5,9 @@ import type { HostSet } from '../../src/traffic/balancers/index.js';
 import {
   UNLIMITED, type ClusterPolicy, type ClusterSpec, type ConnectionPoolSpec, type EndpointSpec, type OutlierDetectionSpec,
 } from '../../src/traffic/spec.js';
+import { seeded } from '../helpers/seeded.js';
 
-/** mulberry32: a small seeded generator, uniform in [0, 1). */
-export function seeded(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seeded };
 
 /** Both kinds of source a statistical test runs with: a fixed seed (reproducible) and Math.random (the tolerance is real). */
 export const SOURCES: readonly { readonly name: string; readonly make: () => () => number }[] = [
