@@ -142,10 +142,10 @@ class Exchange implements ResponseSink, AttemptSender, BodySource {
   /** The attempt in flight goes to a sidecar over mutual TLS (Istio's metadata exchange is spoken with it). */
   meshUp = false;
 
-  /** `msg` undefined: a request refused before any decision, answered `fixed`. */
   /**
-   * `log`: where this request is logged, fixed when it begins (undefined: the log was off then, and
-   * nothing is measured for it), so that its line is whole whenever a Telemetry switches the log.
+   * `msg` undefined: a request refused before any decision, answered `fixed`. `log`: where this
+   * request is logged, fixed when it begins (undefined: the log was off then, and nothing is
+   * measured for it), so that its line is whole whenever a Telemetry switches the log.
    */
   constructor(readonly conn: Connection, readonly msg: RequestMessage | undefined, readonly view: RequestView,
     readonly fixed: LocalReply | undefined, keepAlive: boolean, readonly started: number, readonly log: AccessLogSink | undefined) {
