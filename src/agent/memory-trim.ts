@@ -4,13 +4,18 @@
 // good, while V8's heap and Buffers had grown by 5. So once the process is quiet again, it asks
 // malloc to hand its free pages back (malloc_trim(0): every thread's arena, not only this one's).
 // Before that, the caller lets go of what it keeps for the next burst (pooled write buffers).
-// No forced full collection (V8's `gc`) any more: measured (scripts/bench-idle.sh), it made the
-// first second of the next burst cost 1.4-1.6x the steady CPU per request (1.18x without it; the
-// compiled code has to warm up again), while RSS 30 s after the footprint bench's load was the same
-// without it (V8's own collections free those Buffers).
+// A forced full collection (V8's `gc`) runs first only after a burst that left the process more
+// than FULL_GC_GROWTH above its quiet size: measured (scripts/bench-idle.sh), one after every burst
+// made the first second of the next cost 1.3-1.6x the steady CPU per request (1.08-1.18x without it;
+// the compiled code has to warm up again), while an ordinary burst leaves little to collect (the
+// footprint bench: RSS 30 s after its load the same without it). A long one does: after the 90 s
+// disconnect soak (~9,000 client events) the sidecars stayed 70-80 MB above idle without it, 30-53
+// with it, V8 collecting nothing while the process is idle.
 // Under load it does nothing: trimming then would only mean faulting the same pages in again.
 // Every thread runs one (the primary and each worker of --concurrency): each holds its own pools,
 // and the process's CPU time says when all of them are quiet.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { koffi } from '../native/koffi.js';
 import { scope } from '../log/logger.js';
 
@@ -20,6 +25,9 @@ const log = scope('default');
 const CHECK_EVERY_MS = 2_000;
 /** Quiet: less than this share of one core used over the last check period. */
 const QUIET_CPU_SHARE = 0.05;
+
+/** A burst that left the process this far above its quiet size gets a full collection before the trim. */
+export const FULL_GC_GROWTH = 48 * 1024 * 1024;
 
 type Trim = (pad: number) => number;
 
@@ -32,10 +40,25 @@ function loadTrim(): Trim | undefined {
   }
 }
 
+/** V8's full collection: the flag exposes `gc` to the contexts made after it is set. */
+function loadFullGc(): (() => void) | undefined {
+  try {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as unknown;
+    return typeof gc === 'function' ? (gc as () => void) : undefined;
+  } catch (err) {
+    log.debug(`full collection not available: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
 /** Starts the check (an unref'd timer); answers how to stop it. `release` drops what is kept for the next burst. */
 export function trimAfterBursts(release: () => void = () => undefined): () => void {
   const trim = loadTrim();
   if (!trim) return () => undefined;
+  let fullGc: (() => void) | undefined | null = null; // made when first needed: a context costs ~2 ms
+  /** The smallest the process has been when quiet: at the first quiet check, then after each trim. */
+  let quietRss = Number.POSITIVE_INFINITY;
   let last = process.cpuUsage();
   /** CPU was spent since the last trim: there may be something to give back. */
   let busySince = false;
@@ -47,10 +70,16 @@ export function trimAfterBursts(release: () => void = () => undefined): () => vo
       busySince = true;
       return;
     }
+    if (quietRss === Number.POSITIVE_INFINITY) quietRss = process.memoryUsage.rss();
     if (!busySince) return;
     busySince = false;
     release();
+    if (process.memoryUsage.rss() > quietRss + FULL_GC_GROWTH) {
+      if (fullGc === null) fullGc = loadFullGc();
+      fullGc?.();
+    }
     trim(0);
+    quietRss = Math.min(quietRss, process.memoryUsage.rss());
   }, CHECK_EVERY_MS).unref();
   return () => clearInterval(timer);
 }
