@@ -7,8 +7,7 @@
 // to an Upgrade, 2xx to CONNECT): the connection then becomes a tunnel (tunnel.ts); any other
 // answer keeps it HTTP and the next request is parsed and judged like the first.
 import type { Socket } from 'node:net';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote, type ListenerRole } from '../../log/access-record.js';
+import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote, type ListenerRole, type LoggedDownstream } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
@@ -26,7 +25,8 @@ import { runTunnel } from './tunnel.js';
 import { MirrorCopy, mirrorSender } from './mirror.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
-import { peerOf, uriSans, type PeerIdentity } from '../tls/peer-identity.js';
+import { peerOf, type PeerIdentity } from '../tls/peer-identity.js';
+import { loggedDownstream } from '../logged-downstream.js';
 import { takePeerMetadata, withExchangeLines, type PeerExchange } from '../peer-exchange.js';
 import { clusterConnectionPolicy, poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 import { packRequest, type StandardSeries } from '../standard-series.js';
@@ -241,12 +241,8 @@ export class Connection {
   private lastTls: UpstreamTls | undefined;
   private lastSource: string | undefined;
   private lastKey = '';
-  // For the access log only: read from the socket once, when the first request to be logged begins.
-  private described = false;
-  private remoteText: string | undefined = undefined;
-  private localText: string | undefined = undefined;
-  private serverName: string | undefined = undefined;
-  private localUriSan: string | undefined = undefined;
+  /** For the access log only: read from the socket once, when the first request to be logged begins. */
+  private logged: LoggedDownstream | undefined = undefined;
   /** The client's identity when it came over mutual TLS (the peer of an inbound mesh connection). */
   private readonly peer: PeerIdentity | undefined;
   /** A request cut by a parse error: logged with the refusal that answers it, once that is sent. */
@@ -271,20 +267,8 @@ export class Connection {
   private logNow(): AccessLogSink | undefined {
     const log = this.owner.accessLog;
     if (log === undefined || !log.on) return undefined;
-    if (!this.described) this.describe();
+    this.logged ??= loggedDownstream(this.socket, this.dst, this.peer);
     return log;
-  }
-
-  /** What the log says of the connection, read while its socket is open. */
-  private describe(): void {
-    this.described = true;
-    const socket = this.socket;
-    const dst = this.dst;
-    if (this.peer) this.localUriSan = uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0];
-    this.remoteText = hostPort(this.remote, socket.remotePort);
-    // The sidecar's: where the client was going (Envoy's original destination); the gateway's: its own port.
-    this.localText = dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort);
-    this.serverName = (socket as Partial<TLSSocket>).servername || undefined;
   }
 
   /** Starts with the bytes already read (`head`), then reads the socket. */
@@ -1056,7 +1040,7 @@ export class Connection {
       attempts: ex.attempts ? ex.attempts.retries + 1 : undefined, endpoint: ex.attempts?.endpoint?.hostPort,
       bytesIn: ex.bytesIn, bytesOut: ex.bytesOut, respHeaders: ex.respHeaders, upHost: ex.upHost, upLocal: ex.upLocal,
       transportFailure: ex.transportFailure,
-      downstream: { localText: this.localText, remoteText: this.remoteText, serverName: this.serverName, peer: this.peer, localUriSan: this.localUriSan },
+      downstream: this.logged!,
     }));
   }
 
@@ -1079,8 +1063,8 @@ export class Connection {
       flags: refused.flag ? FLAG[refused.flag] : 0, details: refused.details, terminationDetails: undefined,
       bytesReceived: 0, bytesSent: Buffer.byteLength(refused.body), upstreamServiceMs: undefined, responseMs: undefined,
       attempts: undefined, requestHeaders: undefined, responseHeaders: undefined, upstreamHost: undefined,
-      upstreamCluster: undefined, upstreamLocal: undefined, downstreamLocal: this.localText, downstreamRemote: this.remoteText,
-      serverName: this.serverName, routeName: undefined, decision: undefined,
+      upstreamCluster: undefined, upstreamLocal: undefined, downstreamLocal: this.logged?.localText, downstreamRemote: this.logged?.remoteText,
+      serverName: this.logged?.serverName, routeName: undefined, decision: undefined,
     });
   }
 

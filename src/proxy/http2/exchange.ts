@@ -804,7 +804,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       status, flags: this.flags, details: this.details, note, target: this.target, fixed: this.fixed, retried: false,
       attempts: this.attempts ? this.attempts.retries + 1 : undefined, endpoint: this.attempts?.endpoint?.hostPort,
       bytesIn: this.bytesIn, bytesOut: this.bytesOut, respHeaders: this.respHeaders, upHost: undefined, upLocal: this.upLocal,
-      transportFailure: this.transportFailure, grpcStatus: this.req?.grpc ? this.grpcStatus : undefined, downstream: this.conn,
+      transportFailure: this.transportFailure, grpcStatus: this.req?.grpc ? this.grpcStatus : undefined, downstream: this.conn.logged!,
     }));
   }
 }

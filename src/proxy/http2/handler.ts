@@ -174,7 +174,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     return {
       socket, dst, peer,
       defaultVerdict: dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION,
-      described: false, remoteText: undefined, localText: undefined, serverName: undefined, localUriSan: undefined,
+      logged: undefined,
     };
   }
 

@@ -1,13 +1,14 @@
 // What an HTTP/2 stream needs from the handler that owns its connection (handler.ts), and what it
 // knows of the connection: kept apart so exchange.ts does not depend on the handler.
 import type { Socket } from 'node:net';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
-import { hostPort, type AccessLogSink, type ListenerRole } from '../../log/access-record.js';
+import type { TLSSocket } from 'node:tls';
+import type { AccessLogSink, ListenerRole, LoggedDownstream } from '../../log/access-record.js';
+import { loggedDownstream } from '../logged-downstream.js';
 import type { RequestDecider, Verdict } from '../decider.js';
 import type { PathNormalization } from '../path-normalization.js';
 import type { Endpoint } from '../socket-options.js';
 import type { DirectionStats } from '../stats.js';
-import { uriSans, type PeerIdentity } from '../tls/peer-identity.js';
+import type { PeerIdentity } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
 import type { Http1Upstream } from './http1-upstream.js';
 import type { Http2UpstreamPool } from './upstream-sessions.js';
@@ -38,27 +39,13 @@ export interface Http2ConnectionFacts {
   readonly dst: Endpoint | undefined;
   readonly defaultVerdict: Verdict;
   readonly peer: PeerIdentity | undefined;
-  /** For the access log: read from the socket by describeForLog when the first stream to be logged begins. */
-  described: boolean;
-  remoteText: string | undefined;
-  localText: string | undefined;
-  serverName: string | undefined;
-  localUriSan: string | undefined;
+  /** For the access log: read from the socket by logNow when the first stream to be logged begins. */
+  logged: LoggedDownstream | undefined;
 }
 
 /** The access log if it is on now (the connection's addresses read for it the first time); undefined: off. */
 export function logNow(log: AccessLogSink | undefined, conn: Http2ConnectionFacts): AccessLogSink | undefined {
   if (log === undefined || !log.on) return undefined;
-  if (!conn.described) describeForLog(conn);
+  conn.logged ??= loggedDownstream(conn.socket, conn.dst, conn.peer);
   return log;
-}
-
-function describeForLog(conn: Http2ConnectionFacts): void {
-  const { socket, dst, peer } = conn;
-  conn.described = true;
-  conn.remoteText = hostPort(socket.remoteAddress, socket.remotePort);
-  // The sidecar's: where the client was going (Envoy's original destination); the gateway's: its own port.
-  conn.localText = dst ? hostPort(dst.address, dst.port) : hostPort(socket.localAddress, socket.localPort);
-  conn.serverName = (socket as Partial<TLSSocket>).servername || undefined;
-  conn.localUriSan = peer ? uriSans((socket as TLSSocket).getCertificate() as PeerCertificate)[0] : undefined;
 }
