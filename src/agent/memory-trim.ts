@@ -27,7 +27,7 @@ const CHECK_EVERY_MS = 2_000;
 const QUIET_CPU_SHARE = 0.05;
 
 /** A burst that left the process this far above its quiet size gets a full collection before the trim. */
-export const FULL_GC_GROWTH = 48 * 1024 * 1024;
+const FULL_GC_GROWTH = 48 * 1024 * 1024;
 
 type Trim = (pad: number) => number;
 

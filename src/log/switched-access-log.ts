@@ -17,11 +17,6 @@ export class SwitchedAccessLog implements AccessLogSink {
     this.on = sink !== undefined;
   }
 
-  /** Where lines go now (undefined: off). */
-  get current(): AccessLogSink | undefined {
-    return this.sink;
-  }
-
   write(record: AccessRecord): void {
     this.sink?.write(record);
   }
