@@ -18,7 +18,8 @@ function varint(n: number, out: number[]): void {
   out.push(n);
 }
 
-function lengthDelimited(tag: number, body: Buffer, out: Buffer[]): void {
+/** Appends a length-delimited field (`tag`: field number and wire type 2, one byte) to `out`. */
+export function lengthDelimited(tag: number, body: Buffer, out: Buffer[]): void {
   const head: number[] = [tag];
   varint(body.length, head);
   out.push(Buffer.from(head), body);
@@ -46,7 +47,8 @@ export function encodeStruct(s: StructValue): Buffer {
 /** Thrown for bytes that are not a well-formed Struct (the caller treats the peer as unknown). */
 export class StructDecodeError extends Error {}
 
-class Reader {
+/** Reads protobuf wire format within `end`; malformed bytes throw StructDecodeError. */
+export class ProtoReader {
   at = 0;
   constructor(readonly buf: Buffer, readonly end = buf.length) {}
 
@@ -87,7 +89,7 @@ class Reader {
 }
 
 function decodeValue(buf: Buffer, start: number, end: number, depth: number): string | StructValue | undefined {
-  const r = new Reader(buf, end);
+  const r = new ProtoReader(buf, end);
   r.at = start;
   let value: string | StructValue | undefined;
   while (r.at < end) {
@@ -110,7 +112,7 @@ function decodeFields(buf: Buffer, start: number, end: number, depth: number): S
   if (depth > MAX_DEPTH) throw new StructDecodeError('nested too deep');
   // No prototype: a key named __proto__ is a key like any other.
   const out = Object.create(null) as Record<string, string | StructValue>;
-  const r = new Reader(buf, end);
+  const r = new ProtoReader(buf, end);
   r.at = start;
   while (r.at < end) {
     const tag = r.varint();
@@ -119,7 +121,7 @@ function decodeFields(buf: Buffer, start: number, end: number, depth: number): S
       continue;
     }
     const [s, e] = r.span();
-    const entry = new Reader(buf, e);
+    const entry = new ProtoReader(buf, e);
     entry.at = s;
     let key: string | undefined;
     let value: string | StructValue | undefined;

@@ -7,7 +7,7 @@
 //                metadata the HTTP header carries in base64) and `x-envoy-peer-metadata-id` (the node id)
 // Pure: bytes in, a verdict out; the socket side is src/proxy/tcp/metadata-exchange.ts.
 import { PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER } from './peer-metadata.js';
-import { decodeStruct, encodeStruct, StructDecodeError, type StructValue } from './proto-struct.js';
+import { decodeStruct, encodeStruct, lengthDelimited, ProtoReader, StructDecodeError, type StructValue } from './proto-struct.js';
 
 export const EXCHANGE_MAGIC = 0x3d230467;
 /** Magic and data_size. */
@@ -20,25 +20,14 @@ export const MAX_EXCHANGE_DATA_BYTES = 16 * 1024;
 
 const STRUCT_TYPE_URL = 'type.googleapis.com/google.protobuf.Struct';
 
-function varint(n: number, out: number[]): void {
-  while (n > 0x7f) {
-    out.push((n & 0x7f) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-}
-
-function field(tag: number, body: Buffer): Buffer {
-  const head: number[] = [tag];
-  varint(body.length, head);
-  return Buffer.concat([Buffer.from(head), body]);
-}
-
 /** The frame this sidecar writes (made once at start: the pod's metadata does not change). */
 export function encodeExchangeFrame(metadata: StructValue, id: string): Buffer {
   // Keys in sorted order, as Envoy's deterministic serialisation writes a map.
   const data = encodeStruct({ [PEER_METADATA_HEADER]: metadata, [PEER_METADATA_ID_HEADER]: id });
-  const any = Buffer.concat([field(0x0a /* 1: type_url */, Buffer.from(STRUCT_TYPE_URL)), field(0x12 /* 2: value */, data)]);
+  const fields: Buffer[] = [];
+  lengthDelimited(0x0a /* 1: type_url */, Buffer.from(STRUCT_TYPE_URL), fields);
+  lengthDelimited(0x12 /* 2: value */, data, fields);
+  const any = Buffer.concat(fields);
   const prefix = Buffer.alloc(EXCHANGE_PREFIX_BYTES);
   prefix.writeUInt32BE(EXCHANGE_MAGIC, 0);
   prefix.writeUInt32BE(any.length, 4);
@@ -83,24 +72,14 @@ function decodeAny(any: Buffer): { peerKey: string | undefined; id: string | und
   let typeUrl: string | undefined;
   let value: Buffer | undefined;
   try {
-    // An Any's two fields read as a Struct's would not: walk them by hand (both length-delimited).
-    let at = 0;
-    while (at < any.length) {
-      const tag = any[at++]!;
+    // An Any's two fields, both length-delimited (read as a Struct's they would not be).
+    const r = new ProtoReader(any);
+    while (r.at < r.end) {
+      const tag = r.varint();
       if (tag !== 0x0a && tag !== 0x12) return undefined;
-      let len = 0;
-      let scale = 1;
-      for (let i = 0; ; i++) {
-        if (at >= any.length || i >= 5) return undefined;
-        const b = any[at++]!;
-        len += (b & 0x7f) * scale;
-        if ((b & 0x80) === 0) break;
-        scale *= 128;
-      }
-      if (len > any.length - at) return undefined;
-      if (tag === 0x0a) typeUrl = any.toString('utf8', at, at + len);
-      else value = any.subarray(at, at + len);
-      at += len;
+      const [start, end] = r.span();
+      if (tag === 0x0a) typeUrl = any.toString('utf8', start, end);
+      else value = any.subarray(start, end);
     }
     if (typeUrl !== STRUCT_TYPE_URL || value === undefined) return undefined;
     const data = decodeStruct(value);
