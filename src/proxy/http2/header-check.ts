@@ -3,7 +3,8 @@
 // own HPACK decoder (hpack/decoder.ts). A block holding a field nghttp2 would drop silently marks
 // its stream: the handler resets that stream with PROTOCOL_ERROR when node shows it, so nothing of
 // it is forwarded. Other frames are skipped by their length, their payload never copied. Pure: it
-// is fed bytes and answers questions; the socket tap (tapped-socket.ts) and the handlers do the I/O.
+// is fed bytes and answers questions; whatever feeds it does the I/O (a socket tap in front of
+// node:http2 was measured, too dear to keep: docs/PERFORMANCE.md, "HTTP/2 strictness").
 // The HPACK table's limit is the default SETTINGS_HEADER_TABLE_SIZE (4096): node:http2 advertises it
 // and the proxy never changes it; a side that did would have to give its value here.
 import { CLIENT_PREFACE } from './preface.js';
