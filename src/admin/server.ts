@@ -39,6 +39,8 @@ export interface AdminHooks {
   readonly extraStats: () => readonly StatValue[];
   /** Called before every endpoint: brings `stats` and the decisions up to date (the workers' included). */
   readonly refresh?: () => Promise<void>;
+  /** Every thread's V8 heap, bytes (workers have heaps of their own); absent: this thread's. */
+  readonly heap?: () => { readonly used: number; readonly total: number };
   /** The workload's certificates (`/certs`, Envoy's shape); absent: the endpoint says there are none. */
   readonly certs?: () => Record<string, unknown>;
 }
@@ -437,12 +439,13 @@ const ok = (body: string, contentType = TEXT): Reply => ({ status: 200, body, co
 function endpoints(hooks: AdminHooks): Endpoint[] {
   const stats = (): EnvoyStats => {
     const memory = process.memoryUsage();
+    const heap = hooks.heap?.() ?? { used: memory.heapUsed, total: memory.heapTotal };
     return envoyStats({
       stats: hooks.stats,
       listeners: hooks.listeners(),
       state: hooks.state(),
       uptimeSeconds: process.uptime(),
-      memory: { allocated: memory.heapUsed, heapSize: memory.heapTotal, physical: memory.rss },
+      memory: { allocated: heap.used, heapSize: heap.total, physical: memory.rss },
       extra: hooks.extraStats(),
       clusters: hooks.trafficClusters?.() ?? [],
     });

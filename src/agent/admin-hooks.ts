@@ -100,6 +100,7 @@ export function adminHooks(agent: Agent, proxyRegistry: Registry): AdminHooks {
     decisions: () => agent.decisions.recent(),
     extraStats: () => extraStats(agent),
     refresh: agent.refresh,
+    heap: agent.heap,
     certs: () => certsDump(agent.identity.state(), Date.now()),
   };
 }

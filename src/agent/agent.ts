@@ -9,7 +9,7 @@ import { startAdminServer } from '../admin/server.js';
 import { adminHooks } from './admin-hooks.js';
 import type { EnvValues } from '../config/env/registry.js';
 import { loadMeshConfig } from '../config/mesh-config.js';
-import { DataPlane } from './data-plane.js';
+import { DataPlane, threadHeap, type ThreadHeap } from './data-plane.js';
 import { trimAfterBursts } from './memory-trim.js';
 import type { DnsProxy } from '../dns/server.js';
 import { AgentError } from '../errors/agent-error.js';
@@ -129,12 +129,16 @@ export async function runProxy(flagOptions: ProxyOptions, env: EnvValues): Promi
   // One worker: its own counters are the totals. Several: the totals are gathered on each read.
   const stats = workers.size === 0 ? plane.stats : new ProxyStats();
   const decisions = workers.size === 0 ? plane.decisions : new DecisionLog();
+  // Every thread's heap as of the last refresh (one worker: this thread's, read when asked).
+  let heaps: readonly ThreadHeap[] = [];
   const refresh = async (): Promise<void> => {
     if (workers.size === 0) return;
     const parts = [plane.snapshot(), ...await workers.snapshots()];
     stats.assignSum(parts.map((p) => p.stats));
     decisions.assignMerged(parts);
+    heaps = parts.map((p) => p.heap);
   };
+  const heap = (): ThreadHeap => (workers.size === 0 ? threadHeap() : heaps.reduce((sum, h) => ({ used: sum.used + h.used, total: sum.total + h.total }), { used: 0, total: 0 }));
   const activeConnections = async (): Promise<number> =>
     plane.activeConnections + (await workers.snapshots()).reduce((n, s) => n + s.activeConnections, 0);
   const proxyRegistry = new RefreshingRegistry(refresh);
@@ -160,7 +164,7 @@ export async function runProxy(flagOptions: ProxyOptions, env: EnvValues): Promi
   };
 
   const agent: Agent = {
-    options, env, mesh, plane, concurrency, stats, decisions, startedAt, refresh, identity,
+    options, env, mesh, plane, concurrency, stats, decisions, startedAt, refresh, heap, identity,
     state: () => state,
     readiness: () => {
       if (state === 'DRAINING') return { ready: false, reason: 'draining' };

@@ -4,6 +4,7 @@
 // agent's surfaces (src/agent.ts); the others (src/worker-main.ts) report their counters to it.
 import { Authorizers } from '../security/ext-authz/authorizers.js';
 import { hostname } from 'node:os';
+import { getHeapStatistics } from 'node:v8';
 import type { Counter } from 'prom-client';
 import { PORTS } from '../config/ports.js';
 import { MeshResources } from './resources.js';
@@ -91,6 +92,18 @@ export interface DataPlaneSnapshot {
   readonly decisions: readonly Decision[];
   readonly activeConnections: number;
   readonly unbound: readonly string[];
+  /** This thread's V8 heap, bytes (every thread has its own: the process's is their sum). */
+  readonly heap: ThreadHeap;
+}
+
+export interface ThreadHeap {
+  readonly used: number;
+  readonly total: number;
+}
+
+export function threadHeap(): ThreadHeap {
+  const h = getHeapStatistics();
+  return { used: h.used_heap_size, total: h.total_heap_size };
 }
 
 /** This pod's addresses, re-read at most every few seconds (interfaces rarely change). */
@@ -603,7 +616,7 @@ export class DataPlane {
   snapshot(): DataPlaneSnapshot {
     return {
       stats: this.stats, counts: this.decisions.counts, decisions: this.decisions.recent(),
-      activeConnections: this.activeConnections, unbound: this.unbound(),
+      activeConnections: this.activeConnections, unbound: this.unbound(), heap: threadHeap(),
     };
   }
 }

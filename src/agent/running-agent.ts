@@ -6,7 +6,7 @@ import type { DecisionLog } from '../gateway/decisions.js';
 import type { ProxyOptions } from '../proxy/options.js';
 import type { ProxyStats } from '../proxy/stats.js';
 import type { Readiness } from '../status/server.js';
-import type { DataPlane } from './data-plane.js';
+import type { DataPlane, ThreadHeap } from './data-plane.js';
 import type { IdentitySource } from '../identity/workload-certificate.js';
 
 export type AgentState = 'PRE_INITIALIZING' | 'INITIALIZING' | 'LIVE' | 'DRAINING';
@@ -28,6 +28,8 @@ export interface Agent {
   readonly identity: IdentitySource;
   /** Gathers the workers' counters and decisions into `stats` and `decisions`. */
   refresh(): Promise<void>;
+  /** Every thread's V8 heap together, as of the last `refresh()`. */
+  heap(): ThreadHeap;
   state(): AgentState;
   readiness(): Readiness;
   /** SIGTERM: readiness 503, inbound stops accepting, exit when drained or at the drain duration. */

@@ -373,19 +373,21 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
 
   it(`soak: ${SOAK_SECONDS} s of every disconnect pattern, through two meshed sidecars and the gateway`, { skip: SOAK_SECONDS > 0 ? false : 'DISCONNECT_SOAK_SECONDS not set (make differential runs it)' }, async () => {
     const proxies = { A: a, B: b, G: g };
-    const sample = async (): Promise<Record<string, { fds: number; rssMb: number; active: number; rqActive: number }>> => {
-      const out: Record<string, { fds: number; rssMb: number; active: number; rqActive: number }> = {};
+    type Sample = { fds: number; rssMb: number; heapMb: number; active: number; rqActive: number };
+    const sample = async (): Promise<Record<string, Sample>> => {
+      const out: Record<string, Sample> = {};
       for (const [name, x] of Object.entries(proxies)) {
         const pid = x.sidecar.pid!;
         const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-        const act = activeOf(await stats(x.pod));
+        const all = await stats(x.pod);
+        const act = activeOf(all);
         let active = 0;
         let rqActive = 0;
         for (const [k, v] of Object.entries(act)) {
           active += v;
           if (k.endsWith('rq_active')) rqActive += v;
         }
-        out[name] = { fds: readdirSync(`/proc/${pid}/fd`).length, rssMb: Math.round(Number(rss?.[1] ?? 0) / 1024), active, rqActive };
+        out[name] = { fds: readdirSync(`/proc/${pid}/fd`).length, rssMb: Math.round(Number(rss?.[1] ?? 0) / 1024), heapMb: Math.round((all.get('server.memory_allocated') ?? 0) / 2 ** 20), active, rqActive };
       }
       return out;
     };
@@ -411,6 +413,7 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
         const pk = peak[name]!;
         pk.fds = Math.max(pk.fds, v.fds);
         pk.rssMb = Math.max(pk.rssMb, v.rssMb);
+        pk.heapMb = Math.max(pk.heapMb, v.heapMb);
         pk.active = Math.max(pk.active, v.active);
         pk.rqActive = Math.max(pk.rqActive, v.rqActive);
       }
@@ -425,7 +428,7 @@ describe('clients and upstreams that go away: nothing is left open', { skip: net
     const later = await sample();
     const report = Object.keys(proxies).map((name) => {
       const [x, y, z] = [before[name]!, peak[name]!, after[name]!];
-      return `${name}: fds ${x.fds} / ${y.fds} / ${z.fds}, RSS ${x.rssMb} / ${y.rssMb} / ${z.rssMb} MB (${later[name]!.rssMb} MB 30 s after), active counters ${x.active} / ${y.active} / ${z.active} (requests ${x.rqActive} / ${y.rqActive} / ${z.rqActive})`;
+      return `${name}: fds ${x.fds} / ${y.fds} / ${z.fds}, RSS ${x.rssMb} / ${y.rssMb} / ${z.rssMb} MB (${later[name]!.rssMb} MB 30 s after), V8 heaps ${x.heapMb} / ${y.heapMb} / ${z.heapMb} MB (${later[name]!.heapMb} MB), active counters ${x.active} / ${y.active} / ${z.active} (requests ${x.rqActive} / ${y.rqActive} / ${z.rqActive})`;
     });
     const still = (await Promise.all(Object.entries(proxies).map(async ([name, x]) => `${name}: ${await rqNames(x) || '-'}`))).join('; ');
     console.log(`soak: ${rounds} rounds, ${events} client events in ${SOAK_SECONDS} s; before / peak / 10 s after (RSS 30 s after too):\n  ${report.join('\n  ')}\n  requests still active: ${still}`);
