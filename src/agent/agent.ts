@@ -288,7 +288,8 @@ export async function runProxy(flagOptions: ProxyOptions, env: EnvValues): Promi
     dnsProxy = dns;
   }
   state = 'LIVE';
-  trimAfterBursts(releasePooled); // for the process's life (its timer does not keep it alive)
+  // For the process's life (its timer does not keep it alive); the workers trim when it does.
+  trimAfterBursts(releasePooled, (collect) => workers.trim(collect));
   setImmediate(() => registerDefaultMetrics(agentMetrics.registry));
   const startupMs = performance.timeOrigin + performance.now() - startedAt;
   agentMetrics.setStartupDuration(startupMs / 1000);

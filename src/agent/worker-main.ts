@@ -6,7 +6,7 @@ import { DataPlane } from './data-plane.js';
 import { configureLogging, scope } from '../log/logger.js';
 import { ConnectionBudget } from '../proxy/connection-budget.js';
 import { releasePooled } from '../proxy/read-buffers.js';
-import { trimAfterBursts } from './memory-trim.js';
+import { trimThread } from './memory-trim.js';
 import type { FromWorker, ToWorker, WorkerData } from './workers.js';
 
 const log = scope('default');
@@ -48,6 +48,11 @@ port.on('message', (m: ToWorker) => {
     case 'dnsNames':
       plane.addDnsNames(m.name, m.addresses);
       break;
+    case 'trim':
+      // The process is quiet after a burst (the primary watches): this isolate's pools, heap and
+      // freed pages go back as the primary's do.
+      trimThread(releasePooled, m.collect);
+      break;
     case 'close':
       void plane.close().then(() => process.exit(0));
       break;
@@ -57,9 +62,6 @@ port.on('message', (m: ToWorker) => {
 try {
   await plane.loadConfiguration();
   await plane.listen();
-  // Each isolate collects its own garbage: the primary's quiet-time collection cannot reach this
-  // worker's heap or its pooled buffers (malloc_trim, called from any thread, trims them all).
-  trimAfterBursts(releasePooled);
   port.postMessage({ type: 'ready' } satisfies FromWorker);
 } catch (err) {
   port.postMessage({ type: 'failed', message: (err as Error).message } satisfies FromWorker);

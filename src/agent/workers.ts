@@ -37,7 +37,9 @@ export type ToWorker =
   /** The workload certificate now in force (the primary holds the identity source). */
   | { readonly type: 'certificate'; readonly certificate: WorkloadCertificate | undefined }
   /** A name the DNS proxy (the primary's) answered with these addresses. */
-  | { readonly type: 'dnsNames'; readonly name: string; readonly addresses: readonly string[] };
+  | { readonly type: 'dnsNames'; readonly name: string; readonly addresses: readonly string[] }
+  /** The process is quiet after a burst: release pooled buffers, collect the heap (`collect`), malloc_trim. */
+  | { readonly type: 'trim'; readonly collect: boolean };
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'failed'; readonly message: string }
@@ -77,6 +79,11 @@ export class WorkerPool {
 
   tell(type: 'drainInbound' | 'drainAll' | 'closeIdle'): void {
     for (const w of this.workers) w?.postMessage({ type } satisfies ToWorker);
+  }
+
+  /** Every worker gives memory back (memory-trim.ts). */
+  trim(collect: boolean): void {
+    for (const w of this.workers) w?.postMessage({ type: 'trim', collect } satisfies ToWorker);
   }
 
   /** Tells every worker of a name the DNS proxy answered (a worker started later learns the next ones). */

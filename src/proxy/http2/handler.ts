@@ -20,6 +20,7 @@ import { peerOf } from '../tls/peer-identity.js';
 import type { UpstreamMode } from '../upstream.js';
 import { returnHeld } from '../read-buffers.js';
 import { Http2Exchange } from './exchange.js';
+import { closeWhenIdle } from './idle-close.js';
 import { Http1Upstream } from './http1-upstream.js';
 import type { Http2ConnectionFacts, Http2Owner } from './owner.js';
 import { Http2UpstreamPool } from './upstream-sessions.js';
@@ -44,6 +45,8 @@ interface SessionStreams {
   total: number;
   /** Reset by the client before the answer began. */
   premature: number;
+  /** When `open` last went to 0 (performance.now()). */
+  idleSince: number;
 }
 
 
@@ -129,13 +132,13 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     });
     this.stats.cxHttp2++;
     const facts = this.factsOf(socket);
-    const counts: SessionStreams = { open: 0, total: 0, premature: 0 };
+    const counts: SessionStreams = { open: 0, total: 0, premature: 0, idleSince: performance.now() };
     this.sessions.set(session, counts);
     session.on('stream', (stream: ServerHttp2Stream, _headers: unknown, flags: number, raw: string[]) => {
       counts.open++;
       counts.total++;
       stream.on('close', () => { // once per stream (`on`: no wrapper per request)
-        counts.open--;
+        if (--counts.open === 0) counts.idleSince = performance.now();
         if (!stream.headersSent && stream.rstCode !== H2.NO_ERROR) this.prematureReset(session, counts);
       });
       new Http2Exchange(this, facts, stream, raw, flags).start();
@@ -149,10 +152,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
       this.sessions.delete(session);
       socket.destroy();
     });
-    // Idle (no frames for the keep-alive time, no stream open): closed with GOAWAY.
-    session.setTimeout(KEEP_ALIVE_TIMEOUT_MS, () => {
-      if (counts.open === 0) session.close();
-    });
+    // Idle (no stream open for the keep-alive time): closed with GOAWAY.
+    closeWhenIdle(session, KEEP_ALIVE_TIMEOUT_MS, () => (counts.open === 0 ? performance.now() - counts.idleSince : 0), () => session.close());
     if (this.draining) session.close();
   }
 

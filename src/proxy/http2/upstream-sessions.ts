@@ -31,6 +31,7 @@ import { peerOf } from '../tls/peer-identity.js';
 import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode } from '../upstream.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { UNLIMITED, type ConnectionPoolSpec } from '../../traffic/spec.js';
+import { closeWhenIdle } from './idle-close.js';
 
 const log = scope('default');
 
@@ -113,6 +114,8 @@ class SessionEntry {
   session: ClientHttp2Session | undefined;
   /** Streams given to it and not yet released (those waiting for its SETTINGS included). */
   streams = 0;
+  /** When `streams` last went to 0 (performance.now()). */
+  idleSince = performance.now();
   ready = false;
   /** GOAWAY received, failed or closing: no new streams, and waiters are not served by it. */
   retired = false;
@@ -227,7 +230,9 @@ export class Http2UpstreamPool {
       release: () => {
         if (released) return;
         released = true;
-        if (--e.streams === 0 && e.draining) this.closeDrained(e);
+        if (--e.streams !== 0) return;
+        e.idleSince = performance.now();
+        if (e.draining) this.closeDrained(e);
       },
     };
   }
@@ -410,10 +415,7 @@ export class Http2UpstreamPool {
       if (!e.ready) this.fail(key, e, { kind: 'failed', error: Object.assign(new Error('upstream closed the connection'), { code: 'ECONNRESET' }) });
       else this.forget(key, e);
     });
-    // node's session time-out: no frame either way for this long. Without streams, that is idle.
-    session.setTimeout(e.policy?.idleMs ?? IDLE_SESSION_MS, () => {
-      if (e.streams === 0) this.closeIdleEntry(key, e);
-    });
+    closeWhenIdle(session, e.policy?.idleMs ?? IDLE_SESSION_MS, () => (e.streams === 0 ? performance.now() - e.idleSince : 0), () => this.closeIdleEntry(key, e));
   }
 }
 
