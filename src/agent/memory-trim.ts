@@ -8,9 +8,9 @@
 // than FULL_GC_GROWTH above its quiet size: measured (scripts/bench-idle.sh), one after every burst
 // made the first second of the next cost 1.3-1.6x the steady CPU per request (1.08-1.18x without it;
 // the compiled code has to warm up again), while an ordinary burst leaves little to collect (the
-// footprint bench: RSS 30 s after its load the same without it). A long one does: after the 90 s
-// disconnect soak (~9,000 client events) the sidecars stayed 70-80 MB above idle without it, 30-53
-// with it, V8 collecting nothing while the process is idle.
+// footprint bench: RSS 30 s after its load the same without it). A long one does: after the 180 s
+// disconnect soak the sidecars stayed 70 MB and more above idle without it, +3 to +37 with it, V8
+// collecting nothing while the process is idle.
 // Under load it does nothing: trimming then would only mean faulting the same pages in again.
 // The primary watches (the process's CPU time says when every thread is quiet) and tells each worker
 // of --concurrency to do the same at the same time: each isolate holds its own pools and collects
