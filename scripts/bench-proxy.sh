@@ -258,8 +258,9 @@ echo '                           (the capture'"'"'s NAT and connection tracking 
 # shellcheck disable=SC2086
 traffic_ratio=$(median ${round_ratio[traffic]})
 traffic_dcpu=$(awk -v a="$(cpu_us_per_request sidecar-traffic)" -v b="$(cpu_us_per_request sidecar)" 'BEGIN { printf "%+.1f", a - b }')
-printf 'traffic management (SE + DR, 3 endpoints) vs passthrough, default settings: CPU per request %s us (%s us vs %s us)  target <= +5 us: %s\n' \
-  "$traffic_dcpu" "$(cpu_us_per_request sidecar-traffic)" "$(cpu_us_per_request sidecar)" "$(verdict "$(awk -v d="$traffic_dcpu" 'BEGIN { print (d <= 5) }')")"
+printf 'traffic management (SE + DR, 3 endpoints) vs passthrough, default settings: CPU per request %s us (%s us = %s vs %s us = %s)  target <= +5 us: %s\n' \
+  "$traffic_dcpu" "$(cpu_us_per_request sidecar-traffic)" "$(cpu_split_per_request sidecar-traffic)" "$(cpu_us_per_request sidecar)" "$(cpu_split_per_request sidecar)" \
+  "$(verdict "$(awk -v d="$traffic_dcpu" 'BEGIN { print (d <= 5) }')")"
 printf '                           throughput %sx (median of per-round ratios)  target >= 0.95: %s\n' "$traffic_ratio" \
   "$(verdict "$(awk -v r="$traffic_ratio" 'BEGIN { print (r >= 0.95) }')")"
 printf '                           the cluster counted %s requests, per endpoint: %s\n' \

@@ -97,7 +97,9 @@ export function isoAt(ms: number): string {
  * the old one: the collector's work, and page faults as the old generation grew and shrank.
  */
 type DecisionField = keyof Decision;
-type Slot = { [K in DecisionField]: DecisionRecord[K] | undefined };
+/** A place in the ring: a decision's fields, any of them undefined. */
+export type DecisionSlot = { [K in DecisionField]: DecisionRecord[K] | undefined };
+type Slot = DecisionSlot;
 
 /**
  * A decision as recorded: its time may be ms since the epoch, formatted only when read. The
@@ -113,6 +115,8 @@ function emptySlot(): Slot {
     connectionSecurityPolicy: undefined, status: undefined, durationMs: 0,
   };
 }
+
+const CLEARED = Object.freeze(emptySlot()) as unknown as DecisionRecord;
 
 /** Copies `d` into `slot`, every field (a field `d` lacks is cleared: the slot held another decision). */
 function fill(slot: Slot, d: DecisionRecord): void {
@@ -217,6 +221,20 @@ export class DecisionLog {
   record(decision: DecisionRecord): void {
     fill(this.ring[this.next] ??= emptySlot(), decision);
     this.next = (this.next + 1) % this.capacity;
+  }
+
+  /**
+   * The next place in the ring, cleared, for a caller that writes a decision's fields into it in
+   * place: a hot path (every routed request) then makes no record object. `time`, `listener`,
+   * `method`, `authority`, `path`, `jwt`, `authz` and `durationMs` are to be given values.
+   */
+  take(): DecisionSlot {
+    const at = this.next;
+    this.next = (at + 1) % this.capacity;
+    const slot = this.ring[at];
+    if (slot === undefined) return (this.ring[at] = emptySlot());
+    fill(slot, CLEARED);
+    return slot;
   }
 
   /** Makes this log the merge of several (every worker's): counts summed, decisions by time. */

@@ -603,9 +603,9 @@ export class Connection {
   sendAttempt(ex: Exchange, to: AttemptRoute, fresh: boolean): void {
     if (ex.done || this.closed) return;
     const source = sourceFor(this.owner.upstreamMode, to, this.remote);
-    const key = poolKey(to, source, to.tls);
-    ex.meshUp = to.tls?.mesh === true;
     const pool = this.owner.pool;
+    const key = source === undefined ? pool.endpointKey(to.endpoint, to, to.tls) : poolKey(to, source, to.tls);
+    ex.meshUp = to.tls?.mesh === true;
     const up = pool.idle(key, fresh || ex.switching !== undefined);
     if (up) {
       ex.reusedUp = true;

@@ -294,6 +294,11 @@ export function poolKey(dst: Endpoint, source: string | undefined, tls?: Upstrea
 /** Idle connections per `address|port|source`, last in first out (the warmest first). */
 export class UpstreamPool {
   private readonly idleByKey = new Map<string, UpstreamConnection[]>();
+  /**
+   * The keys of traffic endpoints reached from no particular source, made once per endpoint and TLS
+   * setting: a key built for every request cost the string and its hashing in the lookup (~0.3 µs).
+   */
+  private readonly endpointKeys = new WeakMap<object, { readonly tls: UpstreamTls | undefined; readonly key: string }>();
 
   /** `maxHeadBytes`: the largest response head taken (MESH_MAX_HEADERS_KB). */
   constructor(readonly mode: UpstreamMode, readonly stats: DirectionStats, readonly maxHeadBytes = MAX_HEAD_BYTES, private readonly maxIdlePerKey = MAX_IDLE_PER_KEY) {}
@@ -304,6 +309,15 @@ export class UpstreamPool {
    */
   acquire(key: string, dst: Endpoint, source: string | undefined, fresh = false, tls?: UpstreamTls): UpstreamConnection {
     return this.idle(key, fresh) ?? this.open(key, dst, source, tls);
+  }
+
+  /** poolKey(dst, no source, tls) for the traffic endpoint `endpoint` (whose address and port `dst` holds). */
+  endpointKey(endpoint: object, dst: Endpoint, tls: UpstreamTls | undefined): string {
+    const known = this.endpointKeys.get(endpoint);
+    if (known !== undefined && known.tls === tls) return known.key;
+    const key = poolKey(dst, undefined, tls);
+    this.endpointKeys.set(endpoint, { tls, key });
+    return key;
   }
 
   /** A pooled connection for `key` still fit to carry a request, if any (`fresh`: none wanted). */
