@@ -99,7 +99,6 @@ export function isoAt(ms: number): string {
 type DecisionField = keyof Decision;
 /** A place in the ring: a decision's fields, any of them undefined. */
 export type DecisionSlot = { [K in DecisionField]: DecisionRecord[K] | undefined };
-type Slot = DecisionSlot;
 
 /**
  * A decision as recorded: its time may be ms since the epoch, formatted only when read. The
@@ -108,7 +107,7 @@ type Slot = DecisionSlot;
  */
 export type DecisionRecord = Omit<Decision, 'time'> & { readonly time: string | number };
 
-function emptySlot(): Slot {
+function emptySlot(): DecisionSlot {
   return {
     time: '', listener: '', method: '', authority: '', path: '', jwt: '', principal: undefined, authz: '', route: undefined,
     routeName: undefined, flag: undefined, details: undefined, upstream: undefined, cluster: undefined, attempts: undefined, source: undefined, peer: undefined,
@@ -119,7 +118,7 @@ function emptySlot(): Slot {
 const CLEARED = Object.freeze(emptySlot()) as unknown as DecisionRecord;
 
 /** Copies `d` into `slot`, every field (a field `d` lacks is cleared: the slot held another decision). */
-function fill(slot: Slot, d: DecisionRecord): void {
+function fill(slot: DecisionSlot, d: DecisionRecord): void {
   slot.time = d.time;
   slot.listener = d.listener;
   slot.method = d.method;
@@ -143,7 +142,7 @@ function fill(slot: Slot, d: DecisionRecord): void {
 }
 
 /** The decision a slot holds, as a Decision of its own (the fields it has, no undefined ones). */
-function copyOut(slot: Slot): Decision {
+function copyOut(slot: DecisionSlot): Decision {
   const d: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(slot)) if (v !== undefined) d[k] = v;
   if (typeof slot.time === 'number') d['time'] = isoAt(slot.time);
@@ -152,13 +151,13 @@ function copyOut(slot: Slot): Decision {
 
 /** A ring of the last decisions plus counts by stage and outcome. */
 export class DecisionLog {
-  private readonly ring: (Slot | undefined)[];
+  private readonly ring: (DecisionSlot | undefined)[];
   private next = 0;
   /** `stage` → `outcome` → count. Outcomes are short words: absent/valid/invalid, allowed/denied, routed/no_route... */
   readonly counts = new Map<DecisionStage, Map<string, number>>();
 
   constructor(readonly capacity = DECISION_LOG_SIZE) {
-    this.ring = new Array<Slot | undefined>(capacity);
+    this.ring = new Array<DecisionSlot | undefined>(capacity);
   }
 
   count(stage: DecisionStage, outcome: string): void {
