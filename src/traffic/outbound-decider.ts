@@ -267,24 +267,11 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       const cluster = view.routedCluster;
       if (cluster === undefined || o.decisions === undefined) return base;
       const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
-      // Written in the ring's place, field by field: one record object less per request.
-      const d = o.decisions.take();
-      d.time = Date.now() - durationMs;
-      d.listener = 'outbound';
-      d.method = req.method ?? 'GET';
-      d.authority = authorityOf(req);
-      d.path = req.url ?? '/';
-      d.jwt = '-';
-      d.authz = '-';
-      d.route = view.routedRoute;
-      d.routeName = view.routedRoute;
-      d.flag = reply?.flag;
-      d.details = reply?.details;
-      d.upstream = view.endpoint;
-      d.cluster = cluster;
-      d.attempts = view.trail;
-      d.status = status;
-      d.durationMs = durationMs;
+      o.decisions.record({
+        time: Date.now() - durationMs, listener: 'outbound', method: req.method ?? 'GET',
+        authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: view.routedRoute, routeName: view.routedRoute,
+        cluster, upstream: view.endpoint, attempts: view.trail, flag: reply?.flag, details: reply?.details, status, durationMs,
+      });
       return base;
     },
 
