@@ -37,7 +37,7 @@ export class RequestFacts {
   private readonly numbers: Float64Array;
 
   constructor(capacity: number) {
-    // Zero-filled memory from the allocator: pages become resident as the ring first fills.
+    // 128 KB for the default 500 places, per DecisionLog (each worker's, and the primary's merge).
     this.bytes = Buffer.alloc(capacity * PLACE_BYTES);
     this.numbers = new Float64Array(capacity * 2);
   }
