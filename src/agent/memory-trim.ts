@@ -9,7 +9,7 @@
 // made the first second of the next cost 1.3-1.6x the steady CPU per request (1.08-1.18x without it;
 // the compiled code has to warm up again), while an ordinary burst leaves little to collect (the
 // footprint bench: RSS 30 s after its load the same without it). A long one does: after the 180 s
-// disconnect soak the sidecars stayed 70 MB and more above idle without it, +3 to +37 with it, V8
+// disconnect soak the sidecars stayed 70 MB and more above idle without it, +3 to +49 with it, V8
 // collecting nothing while the process is idle.
 // Under load it does nothing: trimming then would only mean faulting the same pages in again.
 // The primary watches (the process's CPU time says when every thread is quiet) and tells each worker
