@@ -343,8 +343,8 @@ export class UpstreamPool {
     return new UpstreamConnection(this, key, dst, source, tls, policy);
   }
 
-  /** Back to the pool after a complete response, if it may carry another. */
-  release(c: UpstreamConnection): void {
+  /** Back to the pool after a complete response, if it may carry another (`now`: performance.now()). */
+  release(c: UpstreamConnection, now = performance.now()): void {
     c.sink = undefined;
     c.idleNow();
     if (!c.keepAlive || c.socket.destroyed) {
@@ -357,7 +357,7 @@ export class UpstreamPool {
       c.destroy();
       return;
     }
-    if (!c.goIdle(performance.now())) {
+    if (!c.goIdle(now)) {
       c.destroy();
       return;
     }
