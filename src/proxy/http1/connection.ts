@@ -997,7 +997,7 @@ export class Connection {
     this.completed(ex, ex.headSent ? ex.status : undefined);
   }
 
-  /** Counts the request's end, tells the decider, logs it; answers the time it read (one clock read per request end). */
+  /** Counts the request's end, tells the decider, logs it; `now`: the clock read for its end (finish() shares it with the pool). */
   private completed(ex: Exchange, status: number | undefined, now = performance.now()): void {
     if (ex.attempts) ex.flags |= ex.attempts.flags;
     const s = this.owner.stats;
