@@ -8,9 +8,19 @@ const PLACE_BYTES = 256;
 /**
  * The head: the three texts' byte counts (one byte each), their lengths in characters (two bytes
  * each), and which of them are UTF-8 (one bit each; the others are latin-1, a byte per character,
- * as what comes off the wire is: copied by a loop, ~10x cheaper than an encoder call).
+ * as what comes off the wire is: copied by a loop, ~10x cheaper than an encoder call), and which of
+ * the method and the authority are a known text (one bit each: their byte count is then its number).
  */
 const HEAD_BYTES = 10;
+const METHOD_KNOWN = 8;
+const AUTHORITY_KNOWN = 16;
+/**
+ * Methods and authorities kept as texts of their own, by number: a service's requests repeat a
+ * few, and comparing with the last one is cheaper than copying its bytes (~40 ns for an authority).
+ * Bounded: past this many, a new one is copied like a path (a client inventing authorities fills
+ * the table once, with at most this many short texts).
+ */
+const KNOWN_MAX = 255;
 /** At most this much of a method and of an authority; the path has the rest (at least 136 bytes). */
 const METHOD_MAX = 16;
 const AUTHORITY_MAX = 95;
@@ -35,6 +45,12 @@ export class RequestFacts {
   private readonly bytes: Buffer;
   /** Per place: the start time (ms; NaN: the ring holds it as text) and the duration. */
   private readonly numbers: Float64Array;
+  /** Known methods and authorities (KNOWN_MAX at most), by number and by text. */
+  private readonly known: string[] = [];
+  private readonly numberOf = new Map<string, number>();
+  /** The last method's and authority's numbers (-1: none). */
+  private lastMethod = -1;
+  private lastAuthority = -1;
 
   constructor(capacity: number) {
     // 128 KB for the default 500 places, per DecisionLog (each worker's, and the primary's merge).
@@ -47,18 +63,33 @@ export class RequestFacts {
     const b = this.bytes;
     let off = base + HEAD_BYTES;
     let utf8 = 0;
-    let m = putLatin1(b, r.method, off, METHOD_MAX);
-    if (m < 0) {
-      m = b.write(r.method, off, METHOD_MAX, 'utf8');
-      utf8 |= 1;
+    let m: number;
+    const method = r.method;
+    if (this.lastMethod >= 0 && this.known[this.lastMethod] === method || (this.lastMethod = this.numberFor(method, METHOD_MAX)) >= 0) {
+      m = this.lastMethod;
+      utf8 |= METHOD_KNOWN;
+    } else {
+      m = putLatin1(b, method, off, METHOD_MAX);
+      if (m < 0) {
+        m = b.write(method, off, METHOD_MAX, 'utf8');
+        utf8 |= 1;
+      }
+      off += m;
     }
-    off += m;
-    let a = putLatin1(b, r.authority, off, AUTHORITY_MAX);
-    if (a < 0) {
-      a = b.write(r.authority, off, AUTHORITY_MAX, 'utf8');
-      utf8 |= 2;
+    let a: number;
+    const authority = r.authority;
+    if (this.lastAuthority >= 0 && this.known[this.lastAuthority] === authority
+      || (this.lastAuthority = this.numberFor(authority, AUTHORITY_MAX)) >= 0) {
+      a = this.lastAuthority;
+      utf8 |= AUTHORITY_KNOWN;
+    } else {
+      a = putLatin1(b, authority, off, AUTHORITY_MAX);
+      if (a < 0) {
+        a = b.write(authority, off, AUTHORITY_MAX, 'utf8');
+        utf8 |= 2;
+      }
+      off += a;
     }
-    off += a;
     let p = putLatin1(b, r.path, off, base + PLACE_BYTES - off);
     if (p < 0) {
       p = b.write(r.path, off, base + PLACE_BYTES - off, 'utf8');
@@ -86,10 +117,25 @@ export class RequestFacts {
       off += bytes;
       return s.length < chars ? `${s}${CUT}` : s;
     };
-    const method = read(b[base]!, b.readUInt16LE(base + 3), 1);
-    const authority = read(b[base + 1]!, b.readUInt16LE(base + 5), 2);
+    const method = utf8 & METHOD_KNOWN ? this.known[b[base]!]! : read(b[base]!, b.readUInt16LE(base + 3), 1);
+    const authority = utf8 & AUTHORITY_KNOWN ? this.known[b[base + 1]!]! : read(b[base + 1]!, b.readUInt16LE(base + 5), 2);
     const path = read(b[base + 2]!, b.readUInt16LE(base + 7), 4);
     return { method, authority, path };
+  }
+
+  /**
+   * The number of `text` among the known ones, made known if there is room (-1: it is copied
+   * instead: no room, longer than `max`, or not latin-1).
+   */
+  private numberFor(text: string, max: number): number {
+    const n = this.numberOf.get(text);
+    if (n !== undefined) return n;
+    if (this.known.length >= KNOWN_MAX || text.length > max || !isLatin1(text)) return -1;
+    // A copy of its own: the request's text may be a slice of the whole head, which it would keep.
+    const own = Buffer.from(text, 'latin1').toString('latin1');
+    this.known.push(own);
+    this.numberOf.set(own, this.known.length - 1);
+    return this.known.length - 1;
   }
 
   /** The start time in ms at `at`; NaN when it was recorded as text. */
@@ -111,6 +157,11 @@ function putLatin1(b: Uint8Array, s: string, off: number, max: number): number {
     b[off + i] = c;
   }
   return n;
+}
+
+function isLatin1(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0xff) return false;
+  return true;
 }
 
 /** A length in two bytes (little-endian), LENGTH_MAX at most. */

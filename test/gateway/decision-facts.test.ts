@@ -37,6 +37,27 @@ describe('RequestFacts (the decision ring\'s per-request texts and times, outsid
     assert.deepEqual(f.texts(1), { method: 'GET', authority: 'xn--bcher-kva.example', path: '/é/ü\u00ff/😀' });
   });
 
+  it('methods and authorities that repeat are kept once, by number; past the table\'s room they are copied, every place still exact', () => {
+    const f = new RequestFacts(600);
+    // 600 different authorities (more than the table holds), each twice, mixed with a repeating one.
+    for (let i = 0; i < 600; i++) {
+      f.set(i, fact(`/${i}`, i % 3 === 0 ? 'svc.example.com' : `host-${i}.example:80${i % 10}`, i % 2 ? 'GET' : 'POST'));
+    }
+    for (let i = 0; i < 600; i++) {
+      assert.deepEqual(f.texts(i), { method: i % 2 ? 'GET' : 'POST', authority: i % 3 === 0 ? 'svc.example.com' : `host-${i}.example:80${i % 10}`, path: `/${i}` }, `place ${i}`);
+    }
+    // Written over: a known text in a place that held a copied one, and the other way round.
+    f.set(599, fact('/again', 'svc.example.com', 'GET'));
+    f.set(0, fact('/new', 'never-seen-before.example', 'PATCH'));
+    assert.deepEqual(f.texts(599), { method: 'GET', authority: 'svc.example.com', path: '/again' });
+    assert.deepEqual(f.texts(0), { method: 'PATCH', authority: 'never-seen-before.example', path: '/new' });
+    // A long or non-latin-1 authority is never a known text, and comes back as before (cut, or whole).
+    f.set(1, fact('/', `${'h'.repeat(300)}.example`));
+    f.set(2, fact('/', 'bücher.example'));
+    assert.ok(f.texts(1).authority.endsWith('…'));
+    assert.equal(f.texts(2).authority, 'bücher.example');
+  });
+
   it('a multi-byte character is never split where a text is cut', () => {
     const f = new RequestFacts(1);
     f.set(0, fact(`/${'é'.repeat(400)}`));
