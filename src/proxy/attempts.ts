@@ -13,18 +13,13 @@ import { UPSTREAM_FAILURE } from './http1/replies.js';
 import type { DirectionStats } from './stats.js';
 import type { UpstreamTls } from './tls/origination.js';
 
-/** Where one attempt goes. */
-export interface AttemptRoute {
-  readonly endpoint: Endpoint;
-  readonly address: string;
-  readonly port: number;
-  readonly tls: UpstreamTls | undefined;
-}
-
 /** What a protocol path does for its request's attempts. */
 export interface AttemptSender {
-  /** Sends the request (its head and the body held so far) to `to`; `fresh`: on a new connection. */
-  send(to: AttemptRoute, fresh: boolean): void;
+  /**
+   * Sends the request (its head and the body held so far) to `endpoint` (its address and port) with
+   * `tls` (undefined: plain text); `fresh`: on a new connection.
+   */
+  send(endpoint: Endpoint, tls: UpstreamTls | undefined, fresh: boolean): void;
   /** The attempt in flight is given up (retried, timed out): its connection or stream closes, nothing of it is read. */
   drop(): void;
   /** The client is answered locally: no endpoint, a limit, the route's time-out, every retry spent before a response. */
@@ -275,7 +270,7 @@ export class Attempts {
     this.inFlight = true;
     const perTry = this.t.retry.perTryTimeoutMs;
     if (perTry !== undefined && this.t.retry.attempts > 0) this.perTry = setTimeout(() => this.perTryTimedOut(), perTry);
-    this.sender.send({ endpoint: ep, address: ep.address, port: ep.port, tls }, fresh);
+    this.sender.send(ep, tls, fresh);
   }
 
   private perTryTimedOut(): void {

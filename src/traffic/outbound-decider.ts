@@ -69,6 +69,8 @@ export interface OutboundTrafficOptions {
 
 const XFCC = 'x-forwarded-client-cert';
 const STRIP_XFCC: readonly string[] = [XFCC];
+/** This thread's performance.now() origin in epoch ms: a request's start time without a clock read. */
+const TIME_ORIGIN = performance.timeOrigin;
 
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -260,15 +262,15 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       return routed?.kind === 'cluster' && routed.fault !== undefined ? faulted(routed.fault, req, v) : v;
     },
 
-    completed(req, verdict, status, durationMs): DecisionNote | undefined {
-      let base = o.base.completed?.(req, verdict, status, durationMs) || undefined;
+    completed(req, verdict, status, durationMs, startedAt): DecisionNote | undefined {
+      let base = o.base.completed?.(req, verdict, status, durationMs, startedAt) || undefined;
       const view = req as RoutedView;
       if (view.faultDelayed === true) base = { ...(base ?? { jwt: '-', authz: '-' }), flag: 'DI' };
       const cluster = view.routedCluster;
       if (cluster === undefined || o.decisions === undefined) return base;
       const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
       o.decisions.record({
-        time: Date.now() - durationMs, listener: 'outbound', method: req.method ?? 'GET',
+        time: startedAt === undefined ? Date.now() - durationMs : TIME_ORIGIN + startedAt, listener: 'outbound', method: req.method ?? 'GET',
         authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: view.routedRoute, routeName: view.routedRoute,
         cluster, upstream: view.endpoint, attempts: view.trail, flag: reply?.flag, details: reply?.details, status, durationMs,
       });

@@ -9,8 +9,9 @@
 import type { Socket } from 'node:net';
 import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote, type ListenerRole, type LoggedDownstream } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
-import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
+import { Attempts, type AttemptSender } from '../attempts.js';
 import { NO_DESTINATION, type ForwardTarget, type LocalReply, type RequestDecider, type Verdict } from '../decider.js';
+import type { Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { REPLAYABLE_BODY_LIMIT, OUTCOME } from '../../traffic/retry.js';
 import { RequestView } from '../request-view.js';
 import type { Endpoint } from '../socket-options.js';
@@ -194,8 +195,8 @@ class Exchange implements ResponseSink, AttemptSender, BodySource {
     return !this.hasBody || this.replay !== undefined;
   }
 
-  send(to: AttemptRoute, fresh: boolean): void {
-    this.conn.sendAttempt(this, to, fresh);
+  send(to: TrafficEndpoint, tls: UpstreamTls | undefined, fresh: boolean): void {
+    this.conn.sendAttempt(this, to, tls, fresh);
   }
 
   drop(): void {
@@ -600,12 +601,12 @@ export class Connection {
   }
 
   /** An attempt of a request sent to a cluster: a pooled connection to the endpoint, or a new one within the cluster's limit. */
-  sendAttempt(ex: Exchange, to: AttemptRoute, fresh: boolean): void {
+  sendAttempt(ex: Exchange, to: TrafficEndpoint, tls: UpstreamTls | undefined, fresh: boolean): void {
     if (ex.done || this.closed) return;
     const source = sourceFor(this.owner.upstreamMode, to, this.remote);
     const pool = this.owner.pool;
-    const key = source === undefined ? pool.endpointKey(to.endpoint, to, to.tls) : poolKey(to, source, to.tls);
-    ex.meshUp = to.tls?.mesh === true;
+    const key = source === undefined ? pool.endpointKey(to, tls) : poolKey(to, source, tls);
+    ex.meshUp = tls?.mesh === true;
     const up = pool.idle(key, fresh || ex.switching !== undefined);
     if (up) {
       ex.reusedUp = true;
@@ -614,13 +615,13 @@ export class Connection {
     }
     ex.reusedUp = false;
     const cluster = ex.target!.cluster!.cluster;
-    if (!cluster.tryAcquireConnection(to.endpoint)) {
-      this.waitForConnection(ex, to, key, source);
+    if (!cluster.tryAcquireConnection(to)) {
+      this.waitForConnection(ex, to, tls, key, source);
       return;
     }
     let opened: UpstreamConnection;
     try {
-      opened = pool.open(key, to, source, to.tls, clusterConnectionPolicy(cluster, to.endpoint));
+      opened = pool.open(key, to, source, tls, clusterConnectionPolicy(cluster, to));
     } catch (err) { // a socket libc would not make (its slot is given back by the pool)
       this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
       return;
@@ -633,7 +634,7 @@ export class Connection {
    * pending one (http1MaxPendingRequests; over it, 503 UO) until a connection of the cluster is
    * released anywhere, then tries again.
    */
-  private waitForConnection(ex: Exchange, to: AttemptRoute, key: string, source: string | undefined): void {
+  private waitForConnection(ex: Exchange, to: TrafficEndpoint, tls: UpstreamTls | undefined, key: string, source: string | undefined): void {
     const cluster = ex.target!.cluster!.cluster;
     if (!cluster.tryAcquirePending()) {
       ex.attempts!.overflowed('pending requests (http1MaxPendingRequests)');
@@ -643,12 +644,12 @@ export class Connection {
     ex.attempts!.waiting('the cluster\'s connections (maxConnections) are all in use');
     const wait = (): void => {
       void cluster.waitForConnection(PENDING_POLL_MS).then(() => {
-        if (ex.done || this.closed || !ex.attempts!.waitingOn(to.endpoint)) {
+        if (ex.done || this.closed || !ex.attempts!.waitingOn(to)) {
           cluster.releasePending();
           return;
         }
         const up = this.owner.pool.idle(key);
-        if (up === undefined && !cluster.tryAcquireConnection(to.endpoint)) {
+        if (up === undefined && !cluster.tryAcquireConnection(to)) {
           wait();
           return;
         }
@@ -657,7 +658,7 @@ export class Connection {
         let conn = up;
         if (conn === undefined) {
           try {
-            conn = this.owner.pool.open(key, to, source, to.tls, clusterConnectionPolicy(cluster, to.endpoint));
+            conn = this.owner.pool.open(key, to, source, tls, clusterConnectionPolicy(cluster, to));
           } catch (err) {
             this.upstreamError(ex, err as NodeJS.ErrnoException, false, true);
             this.settle();
@@ -1011,7 +1012,7 @@ export class Connection {
         ex.view.endpoint = ex.attempts.endpoint?.hostPort;
       }
       try {
-        note = decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms);
+        note = decider.completed(ex.view.asIncomingMessage(), ex.verdict, status, ms, ex.started);
       } catch (err) {
         log.error(`request completion hook failed: ${(err as Error).message}`);
       }

@@ -298,7 +298,7 @@ export class UpstreamPool {
    * The keys of traffic endpoints reached from no particular source, made once per endpoint and TLS
    * setting: a key built for every request cost the string and its hashing in the lookup (~0.3 µs).
    */
-  private readonly endpointKeys = new WeakMap<object, { readonly tls: UpstreamTls | undefined; readonly key: string }>();
+  private readonly endpointKeys = new WeakMap<TrafficEndpoint, { readonly tls: UpstreamTls | undefined; readonly key: string }>();
 
   /** `maxHeadBytes`: the largest response head taken (MESH_MAX_HEADERS_KB). */
   constructor(readonly mode: UpstreamMode, readonly stats: DirectionStats, readonly maxHeadBytes = MAX_HEAD_BYTES, private readonly maxIdlePerKey = MAX_IDLE_PER_KEY) {}
@@ -311,11 +311,11 @@ export class UpstreamPool {
     return this.idle(key, fresh) ?? this.open(key, dst, source, tls);
   }
 
-  /** poolKey(dst, no source, tls) for the traffic endpoint `endpoint` (whose address and port `dst` holds). */
-  endpointKey(endpoint: object, dst: Endpoint, tls: UpstreamTls | undefined): string {
+  /** poolKey(endpoint, no source, tls) for a traffic endpoint (an object that lives as long as its membership). */
+  endpointKey(endpoint: TrafficEndpoint, tls: UpstreamTls | undefined): string {
     const known = this.endpointKeys.get(endpoint);
     if (known !== undefined && known.tls === tls) return known.key;
-    const key = poolKey(dst, undefined, tls);
+    const key = poolKey(endpoint, undefined, tls);
     this.endpointKeys.set(endpoint, { tls, key });
     return key;
   }

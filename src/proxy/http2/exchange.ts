@@ -19,8 +19,10 @@ import type { Socket } from 'node:net';
 import type { Readable, Writable } from 'node:stream';
 import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
-import { Attempts, type AttemptRoute, type AttemptSender } from '../attempts.js';
+import { Attempts, type AttemptSender } from '../attempts.js';
 import type { ForwardTarget, LocalReply, Verdict } from '../decider.js';
+import type { Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
+import type { UpstreamTls } from '../tls/origination.js';
 import { OUTCOME, REPLAYABLE_BODY_LIMIT } from '../../traffic/retry.js';
 import { invalidEdit, validHeaderValue, wireText } from '../http1/headers.js';
 import { decisionFailed, isConnectFailure, refusal, upstreamFailureBody, upstreamFailureDetails } from '../http1/replies.js';
@@ -207,7 +209,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
   /** The attempt the upstream handlers belong to: a dropped attempt's late events are ignored. */
   private gen = 0;
   /** The attempt in flight (traffic management): a stream that finds maxConnections reached waits, then tries it again. */
-  private attemptTo: AttemptRoute | undefined;
+  private attemptTo: TrafficEndpoint | undefined;
+  private attemptTls: UpstreamTls | undefined;
   private lines: readonly string[] = [];
   private path = '';
   /** A decider waits for (or waited for) the body: its consumers read what this holds (undefined: the stream, the common case). */
@@ -413,12 +416,12 @@ export class Http2Exchange implements AttemptSender, BodySource {
   }
 
   /** Sends the request to `address:port` over a shared HTTP/2 session, or an HTTP/1.1 leg when it speaks only that. */
-  private sendTo(address: string, port: number, tls: ForwardTarget['tls'], to?: AttemptRoute): void {
+  private sendTo(address: string, port: number, tls: ForwardTarget['tls'], to?: TrafficEndpoint): void {
     const gen = ++this.gen;
     const req = this.req!;
     const target: UpstreamTarget = {
       address, port, tls, source: sourceFor(this.owner.upstreamMode, { address, port }, this.conn.socket.remoteAddress),
-      ...(to ? { cluster: { runtime: this.target!.cluster!.cluster, endpoint: to.endpoint } } : {}),
+      ...(to ? { cluster: { runtime: this.target!.cluster!.cluster, endpoint: to } } : {}),
     };
     this.sentAt = performance.now();
     this.meshUp = tls?.mesh === true;
@@ -450,10 +453,11 @@ export class Http2Exchange implements AttemptSender, BodySource {
     return this.body === undefined || this.body.replayable;
   }
 
-  send(to: AttemptRoute): void {
+  send(to: TrafficEndpoint, tls: UpstreamTls | undefined): void {
     if (this.gone) return;
     this.attemptTo = to;
-    this.sendTo(to.address, to.port, to.tls, to);
+    this.attemptTls = tls;
+    this.sendTo(to.address, to.port, tls, to);
   }
 
   drop(): void {
@@ -677,7 +681,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   private attemptFailed(err: NodeJS.ErrnoException & { connectTimeout?: true }, transport: string | undefined, rstCode: number | undefined,
     connecting: boolean): void {
     if (err.code === 'EOVERFLOW') {
-      this.waitForConnection(this.attemptTo!);
+      this.waitForConnection(this.attemptTo!, this.attemptTls);
       return;
     }
     this.transportFailure = transport;
@@ -701,7 +705,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
    * released anywhere — or, every PENDING_POLL_MS, because a session of this worker may have room for
    * another stream without any connection closing — then tries again.
    */
-  private waitForConnection(to: AttemptRoute): void {
+  private waitForConnection(to: TrafficEndpoint, tls: UpstreamTls | undefined): void {
     const attempts = this.attempts!;
     const cluster = this.target!.cluster!.cluster;
     if (!cluster.tryAcquirePending()) {
@@ -712,8 +716,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
     const gen = this.gen;
     void cluster.waitForConnection(PENDING_POLL_MS).then(() => {
       cluster.releasePending();
-      if (gen !== this.gen || this.gone || !attempts.waitingOn(to.endpoint)) return;
-      this.sendTo(to.address, to.port, to.tls, to);
+      if (gen !== this.gen || this.gone || !attempts.waitingOn(to)) return;
+      this.sendTo(to.address, to.port, tls, to);
     });
   }
 
@@ -763,7 +767,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
         this.view.endpoint = this.attempts.endpoint?.hostPort;
       }
       try {
-        note = decider.completed(this.view.asIncomingMessage(), this.verdict, status, ms);
+        note = decider.completed(this.view.asIncomingMessage(), this.verdict, status, ms, this.started);
       } catch (err) {
         log.error(`request completion hook failed: ${(err as Error).message}`);
       }

@@ -163,10 +163,13 @@ export function upstreamTls(src: OutboundTlsSource): UpstreamTlsResolvers {
   let clusterPlans = new WeakMap<ClusterTls, WeakMap<ClusterEndpoint, OriginationPlan>>();
   let plansFor: object | undefined;
   let last: LastPlan | undefined;
-  // The last cluster endpoint asked for, in plain variables: a run of attempts to one endpoint allocates nothing.
-  let lastCluster: ClusterTls | undefined;
-  let lastClusterEndpoint: ClusterEndpoint | undefined;
-  let lastClusterPlan: OriginationPlan | undefined;
+  // The cluster endpoints asked for last, in parallel arrays compared by identity: a cluster's
+  // requests go round its endpoints, and a single last-one entry missed on every request with three
+  // (two WeakMap lookups each).
+  const recentCluster = new Array<ClusterTls | undefined>(RECENT_CLUSTER_PLANS).fill(undefined);
+  const recentEndpoint = new Array<ClusterEndpoint | undefined>(RECENT_CLUSTER_PLANS).fill(undefined);
+  const recentPlan = new Array<OriginationPlan | undefined>(RECENT_CLUSTER_PLANS).fill(undefined);
+  let recentNext = 0;
   /** The resources' generation, the plans of an older one forgotten. */
   const sameGeneration = (): object => {
     const generation = src.generation();
@@ -177,7 +180,9 @@ export function upstreamTls(src: OutboundTlsSource): UpstreamTlsResolvers {
         forgetMade();
         fileContexts.clear();
         clusterPlans = new WeakMap();
-        lastCluster = undefined;
+        recentCluster.fill(undefined);
+        recentEndpoint.fill(undefined);
+        recentPlan.fill(undefined);
       }
       plans.clear();
       plansFor = generation;
@@ -186,21 +191,25 @@ export function upstreamTls(src: OutboundTlsSource): UpstreamTlsResolvers {
   };
   const cluster: ClusterTlsFor = (c, endpoint, http) => {
     sameGeneration();
-    let plan: OriginationPlan;
-    if (lastCluster === c && lastClusterEndpoint === endpoint) {
-      plan = lastClusterPlan!;
-    } else {
+    let plan: OriginationPlan | undefined;
+    for (let k = 0; k < RECENT_CLUSTER_PLANS; k++) {
+      if (recentEndpoint[k] === endpoint && recentCluster[k] === c) {
+        plan = recentPlan[k]!;
+        break;
+      }
+    }
+    if (plan === undefined) {
       let byEndpoint = clusterPlans.get(c);
       if (byEndpoint === undefined) clusterPlans.set(c, (byEndpoint = new WeakMap()));
-      let known = byEndpoint.get(endpoint);
-      if (known === undefined) {
-        known = src.plan({ address: endpoint.address, port: c.port, hosts: [c.host], cluster: c, endpointLabels: endpoint.labels });
-        byEndpoint.set(endpoint, known);
+      plan = byEndpoint.get(endpoint);
+      if (plan === undefined) {
+        plan = src.plan({ address: endpoint.address, port: c.port, hosts: [c.host], cluster: c, endpointLabels: endpoint.labels });
+        byEndpoint.set(endpoint, plan);
       }
-      plan = known;
-      lastCluster = c;
-      lastClusterEndpoint = endpoint;
-      lastClusterPlan = plan;
+      recentCluster[recentNext] = c;
+      recentEndpoint[recentNext] = endpoint;
+      recentPlan[recentNext] = plan;
+      recentNext = (recentNext + 1) % RECENT_CLUSTER_PLANS;
     }
     return plan.kind === 'plaintext' ? undefined : settings(plan, http);
   };
@@ -238,6 +247,8 @@ interface LastPlan {
 
 /** Destinations (and Hosts) whose plan is kept; past it the cache starts again (a client spraying Hosts cannot grow it). */
 const MAX_CACHED_PLANS = 4096;
+/** Cluster endpoint plans looked up by identity before the WeakMaps (a round of a small cluster's endpoints). */
+const RECENT_CLUSTER_PLANS = 8;
 
 export function outboundDecider(tlsFor: UpstreamTlsFor): RequestDecider {
   // The last authority and its host: the same Host request after request is lower-cased once.
