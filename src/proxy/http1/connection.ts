@@ -32,6 +32,7 @@ import { takePeerMetadata, withExchangeLines, type PeerExchange } from '../peer-
 import { clusterConnectionPolicy, poolKey, type ResponseSink, type UpstreamConnection, type UpstreamPool } from './upstream-pool.js';
 import { packRequest, type StandardSeries } from '../standard-series.js';
 import { heldBodyReady, type BodySource, type BodyWait, type HeldBody } from '../held-body.js';
+import { DirectWriter } from '../direct-write.js';
 
 const log = scope('default');
 
@@ -235,6 +236,8 @@ export class Connection {
   private headTimer: NodeJS.Timeout | undefined;
   private writeBlocked = false;
   private upBlocked = false;
+  /** The client's writes (straight to the socket's handle when it can: direct-write.ts). */
+  private readonly writer: DirectWriter;
   private readonly remote: string | undefined;
   private readonly defaultVerdict: Verdict;
   private lastAddress = '';
@@ -256,6 +259,7 @@ export class Connection {
   constructor(private readonly owner: ConnectionOwner, readonly socket: Socket, private readonly dst: Endpoint | undefined) {
     this.remote = socket.remoteAddress;
     this.peer = peerOf(socket);
+    this.writer = new DirectWriter(socket, this.onDrain);
     this.defaultVerdict = dst ? { kind: 'forward', address: dst.address, port: dst.port } : NO_DESTINATION;
     this.parser = new RequestParser({
       onHead: (head) => this.requestHead(head),
@@ -725,7 +729,7 @@ export class Connection {
     const exchange = ex.meshUp ? this.owner.peerExchange : undefined;
     const head = exchange ? withExchangeLines(ex.upHead, exchange.lines) : ex.upHead;
     if (!body) {
-      up.socket.write(end ? head + LAST_CHUNK : head, 'latin1');
+      up.writer.write(end ? head + LAST_CHUNK : head);
       return;
     }
     ex.held = undefined;
@@ -1152,17 +1156,15 @@ export class Connection {
     if (s.destroyed) return;
     let ok: boolean;
     const only = out[0]!;
-    if (n === 1 && typeof only === 'string') {
-      ok = s.write(only, 'latin1');
-    } else if (n === 1 && !borrowed) {
-      ok = s.write(only);
+    if (n === 1 && (typeof only === 'string' || !borrowed)) {
+      ok = this.writer.write(only);
     } else {
       // Above Node's own pool's sizes, a buffer of ours that comes back once written (read-buffers.ts).
       const pooled = bytes > POOL_FROM && bytes <= POOLED_SIZE ? takePooled() : undefined;
       const buf = pooled ?? Buffer.allocUnsafe(bytes);
       let at = 0;
       for (const part of out) at += typeof part === 'string' ? buf.write(part, at, 'latin1') : part.copy(buf, at);
-      ok = pooled ? s.write(pooled.subarray(0, bytes), () => givePooled(pooled)) : s.write(buf);
+      ok = pooled ? this.writer.write(pooled.subarray(0, bytes), () => givePooled(pooled)) : this.writer.write(buf);
     }
     if (!ok) this.writeBlocked = true;
   }

@@ -13,6 +13,7 @@ import { applyConnectPolicy, connectUpstream, trackUpstream, type UpstreamMode }
 // Every upstream read lands in the thread's shared read buffer, as the downstream reads do. Handlers
 // run synchronously and copy what they keep before the next read.
 import { sharedReadBuffer } from '../read-buffers.js';
+import { DirectWriter } from '../direct-write.js';
 import type { ClusterRuntime, Endpoint as TrafficEndpoint } from '../../traffic/cluster.js';
 import { UNLIMITED } from '../../traffic/spec.js';
 
@@ -120,6 +121,8 @@ export class UpstreamConnection {
   private reuseUntil = Infinity;
   private readonly born: number;
   readonly socket: Socket;
+  /** A request's head goes through this (straight to the socket's handle once connected: direct-write.ts). */
+  readonly writer: DirectWriter;
   /** Bytes of the current response arrived. */
   private answered = false;
   /** A 1xx head was the last one: its end is not the response's. */
@@ -156,6 +159,7 @@ export class UpstreamConnection {
       policy?.released?.();
       throw err;
     }
+    this.writer = new DirectWriter(this.socket);
     if (policy?.released) this.socket.once('close', policy.released);
     if (policy !== undefined) applyConnectPolicy(this.socket, tls ? 'secureConnect' : 'connect', policy.connectTimeoutMs, policy.keepalive);
     this.socket.on('error', (err: NodeJS.ErrnoException) => {
