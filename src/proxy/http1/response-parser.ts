@@ -241,6 +241,15 @@ export class ResponseParser {
         case 10:
           if (nameIs(b, at, 'connection')) {
             drop = true;
+            // The usual values, read on the bytes (no strings for them).
+            if (ve - vs === 10 && nameIs(b, vs, 'keep-alive')) {
+              keepAliveToken = true;
+              break;
+            }
+            if (ve - vs === 5 && nameIs(b, vs, 'close')) {
+              closeToken = true;
+              break;
+            }
             for (const t of b.toString('latin1', vs, ve).split(',')) {
               const token = t.trim().toLowerCase();
               if (token === 'close') closeToken = true;

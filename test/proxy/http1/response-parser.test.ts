@@ -91,6 +91,14 @@ describe('ResponseParser', () => {
       ['HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', false],
       ['HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n', false],
       ['HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n', true],
+      // The usual values are read on the bytes; the others as a list of tokens, to the same effect.
+      ['HTTP/1.1 200 OK\r\nConnection:   CLOSE \t\r\nContent-Length: 0\r\n\r\n', false],
+      ['HTTP/1.1 200 OK\r\nConnection: closed\r\nContent-Length: 0\r\n\r\n', true],
+      ['HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n', false],
+      ['HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', false],
+      ['HTTP/1.0 200 OK\r\nConnection: keep-alivE\r\nContent-Length: 0\r\n\r\n', true],
+      ['HTTP/1.0 200 OK\r\nConnection: keep-alives\r\nContent-Length: 0\r\n\r\n', false],
+      ['HTTP/1.0 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n', false],
     ];
     for (const [input, want] of cases) assert.equal(run(input, []).heads[0]!.keepAlive, want, input);
   });
