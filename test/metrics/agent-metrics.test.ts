@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { configureLogging, defaultLogOptions } from '../../src/log/logger.js';
 import { SCOPE_NAMES } from '../../src/log/levels.js';
 import { AGENT_METRIC_NAMES, createAgentMetrics, earliestNotAfter, scrapeMetrics } from '../../src/metrics/agent-metrics.js';
+import promClient from 'prom-client';
 import { repoRoot } from '../helpers/repo.js';
 import { assertValidPrometheusText } from './prom-text-validator.js';
 
@@ -149,6 +150,16 @@ describe('agent metrics', () => {
     assert.match(text, /^mesh_agent_nodejs_heap_size_used_bytes \d/m);
     assert.doesNotMatch(text, /^process_/m);
     assertValidPrometheusText(text);
+  });
+
+  it('has every one of prom-client\'s default families but the GC histogram (its perf_hooks observer costs the data path)', async () => {
+    const theirs = new promClient.Registry();
+    promClient.collectDefaultMetrics({ register: theirs, prefix: 'mesh_agent_' });
+    const want = (await theirs.getMetricsAsJSON()).map((f) => f.name).filter((n) => n !== 'mesh_agent_nodejs_gc_duration_seconds').sort();
+    theirs.clear();
+    const ours = (await createAgentMetrics({ build, certChainPath: absent }).registry.getMetricsAsJSON()).map((f) => f.name).filter((n) => n.startsWith('mesh_agent_')).sort();
+    assert.ok(want.length >= 10, `prom-client lists ${want.length} default families`);
+    assert.deepEqual(ours, want);
   });
 
   it('is documented: every agent metric, and one row for every metric of spec 2.4', () => {
