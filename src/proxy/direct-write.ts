@@ -84,9 +84,10 @@ export class DirectWriter {
     const req = this.req ?? newRequest(b, handle);
     const err = typeof data === 'string' ? handle.writeLatin1String(req, data) : handle.writeBuffer(req, data);
     if (err !== 0) {
-      // As the stream does with a failed write: the socket ends with the error ('error', then 'close').
+      // As the stream does with a write that failed at once: the socket ends with the error on the
+      // next tick ('error', then 'close'), not under the caller's feet.
       this.req = req;
-      s.destroy(writeError(err));
+      process.nextTick(destroyWith, s, writeError(err));
       return false;
     }
     if (b.streamBaseState[b.kLastWriteWasAsync] === 0) {
@@ -107,6 +108,10 @@ export class DirectWriter {
     };
     return false;
   }
+}
+
+function destroyWith(s: Socket, err: Error): void {
+  if (!s.destroyed) s.destroy(err);
 }
 
 function newRequest(b: StreamWrapBinding, handle: StreamHandle): WriteRequest {

@@ -208,7 +208,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   private body: BodyPipe | undefined;
   /** The attempt the upstream handlers belong to: a dropped attempt's late events are ignored. */
   private gen = 0;
-  /** The attempt in flight (traffic management): a stream that finds maxConnections reached waits, then tries it again. */
+  /** The attempt in flight (traffic management), its endpoint and TLS: a stream that finds maxConnections reached waits, then tries it again. */
   private attemptTo: TrafficEndpoint | undefined;
   private attemptTls: UpstreamTls | undefined;
   private lines: readonly string[] = [];
