@@ -108,7 +108,18 @@ if (CLUSTER_COUNTERS.length > CLC_STRIDE) throw new Error('CLUSTER_COUNTERS outg
 
 /** The limit gauges a cluster slot holds (the order of CL.CX_ACTIVE..RETRIES_ACTIVE). */
 export type LimitGauge = 'cx' | 'pending' | 'rq' | 'retries';
-const GAUGE_WORD: Record<LimitGauge, number> = { cx: CL.CX_ACTIVE, pending: CL.RQ_PENDING, rq: CL.RQ_ACTIVE, retries: CL.RETRIES_ACTIVE };
+/**
+ * The word of a gauge. A switch, not an object indexed by the name: called with four names from the
+ * data path, such a keyed read was a megamorphic lookup (acquire + release 46 → 32 ns, micro-benchmark).
+ */
+function gaugeWord(gauge: LimitGauge): number {
+  switch (gauge) {
+    case 'cx': return CL.CX_ACTIVE;
+    case 'pending': return CL.RQ_PENDING;
+    case 'rq': return CL.RQ_ACTIVE;
+    case 'retries': return CL.RETRIES_ACTIVE;
+  }
+}
 
 export interface TrafficMemoryOptions {
   /** Threads that carry traffic: the primary and its worker threads (`--concurrency`). */
@@ -321,7 +332,7 @@ export class ClusterSlot {
 
   /** Takes one unit of a limited gauge unless that would pass `max`: one Atomics.add (and a sub on refusal). */
   tryAcquire(gauge: LimitGauge, max: number): boolean {
-    const w = GAUGE_WORD[gauge];
+    const w = gaugeWord(gauge);
     if (Atomics.add(this.words, this.base + w, 1) + 1 > max) {
       Atomics.sub(this.words, this.base + w, 1);
       return false;
@@ -331,7 +342,7 @@ export class ClusterSlot {
   }
 
   release(gauge: LimitGauge): void {
-    const w = GAUGE_WORD[gauge];
+    const w = gaugeWord(gauge);
     Atomics.sub(this.words, this.base + w, 1);
     this.share[this.shareBase + w - CL.CX_ACTIVE]!--;
     if (w === CL.CX_ACTIVE) {
@@ -341,7 +352,7 @@ export class ClusterSlot {
   }
 
   gauge(gauge: LimitGauge): number {
-    return Atomics.load(this.words, this.base + GAUGE_WORD[gauge]);
+    return Atomics.load(this.words, this.base + gaugeWord(gauge));
   }
 
   /**
