@@ -220,6 +220,7 @@ export class DecisionLog {
     return decision;
   }
 
+  /** Puts `decision` in the ring, copied: nothing of the object is kept (a caller may fill one object again and again). */
   record(decision: DecisionRecord): void {
     const at = this.next;
     fill(this.ring[at] ??= emptySlot(), decision);

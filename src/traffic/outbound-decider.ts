@@ -9,7 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { HttpFault, HttpRouteDestination } from '../config/resources/types.js';
 import { injectFault } from '../proxy/fault-injection.js';
-import type { DecisionLog } from '../gateway/decisions.js';
+import type { DecisionLog, DecisionRecord } from '../gateway/decisions.js';
 import type { DecisionNote } from '../log/access-record.js';
 import type { ClusterTarget, ConnectionFacts, ForwardTarget, LocalReply, MirrorTarget, RequestDecider, Verdict } from '../proxy/decider.js';
 import { AWAIT_SERVER_NAME, BLACK_HOLE_CLUSTER, BLACK_HOLE_CONNECTION, BLACK_HOLE_REPLY, NO_DESTINATION } from '../proxy/decider.js';
@@ -99,6 +99,15 @@ function noTlsRoute(service: ServiceSpec, sni: string | undefined): LocalReply {
 }
 
 export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecider {
+  /**
+   * A routed request's record for /debug/decisions, filled in place at each request's end: the ring
+   * copies it (DecisionLog.record keeps nothing of it), so no record object is made per request
+   * (~180 B each, measured with an allocation profile).
+   */
+  const routed: Mutable<DecisionRecord> = {
+    time: 0, listener: 'outbound', method: '', authority: '', path: '', jwt: '-', authz: '-', route: undefined, routeName: undefined,
+    cluster: undefined, upstream: undefined, attempts: undefined, flag: undefined, details: undefined, status: undefined, durationMs: 0,
+  };
   /** Cluster targets (default retry policy) per cluster and protocol, for the configuration in force. */
   let targetsFor: MeshTraffic | undefined;
   let httpTargets = new Map<string, ClusterTarget>();
@@ -269,11 +278,23 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       const cluster = view.routedCluster;
       if (cluster === undefined || o.decisions === undefined) return base;
       const reply = verdict?.kind === 'reply' && verdict.flag ? verdict : undefined;
-      o.decisions.record({
-        time: startedAt === undefined ? Date.now() - durationMs : TIME_ORIGIN + startedAt, listener: 'outbound', method: req.method ?? 'GET',
-        authority: authorityOf(req), path: req.url ?? '/', jwt: '-', authz: '-', route: view.routedRoute, routeName: view.routedRoute,
-        cluster, upstream: view.endpoint, attempts: view.trail, flag: reply?.flag, details: reply?.details, status, durationMs,
-      });
+      const r = routed;
+      r.time = startedAt === undefined ? Date.now() - durationMs : TIME_ORIGIN + startedAt;
+      r.method = req.method ?? 'GET';
+      r.authority = authorityOf(req);
+      r.path = req.url ?? '/';
+      r.route = r.routeName = view.routedRoute;
+      r.cluster = cluster;
+      r.upstream = view.endpoint;
+      r.attempts = view.trail;
+      r.flag = reply?.flag;
+      r.details = reply?.details;
+      r.status = status;
+      r.durationMs = durationMs;
+      o.decisions.record(r);
+      // Copied: the request's own texts and trail are not held here until the next one.
+      r.method = r.authority = r.path = '';
+      r.attempts = undefined;
       return base;
     },
 

@@ -10,6 +10,7 @@ import type { ClusterManager } from '../../src/traffic/cluster-manager.js';
 import { buildClusters } from '../../src/traffic/clusters.js';
 import { outboundTrafficDecider, type MeshTraffic } from '../../src/traffic/outbound-decider.js';
 import { ServiceIndex } from '../../src/traffic/service-index.js';
+import { DecisionLog } from '../../src/gateway/decisions.js';
 
 const SE = `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -60,4 +61,32 @@ it('REGISTRY_ONLY: 502 NR for a request, a refusal for a connection; what a serv
   assert.equal(d.connectionProtocol!({ address: '192.0.2.9', port: 9000 }), 'tcp');
   assert.equal(d.connectionProtocol!({ address: '192.0.2.9', port: 8080 }), 'tcp');
   assert.equal(d.connectionProtocol!({ address: '240.0.0.1', port: 9000 }), 'tcp', 'the service\'s own TCP port, as declared');
+});
+
+it('each routed request\'s /debug/decisions record is its own (the record is filled in place and copied by the ring)', () => {
+  const decisions = new DecisionLog(8);
+  const d = outboundTrafficDecider({ base, traffic: () => traffic(false), tlsFor: () => undefined, decisions });
+  const routed = (i: number, trail?: readonly string[]): IncomingMessage => ({
+    headers: {}, method: i % 2 ? 'POST' : 'GET', url: `/r/${i}`, authority: `svc-${i}.example:80`,
+    routedCluster: `outbound|80|v${i}|svc`, routedRoute: `route-${i}`, endpoint: `10.0.0.${i}:8080`, trail,
+  }) as unknown as IncomingMessage;
+  const started = performance.now();
+  d.completed!(routed(1, ['attempt 1 10.0.0.1:8080: 503, retried (5xx)', 'attempt 2 10.0.0.1:8080: 200']), undefined, 200, 1.5, started);
+  d.completed!(routed(2), { kind: 'reply', status: 503, body: 'no healthy upstream\n', flag: 'UH', details: 'no_healthy_upstream' }, 503, 0.25, started + 5);
+  // A request no cluster took (passthrough) is not recorded.
+  d.completed!(request('other.example'), undefined, 200, 1, started);
+  const [first, second] = decisions.recent();
+  assert.equal(decisions.recent().length, 2);
+  assert.deepEqual({ ...first, time: undefined }, {
+    time: undefined, listener: 'outbound', method: 'POST', authority: 'svc-1.example:80', path: '/r/1', jwt: '-', authz: '-',
+    route: 'route-1', routeName: 'route-1', upstream: '10.0.0.1:8080', cluster: 'outbound|80|v1|svc',
+    attempts: ['attempt 1 10.0.0.1:8080: 503, retried (5xx)', 'attempt 2 10.0.0.1:8080: 200'], status: 200, durationMs: 1.5,
+  });
+  assert.deepEqual({ ...second, time: undefined }, {
+    time: undefined, listener: 'outbound', method: 'GET', authority: 'svc-2.example:80', path: '/r/2', jwt: '-', authz: '-',
+    route: 'route-2', routeName: 'route-2', flag: 'UH', details: 'no_healthy_upstream', upstream: '10.0.0.2:8080', cluster: 'outbound|80|v2|svc',
+    status: 503, durationMs: 0.25,
+  });
+  // The start passed in is the record's time (this thread's clock, as epoch ms).
+  assert.equal(Date.parse(second!.time) - Date.parse(first!.time), 5);
 });
