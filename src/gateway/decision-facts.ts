@@ -49,8 +49,9 @@ export class RequestFacts {
   private readonly known: string[] = [];
   private readonly numberOf = new Map<string, number>();
   /** The last method's and authority's numbers (-1: none). */
-  private lastMethod = -1;
-  private lastAuthority = -1;
+  private readonly lastKnown = new Int32Array([-1, -1]);
+  /** The head's flag bits of the place being written (putText sets its texts'). */
+  private flags = 0;
 
   constructor(capacity: number) {
     // 128 KB for the default 500 places, per DecisionLog (each worker's, and the primary's merge).
@@ -62,46 +63,19 @@ export class RequestFacts {
     const base = at * PLACE_BYTES;
     const b = this.bytes;
     let off = base + HEAD_BYTES;
-    let utf8 = 0;
-    let m: number;
-    const method = r.method;
-    if (this.lastMethod >= 0 && this.known[this.lastMethod] === method || (this.lastMethod = this.numberFor(method, METHOD_MAX)) >= 0) {
-      m = this.lastMethod;
-      utf8 |= METHOD_KNOWN;
-    } else {
-      m = putLatin1(b, method, off, METHOD_MAX);
-      if (m < 0) {
-        m = b.write(method, off, METHOD_MAX, 'utf8');
-        utf8 |= 1;
-      }
-      off += m;
-    }
-    let a: number;
-    const authority = r.authority;
-    if (this.lastAuthority >= 0 && this.known[this.lastAuthority] === authority
-      || (this.lastAuthority = this.numberFor(authority, AUTHORITY_MAX)) >= 0) {
-      a = this.lastAuthority;
-      utf8 |= AUTHORITY_KNOWN;
-    } else {
-      a = putLatin1(b, authority, off, AUTHORITY_MAX);
-      if (a < 0) {
-        a = b.write(authority, off, AUTHORITY_MAX, 'utf8');
-        utf8 |= 2;
-      }
-      off += a;
-    }
-    let p = putLatin1(b, r.path, off, base + PLACE_BYTES - off);
-    if (p < 0) {
-      p = b.write(r.path, off, base + PLACE_BYTES - off, 'utf8');
-      utf8 |= 4;
-    }
+    this.flags = 0;
+    const m = this.putText(b, r.method, off, METHOD_MAX, 0, METHOD_KNOWN, 1);
+    if ((this.flags & METHOD_KNOWN) === 0) off += m;
+    const a = this.putText(b, r.authority, off, AUTHORITY_MAX, 1, AUTHORITY_KNOWN, 2);
+    if ((this.flags & AUTHORITY_KNOWN) === 0) off += a;
+    const p = this.putText(b, r.path, off, base + PLACE_BYTES - off, -1, 0, 4);
     b[base] = m;
     b[base + 1] = a;
     b[base + 2] = p;
     putLength(b, base + 3, r.method.length);
     putLength(b, base + 5, r.authority.length);
     putLength(b, base + 7, r.path.length);
-    b[base + 9] = utf8;
+    b[base + 9] = this.flags;
     this.numbers[at * 2] = typeof r.time === 'number' ? r.time : Number.NaN;
     this.numbers[at * 2 + 1] = r.durationMs;
   }
@@ -121,6 +95,26 @@ export class RequestFacts {
     const authority = utf8 & AUTHORITY_KNOWN ? this.known[b[base + 1]!]! : read(b[base + 1]!, b.readUInt16LE(base + 5), 2);
     const path = read(b[base + 2]!, b.readUInt16LE(base + 7), 4);
     return { method, authority, path };
+  }
+
+  /**
+   * Writes `text` at `off`: as its number when it is a known text (`slot`: which last-known number
+   * to try first; -1: never a known text), setting `knownBit` in `flags`; otherwise as its bytes, at
+   * most `max`, setting `utf8Bit` when they are UTF-8. Answers the number, or the bytes written.
+   */
+  private putText(b: Buffer, text: string, off: number, max: number, slot: number, knownBit: number, utf8Bit: number): number {
+    if (slot >= 0) {
+      const last = this.lastKnown[slot]!;
+      const n = last >= 0 && this.known[last] === text ? last : (this.lastKnown[slot] = this.numberFor(text, max));
+      if (n >= 0) {
+        this.flags |= knownBit;
+        return n;
+      }
+    }
+    const n = putLatin1(b, text, off, max);
+    if (n >= 0) return n;
+    this.flags |= utf8Bit;
+    return b.write(text, off, max, 'utf8');
   }
 
   /**

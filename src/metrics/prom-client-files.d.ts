@@ -18,15 +18,7 @@ declare module 'prom-client/lib/histogram.js' {
 }
 /** One of prom-client's default metrics (lib/metrics/*.js): registers its families on `registry`. */
 type DefaultMetric = (registry: import('prom-client').Registry, config: { prefix?: string; eventLoopMonitoringPrecision?: number }) => void;
-declare module 'prom-client/lib/metrics/processCpuTotal.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/processStartTime.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/osMemoryHeap.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/processOpenFileDescriptors.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/processMaxFileDescriptors.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/eventLoopLag.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/processResources.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/processHandles.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/processRequests.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/heapSizeAndUsed.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/heapSpacesSizeAndUsed.js' { const m: DefaultMetric; export default m; }
-declare module 'prom-client/lib/metrics/version.js' { const m: DefaultMetric; export default m; }
+declare module 'prom-client/lib/metrics/*.js' {
+  const metric: DefaultMetric;
+  export default metric;
+}
