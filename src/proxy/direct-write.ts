@@ -59,13 +59,15 @@ export class DirectWriter {
   private req: WriteRequest | undefined;
   /** Writes the kernel did not take whole, still queued in libuv. */
   private queued = 0;
-  /** A TLS socket's handle encrypts: its writes stay with the stream. */
-  private readonly plain: boolean;
+  /**
+   * The socket's handle once it was seen to be a TCP one (node's `TCP` wrap). A TLS socket's handle
+   * encrypts, and a socket over another stream (a Duplex, a pipe) has a handle of another kind:
+   * their writes stay with the stream.
+   */
+  private tcp: StreamHandle | null = null;
 
   /** `drained`: called once the writes that made write() answer false are all out (as 'drain' for the stream's). */
-  constructor(private readonly socket: Socket, private readonly drained: () => void = ignoreCompletion) {
-    this.plain = binding !== undefined && (socket as { encrypted?: boolean }).encrypted !== true;
-  }
+  constructor(private readonly socket: Socket, private readonly drained: () => void = ignoreCompletion) {}
 
   /**
    * Writes `data` (a string as latin-1). True when it is all with the kernel, or queued below the
@@ -75,7 +77,8 @@ export class DirectWriter {
   write(data: string | Buffer, written?: () => void): boolean {
     const s = this.socket;
     const handle = (s as unknown as { _handle: StreamHandle | null })._handle;
-    if (!this.plain || handle === null || s.writableLength !== 0 || s.connecting || !s.writable) {
+    if (handle !== this.tcp && handle !== null && isTcpHandle(s, handle)) this.tcp = handle;
+    if (handle !== this.tcp || handle === null || s.writableLength !== 0 || s.connecting || !s.writable) {
       const ok = written === undefined ? (typeof data === 'string' ? s.write(data, 'latin1') : s.write(data)) : s.write(data, 'latin1', written);
       // The stream does not count what libuv holds of the direct writes: those still make the caller wait.
       return ok && this.queued === 0;
@@ -108,6 +111,10 @@ export class DirectWriter {
     };
     return false;
   }
+}
+
+function isTcpHandle(s: Socket, handle: StreamHandle): boolean {
+  return binding !== undefined && (s as { encrypted?: boolean }).encrypted !== true && (handle as { constructor?: { name?: string } }).constructor?.name === 'TCP';
 }
 
 function destroyWith(s: Socket, err: Error): void {
