@@ -20,7 +20,6 @@ import { getSystemErrorName } from 'node:util';
 interface WriteRequest {
   handle: StreamHandle;
   oncomplete: (status: number) => void;
-  async: boolean;
   /** A buffer written asynchronously stays referenced until libuv is done with it. */
   buffer: Buffer | null;
 }
@@ -125,7 +124,6 @@ function newRequest(b: StreamWrapBinding, handle: StreamHandle): WriteRequest {
   const req = new b.WriteWrap();
   req.handle = handle;
   req.oncomplete = ignoreCompletion;
-  req.async = false;
   req.buffer = null;
   return req;
 }
