@@ -26,11 +26,13 @@ test: build
 	node --test --test-reporter=spec --test-timeout=300000 $(NODE_TESTS)
 
 # The differential test of the HTTP/1 path with a long corpus; DIFFERENTIAL_SEED replays one (the seed is printed).
+# The HTTP/2 frame layer of our own fuzzed where outside bytes meet it (CODEC_FUZZ_CASES, CODEC_FUZZ_SEED).
 # Then the disconnect soak: DISCONNECT_SOAK_SECONDS (180) of every way a client or upstream goes away, through
 # two meshed sidecars and the gateway; descriptors, RSS and active counters before, at the peak and 10 s after.
 differential: build
 	@scripts/proxy-uid-access.sh
 	DIFFERENTIAL_CASES=$${DIFFERENTIAL_CASES:-60000} node --test --test-reporter=spec --test-timeout=3600000 dist/test/integration/proxy/differential.test.js
+	CODEC_FUZZ_CASES=$${CODEC_FUZZ_CASES:-200000} node --test --test-reporter=spec --test-timeout=3600000 dist/test/proxy/http2/codec-fuzz.test.js
 	DISCONNECT_SOAK_SECONDS=$${DISCONNECT_SOAK_SECONDS:-180} node --test --test-reporter=spec --test-timeout=3600000 dist/test/integration/proxy/disconnects.test.js
 
 demo: build

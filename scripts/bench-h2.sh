@@ -11,6 +11,9 @@
 #             upstream only as grpc_pass;
 #   nghttpx : the same namespace, through nghttpx (Debian's nghttp2-proxy: nghttp2's own proxy, the
 #             library node:http2 is built on), one process, one thread, h2c both sides: the second peer;
+#   floor   : the same namespace, through scripts/h2-floor-relay.mjs: the HTTP/2 frame layer of our
+#             own (src/proxy/http2/codec/) relaying each stream to one upstream connection, with no
+#             routing or policy: the floor of a Node proxy on that layer, next to the sidecar's;
 #   sidecar : from a pod namespace with the capture rules and `pilot-agent proxy` (uid 1337): the
 #             connection to the service is captured to 15001. Whether the sidecar relays HTTP/2 as
 #             opaque TCP or proxies it at layer 7, this measures it; its counters say which.
@@ -98,9 +101,15 @@ ip netns exec "$plain" ${pin_proxy[@]+"${pin_proxy[@]}"} nghttpx --conf=/dev/nul
   --errorlog-file="$work/nghttpx.log" > "$work/nghttpx.out" 2>&1 &
 nghttpx=$!
 pids+=("$nghttpx")
+# ---- the floor of our own frame layer: scripts/h2-floor-relay.mjs (src/proxy/http2/codec/, no
+# policy, no routing): what the sidecar could cost per request once its HTTP/2 path runs on it.
+ip netns exec "$plain" ${pin_proxy[@]+"${pin_proxy[@]}"} "$node" scripts/h2-floor-relay.mjs 127.0.0.1:8002 198.19.8.1:8080 > "$work/floor.log" 2>&1 &
+floor=$!
+pids+=("$floor")
 wait_port "$peer" 198.19.7.1 8080
 wait_port "$plain" 127.0.0.1 8000
 wait_port "$plain" 127.0.0.1 8001
+wait_port "$plain" 127.0.0.1 8002
 
 start_sidecar "$pod" "$work/sidecar.log"
 sidecar=$started
@@ -120,16 +129,16 @@ client.makeUnaryRequest('/bench.Echo/Ping', bytes, bytes, Buffer.from('\n\x04pin
   client.close();
 });
 EOF
-declare -A ns_of=([direct]=$plain [haproxy]=$plain [nghttpx]=$plain [sidecar]=$pod)
-declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [nghttpx]=127.0.0.1:8001 [sidecar]=198.19.7.1:8080)
-declare -A proxy_of=([haproxy]=$haproxy [nghttpx]=$nghttpx [sidecar]=$sidecar)
+declare -A ns_of=([direct]=$plain [haproxy]=$plain [nghttpx]=$plain [floor]=$plain [sidecar]=$pod)
+declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [nghttpx]=127.0.0.1:8001 [floor]=127.0.0.1:8002 [sidecar]=198.19.7.1:8080)
+declare -A proxy_of=([haproxy]=$haproxy [nghttpx]=$nghttpx [floor]=$floor [sidecar]=$sidecar)
 if [ ${#builds[@]} -gt 1 ]; then
   as_build base start_sidecar "$base_pod" "$work/sidecar-base.log"
   ns_of[sidecar@base]=$base_pod addr_of[sidecar@base]=198.19.10.1:8080 proxy_of[sidecar@base]=$started
 fi
 declare -A grpc_check
 # shellcheck disable=SC2207 # path names have no spaces
-paths=(direct haproxy nghttpx $(and_baseline sidecar))
+paths=(direct haproxy nghttpx floor $(and_baseline sidecar))
 for p in "${paths[@]}"; do
   grpc_check[$p]=$(ip netns exec "${ns_of[$p]}" "$node" "$work/grpc-call.cjs" "$grpc_js" "${addr_of[$p]}" 2>&1 | tail -1)
 done
@@ -157,12 +166,12 @@ builds_banner
 for ((r = 1; r <= rounds; r++)); do
   for w in "${workloads[@]}"; do
     for p in "${paths[@]}"; do run_h2load "$w" "$p"; done
-    for p in direct haproxy nghttpx; do ratios[$w/$p]+="$(ratio "$(last "${rps[$w-sidecar]}")" "$(last "${rps[$w-$p]}")") "; done
+    for p in direct haproxy nghttpx floor; do ratios[$w/$p]+="$(ratio "$(last "${rps[$w-sidecar]}")" "$(last "${rps[$w-$p]}")") "; done
     printf '   round %d %-4s: %s sidecar/haproxy %sx sidecar/nghttpx %sx\n' "$r" "$w" "$(round_summary "${paths[@]/#/$w-}")" \
       "$(last "${ratios[$w/haproxy]}")" "$(last "${ratios[$w/nghttpx]}")"
   done
 done
-sidecar_rss=$(rss_mib "$sidecar") haproxy_rss=$(rss_mib "$haproxy") nghttpx_rss=$(rss_mib "$nghttpx")
+sidecar_rss=$(rss_mib "$sidecar") haproxy_rss=$(rss_mib "$haproxy") nghttpx_rss=$(rss_mib "$nghttpx") floor_rss=$(rss_mib "$floor")
 stats=$(ip netns exec "$pod" "$agent" request GET stats 2>/dev/null || true)
 counter() { awk -F': ' -v k="$1" '$1 == k { print $2 }' <<< "$stats"; }
 rq=$(counter http.outbound.downstream_rq_total)
@@ -176,7 +185,8 @@ if [ ${#builds[@]} -gt 1 ]; then stop_sidecar "$base_pod" "${proxy_of[sidecar@ba
 declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
 declare -A what=([http]='HTTP/2 GET 1 KiB' [grpc]='gRPC unary' [direct]='direct (no proxy)'
-  [haproxy]='haproxy, 1 thread, h2 both sides' [nghttpx]='nghttpx, 1 thread, h2 both sides' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
+  [haproxy]='haproxy, 1 thread, h2 both sides' [nghttpx]='nghttpx, 1 thread, h2 both sides'
+  [floor]='floor: our frame layer, relay only' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring (warm-up included),"
 echo "   µs/req = the proxy's CPU time per request (that CPU share over the median req/s)"
@@ -201,6 +211,8 @@ done
 echo
 # Issue targets for HTTP/2 at HTTP/1.1's cost: CPU per request at most 1.5x the peer's, req/s at least 0.8x.
 for w in "${workloads[@]}"; do
+  printf '%-17s CPU per request floor/haproxy: %sx (what the frame layer of our own costs with no policy)\n' "${what[$w]}" \
+    "$(awk -v a="$(per_rq "$w-floor")" -v b="$(per_rq "$w-haproxy")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
   for p in haproxy nghttpx; do
     printf '%-17s CPU per request sidecar/%s: %sx (target <= 1.5x)\n' "${what[$w]}" "$p" \
       "$(awk -v a="$(per_rq "$w-sidecar")" -v b="$(per_rq "$w-$p")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
@@ -222,7 +234,7 @@ fi
 if [ ${#builds[@]} -gt 1 ]; then
   echo "the baseline's sidecar counted ${base_rq:-?} outbound HTTP requests (0: it relayed HTTP/2 as opaque TCP; compare with care)"
 fi
-printf 'RSS at the end: sidecar %s MiB, haproxy %s MiB, nghttpx %s MiB\n' "$sidecar_rss" "$haproxy_rss" "$nghttpx_rss"
+printf 'RSS at the end: sidecar %s MiB, haproxy %s MiB, nghttpx %s MiB, floor relay %s MiB\n' "$sidecar_rss" "$haproxy_rss" "$nghttpx_rss" "$floor_rss"
 error_notes "${setups[@]}"
 
 comparison_header

@@ -180,8 +180,15 @@ if [ ${#builds[@]} -gt 1 ]; then
   ns_of[sidecar-c1@base]=$base_pod1 url_of[sidecar-c1@base]=http://198.19.11.1:8080/1k.html proxy_of[sidecar-c1@base]=$started
 fi
 declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns sent
+# sidecar-traffic runs right next to sidecar, the two swapped every other round: their ratio is the
+# target, and on this host the minutes between two setups move throughput by up to ~10%.
+# (The baseline's default sidecar, when there is one, runs just before the pair.)
+base_first=()
+if [ ${#builds[@]} -gt 1 ]; then base_first=(sidecar@base); fi
 # shellcheck disable=SC2207 # setup names have no spaces
-setups=(direct nginx $(and_baseline sidecar sidecar-c1) sidecar-traffic nginx-captured)
+setups=(direct nginx ${base_first[@]+"${base_first[@]}"} sidecar sidecar-traffic $(and_baseline sidecar-c1) nginx-captured)
+# shellcheck disable=SC2207
+swapped=(direct nginx ${base_first[@]+"${base_first[@]}"} sidecar-traffic sidecar $(and_baseline sidecar-c1) nginx-captured)
 run_tcp() { # setup: MiB/s into rps[tcp-SETUP], the proxy's CPU per MiB into usr_us and sys_us[tcp-SETUP]
   local s=$1 host=${url_of[$1]#http://}
   host=${host%%:*}
@@ -195,7 +202,8 @@ echo "   sidecar: $agent, default settings (${workers:-?} worker(s) here) and --
 builds_banner
 declare -A round_ratio round_dp99
 for ((r = 1; r <= rounds; r++)); do
-  for s in "${setups[@]}"; do run_wrk "$s"; done
+  if ((r % 2 == 0)); then order=("${swapped[@]}"); else order=("${setups[@]}"); fi
+  for s in "${order[@]}"; do run_wrk "$s"; done
   # Ratios within a round: the host's swings are slower than a round, mostly.
   for s in sidecar sidecar-c1; do
     round_ratio[$s]+="$(ratio "$(last "${rps[$s]}")" "$(last "${rps[nginx]}")") "

@@ -69,3 +69,13 @@ export function fieldFault(name: string, value: string, server: boolean): FieldF
   }
   return valueFault(value);
 }
+
+/**
+ * fieldFault, and a name with upper case too: the rule a frame layer of our own applies, where no
+ * nghttp2 refuses those before (RFC 9113 8.2.1: names are lower case).
+ */
+export function strictFieldFault(name: string, value: string, server: boolean): FieldFault {
+  const fault = fieldFault(name, value, server);
+  if (fault !== undefined || name.charCodeAt(0) === 0x3a) return fault;
+  return hasUpper(name) ? FAULT_NAME : undefined;
+}

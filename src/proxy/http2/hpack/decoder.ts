@@ -4,7 +4,7 @@
 // not, or the dynamic table drifts from the one nghttp2 keeps for the same bytes. Each field is
 // judged as it is decoded (field-validity.ts); a dynamic table entry keeps its verdict, so a field
 // sent again by index costs no second look. Pure (no I/O); not valid HPACK throws HpackError.
-import { fieldFault, type FieldFault } from '../field-validity.js';
+import { fieldFault, strictFieldFault, type FieldFault } from '../field-validity.js';
 import { huffmanDecode } from './huffman.js';
 
 /** The block is not valid HPACK: the connection cannot go on (COMPRESSION_ERROR, RFC 9113 4.3). */
@@ -29,7 +29,7 @@ interface Entry {
   readonly fault: FieldFault;
 }
 
-const STATIC: ReadonlyArray<readonly [string, string]> = [
+export const STATIC: ReadonlyArray<readonly [string, string]> = [
   [':authority', ''], [':method', 'GET'], [':method', 'POST'], [':path', '/'], [':path', '/index.html'],
   [':scheme', 'http'], [':scheme', 'https'], [':status', '200'], [':status', '204'], [':status', '206'],
   [':status', '304'], [':status', '400'], [':status', '404'], [':status', '500'], ['accept-charset', ''],
@@ -56,17 +56,24 @@ export type FieldSink = (name: string, value: string) => void;
 export class HpackDecoder {
   /** Newest last: dynamic index 1 is the last element. */
   private readonly table: Entry[] = [];
+  /** The table's entries before this one are evicted (removed from the array in bulk, see evict). */
+  private oldest = 0;
   private size = 0;
   /** The table's size as the peer's last update set it, within `limit`. */
   private maxSize: number;
   private pos = 0;
   private block: Buffer = Buffer.alloc(0);
 
+  /** Judges a field's name and value (by field-validity.ts), once per table entry. */
+  private readonly judge: typeof fieldFault;
+
   /**
    * `limit`: the SETTINGS_HEADER_TABLE_SIZE this side advertised (the most an update may ask);
-   * `server`: this side receives requests (a `host` field is judged as an authority).
+   * `server`: this side receives requests (a `host` field is judged as an authority); `strict`:
+   * upper case in a name is a fault too (no nghttp2 behind to refuse it).
    */
-  constructor(private readonly server: boolean, private readonly limit = DEFAULT_TABLE_SIZE) {
+  constructor(private readonly server: boolean, private readonly limit = DEFAULT_TABLE_SIZE, strict = false) {
+    this.judge = strict ? strictFieldFault : fieldFault;
     this.maxSize = limit;
   }
 
@@ -120,7 +127,7 @@ export class HpackDecoder {
     if (index === 0) throw new HpackError('index 0');
     if (index <= STATIC_ENTRIES.length) return STATIC_ENTRIES[index - 1]!;
     const i = this.table.length - (index - STATIC_ENTRIES.length);
-    if (i < 0) throw new HpackError(`index ${index} beyond the table`);
+    if (i < this.oldest) throw new HpackError(`index ${index} beyond the table`);
     return this.table[i]!;
   }
 
@@ -129,7 +136,7 @@ export class HpackDecoder {
     const index = this.integer(prefix);
     const name = index === 0 ? this.string() : this.entry(index).name;
     const value = this.string();
-    return { name, value, size: name.length + value.length + ENTRY_OVERHEAD, fault: fieldFault(name, value, this.server) };
+    return { name, value, size: name.length + value.length + ENTRY_OVERHEAD, fault: this.judge(name, value, this.server) };
   }
 
   private insert(e: Entry): void {
@@ -142,9 +149,14 @@ export class HpackDecoder {
 
   /** Evicts the oldest entries until `room` more fits. */
   private evict(room: number): void {
-    let drop = 0;
+    let drop = this.oldest;
     while (this.size + room > this.maxSize && drop < this.table.length) this.size -= this.table[drop++]!.size;
-    if (drop > 0) this.table.splice(0, drop);
+    this.oldest = drop;
+    // Evicted entries leave the array in bulk: a splice per insertion would move the whole table each time.
+    if (drop > 64 && drop * 2 > this.table.length) {
+      this.table.splice(0, drop);
+      this.oldest = 0;
+    }
   }
 
   /** An integer with an N-bit prefix (RFC 7541 5.1), the prefix byte's other bits ignored. */
