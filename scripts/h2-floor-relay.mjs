@@ -71,7 +71,7 @@ function upstreamConnection() {
       x.ds.ctx = undefined;
       x.down.reset(x.ds, code === 7 ? 7 : 8);
     },
-    closed() { upstreams.delete(conn); socket.destroy(); },
+    closed() { upstreams.delete(conn); socket.end(); },
   });
   readInto(socket, conn);
   upstreams.add(conn);
@@ -127,7 +127,7 @@ const server = net.createServer({ noDelay: true }, (socket) => {
       x.us.ctx = undefined;
       x.up.reset(x.us, 8);
     },
-    closed() { socket.destroy(); },
+    closed() { socket.end(); },
   });
   readInto(socket, conn);
 });

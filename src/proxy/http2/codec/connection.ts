@@ -15,6 +15,11 @@
 // empty DATA frames per second (PING, SETTINGS, PRIORITY floods), and streams reset early — by the
 // peer or by us for its malformed frames — against the streams it opened (rapid reset and its
 // "made you reset" variant). Each ends the connection with GOAWAY ENHANCE_YOUR_CALM.
+//
+// What the owner does, since only it has the socket and the clock: after closed(), end the socket
+// (end, not destroy: the GOAWAY must leave); stop reading while the socket's write buffer is over
+// its limit (a peer that never reads cannot make answers to its PINGs and SETTINGS pile up); time
+// out idle connections, streams whose window stays shut, and a peer that never sends its SETTINGS.
 import { HpackDecoder, HpackError } from '../hpack/decoder.js';
 import { HpackEncoder } from '../hpack/encoder.js';
 import { CLIENT_PREFACE } from '../preface.js';
