@@ -38,7 +38,9 @@ interface Pod {
 async function gatewayWith(provider: string, name: string): Promise<Pod> {
   let authzLog = '';
   let appLog = '';
-  const lines = (text: string): Record<string, any>[] => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
+  // Whole lines only: a long line (a 200 KiB body) may be read while its writer is still halfway through it.
+  const lines = (text: string): Record<string, any>[] => text.slice(0, text.lastIndexOf('\n') + 1).split('\n')
+    .filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, any>);
   const pod = await startGatewayPod({
     resources: resources(name),
     prepare: async (p) => {

@@ -181,6 +181,8 @@ describe('HTTP/2 codec: the connection', () => {
       ['a method with a space', [':method', 'G T', ':scheme', 'http', ':path', '/', ':authority', 'a']],
       ['a host unlike :authority', [...REQUEST, 'host', 'other.example']],
       ['a host with a bad character', [...REQUEST.slice(0, 6), 'host', 'a b']],
+      ['an :authority with userinfo', [':method', 'GET', ':scheme', 'https', ':path', '/', ':authority', 'internal.svc@evil.example']],
+      ['a host with userinfo', [...REQUEST.slice(0, 6), 'host', 'internal.svc@evil.example']],
       ['content-length not a number', [...REQUEST, 'content-length', '1x']],
       ['two content-length values', [...REQUEST, 'content-length', '1', 'content-length', '2']],
       ['content-length with END_STREAM and no DATA', [...REQUEST, 'content-length', '3']],
@@ -253,6 +255,10 @@ describe('HTTP/2 codec: the connection', () => {
       ['a connection WINDOW_UPDATE of 0', () => frame(WINDOW_UPDATE, 0, 0, Buffer.alloc(4)), PROTOCOL_ERROR],
       ['DATA on an idle stream', () => frame(DATA, 0, 7, Buffer.from('x')), PROTOCOL_ERROR],
       ['PUSH_PROMISE from a client', () => frame(5, END_HEADERS, 1, Buffer.alloc(4)), PROTOCOL_ERROR],
+      ['an HPACK integer of too many bytes (zero continuation bytes would make it NaN)', () =>
+        frame(HEADERS, END_HEADERS | END_STREAM, 1, Buffer.concat([Buffer.from([0xff]), Buffer.alloc(160, 0x80), Buffer.from([0x01])])), COMPRESSION_ERROR],
+      ['a PRIORITY frame of 4 bytes on an idle stream (no RST_STREAM on an idle stream)', () => frame(PRIORITY, 0, 7, Buffer.alloc(4)), PROTOCOL_ERROR],
+      ['a SETTINGS frame of 33 settings', () => frame(SETTINGS, 0, 0, Buffer.alloc(33 * 6)), ENHANCE_YOUR_CALM],
     ];
     for (const [name, bytes, code] of cases) {
       it(name, () => {
@@ -268,6 +274,66 @@ describe('HTTP/2 codec: the connection', () => {
       const s = new Side(true);
       s.feed(Buffer.from('GET / HTTP/1.1\r\nhost: a\r\n\r\n'));
       assert.equal(goaway(s.frames()), PROTOCOL_ERROR);
+    });
+  });
+
+  describe('what a review found (each failed before its fix)', () => {
+    it('a stream reset while its DATA waits for window is forgotten: a later WINDOW_UPDATE sends nothing of it, and does not throw', () => {
+      for (const how of ['peer', 'owner', 'malformed'] as const) {
+        const s = openServer();
+        s.feed(headersFrame(s, 1, [...REQUEST.slice(0, 1), 'POST', ...REQUEST.slice(2)], END_HEADERS));
+        const st = s.seen.requests[0]!.stream;
+        s.conn.headers(st, [':status', '200'], false);
+        assert.ok(s.conn.data(st, Buffer.alloc(70_000, 1), true) > 0);
+        assert.equal(s.conn.waitingStreams, 1);
+        s.frames();
+        if (how === 'peer') s.feed(frame(RST, 0, 1, Buffer.from([0, 0, 0, 8])));
+        else if (how === 'owner') s.conn.reset(st, 8);
+        else s.feed(frame(DATA, 0, 1, Buffer.alloc(16_000)), frame(HEADERS, END_HEADERS, 1, s.block(['x-t', '1']))); // trailers without END_STREAM
+        s.frames();
+        assert.equal(s.conn.waitingStreams, 0, `${how}: a reset stream no longer waits`);
+        s.feed(frame(WINDOW_UPDATE, 0, 0, Buffer.from([0, 1, 0, 0])), frame(SETTINGS, 0, 0, Buffer.from([0, 4, 0, 2, 0, 0])));
+        assert.deepEqual(s.frames().filter((f) => f.type === DATA), [], how);
+        assert.equal(s.seen.closed.length, 0, how);
+      }
+    });
+
+    it('HEADERS whose priority names the stream itself: refused, never handed on, the HPACK table kept', () => {
+      const s = openServer();
+      const block = s.block([...REQUEST, 'x-new', 'indexed']);
+      s.feed(frame(HEADERS, END_HEADERS | END_STREAM | 0x20, 1, Buffer.concat([Buffer.from([0, 0, 0, 1, 16]), block])));
+      assert.equal(s.seen.requests.length, 0);
+      assert.deepEqual(rstCodes(s.frames()), [[1, PROTOCOL_ERROR]]);
+      assert.equal(s.conn.openStreams, 0);
+      s.feed(headersFrame(s, 3, [...REQUEST, 'x-new', 'indexed']));
+      assert.deepEqual(s.seen.requests[0]!.fields.slice(-2), ['x-new', 'indexed']);
+    });
+
+    it('a client that resets answered streams as fast as it opens them is cut off past nghttp2\'s rate (a burst of 1000)', () => {
+      const s = openServer();
+      for (let id = 1; id < 2 * 1100 && s.seen.closed.length === 0; id += 2) {
+        s.feed(headersFrame(s, id, REQUEST));
+        s.conn.headers(s.seen.requests.at(-1)!.stream, [':status', '200'], false);
+        s.feed(frame(RST, 0, id, Buffer.from([0, 0, 0, 8])));
+      }
+      assert.equal(goaway(s.frames()), ENHANCE_YOUR_CALM);
+    });
+
+    it('a GOAWAY flood is a flood; what a read made is written before the owner hears the connection closed, nothing after', () => {
+      const s = openServer();
+      const g = Buffer.alloc(8);
+      s.feed(Buffer.concat(Array.from({ length: 1010 }, () => frame(GOAWAY, 0, 0, g))));
+      assert.equal(s.seen.closed.length, 1);
+      const order: string[] = [];
+      const t = new Side(true, { closed: () => order.push('closed') });
+      const written = t.written.length;
+      t.feed(CLIENT_PREFACE, frame(SETTINGS, 0, 0), frame(PING, 0, 0, Buffer.alloc(8)), frame(GOAWAY, 0, 0, Buffer.from([0, 0, 0, 0, 0, 0, 0, 2])));
+      const pong = parseFrames(Buffer.concat(t.written.slice(written))).find((f) => f.type === PING);
+      assert.ok(pong, 'the PING was answered before the close');
+      assert.deepEqual(order, ['closed']);
+      const after = t.written.length;
+      t.conn.flush();
+      assert.equal(t.written.length, after, 'nothing written after closed');
     });
   });
 
@@ -424,6 +490,26 @@ describe('HTTP/2 codec: the connection', () => {
         assert.deepEqual(rstCodes(c.frames()), [[st.id, code]]);
       });
     }
+
+    it('a response to HEAD, a 204 or a 304 with DATA is refused (its bytes would be a next response on HTTP/1.1)', () => {
+      for (const [status, head] of [['200', true], ['204', false], ['304', false]] as const) {
+        const c = openClient();
+        const st = c.conn.request(REQUEST, true, head)!;
+        c.feed(frame(HEADERS, END_HEADERS, st.id, c.block([':status', status, 'content-length', '5'])), frame(DATA, END_STREAM, st.id, Buffer.from('HTTP/1.1 200 OK\r\n\r\n')));
+        assert.equal(c.seen.data.length, 0, status);
+        assert.deepEqual(rstCodes(c.frames()), [[st.id, PROTOCOL_ERROR]]);
+      }
+    });
+
+    it('HEADERS on a stream this client never opened (even: push is off; odd: idle) ends the connection', () => {
+      for (const id of [2, 3]) {
+        const c = openClient();
+        c.conn.request(REQUEST, true);
+        c.feed(frame(HEADERS, END_HEADERS | END_STREAM, id, c.block([':status', '200'])));
+        assert.equal(c.seen.requests.length, 0);
+        assert.equal(goaway(c.frames()), PROTOCOL_ERROR);
+      }
+    });
 
     it('a response to HEAD, and a 204 or 304, may say content-length without DATA', () => {
       for (const [status, head] of [['200', true], ['204', false], ['304', false]] as const) {

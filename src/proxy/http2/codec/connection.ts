@@ -74,6 +74,11 @@ export const DEFAULT_SETTINGS: H2Settings = {
 const MAX_CONTINUATIONS = 8;
 /** Control frames (PING, SETTINGS, PRIORITY) and empty DATA frames a peer may send per second. */
 const MAX_CHEAP_FRAMES_PER_SECOND = 1000;
+/** Settings one SETTINGS frame may hold (nghttp2's default cap: 32; each INITIAL_WINDOW_SIZE would walk every stream). */
+const MAX_SETTINGS = 32;
+/** Streams the peer may reset at once, and how many a second after that (nghttp2's defaults, CVE-2023-44487). */
+const RESET_BURST = 1000;
+const RESET_RATE = 33;
 /** Streams refused over the concurrency cap before the connection is closed. */
 const MAX_REFUSED_STREAMS = 100;
 /** Streams opened before the share of early resets is judged; closed when more than half were. */
@@ -130,8 +135,9 @@ export class H2Connection {
   private recvCredit = 0;
   private readonly decoder: HpackDecoder;
   private readonly encoder = new HpackEncoder();
-  /** Bytes of a frame cut by the end of a read. */
+  /** Bytes of a frame cut by the end of a read, gathered in a buffer of the frame's size (`partialFill` of them so far). */
   private partial: Buffer | undefined;
+  private partialFill = 0;
   private prefaceLeft: number;
   private sawSettings = false;
   /** The stream whose header block is being assembled (0: none), its fragments and its frame's flags. */
@@ -140,6 +146,8 @@ export class H2Connection {
   private blockBytes = 0;
   private blockFrames = 0;
   private blockEndStream = false;
+  /** Why the block's stream is refused whatever the block holds (a HEADERS frame that broke a stream rule). */
+  private blockRefuse: string | undefined;
   /** Highest stream id the peer opened, and the next id this side opens. */
   private lastPeerStream = 0;
   private nextStream: number;
@@ -152,6 +160,8 @@ export class H2Connection {
   private refused = 0;
   private cheapFrames = 0;
   private cheapSince = 0;
+  private resetTokens = RESET_BURST;
+  private resetAt = 0;
   /** Streams with DATA queued for window. */
   private readonly blocked = new Set<H2Stream>();
   /** Output: the slab frames are written into, the part of it not yet handed to `write`, and larger buffers between. */
@@ -169,6 +179,8 @@ export class H2Connection {
     private readonly events: H2Events,
     private readonly settings: H2Settings = DEFAULT_SETTINGS,
   ) {
+    // A stream window below the RFC's initial one would be enforced before the peer has our SETTINGS.
+    if (settings.streamWindow < DEFAULT_WINDOW || settings.streamWindow > MAX_WINDOW) throw new RangeError(`a stream window of ${settings.streamWindow} (65,535 to 2^31-1)`);
     this.decoder = new HpackDecoder(server, undefined, true);
     this.prefaceLeft = server ? CLIENT_PREFACE.length : 0;
     this.nextStream = server ? 2 : 1;
@@ -185,6 +197,11 @@ export class H2Connection {
     return this.streams.size;
   }
 
+  /** Streams with DATA waiting for window (what the owner holds for a peer that does not read). */
+  get waitingStreams(): number {
+    return this.blocked.size;
+  }
+
   /** Whether the connection can take a new stream from this side (client): not closing, below the peer's cap. */
   get canOpen(): boolean {
     return !this.done && !this.goawayReceived && !this.goawaySent && this.streams.size < this.peerMaxStreams && this.nextStream < 2 ** 31;
@@ -197,8 +214,15 @@ export class H2Connection {
     if (this.done) return;
     let buf = chunk;
     if (this.partial !== undefined) {
-      buf = Buffer.concat([this.partial, chunk]);
+      // Filled up to the whole frame (its header said how long), never copied again per read.
+      const want = this.partial.length - this.partialFill;
+      const take = Math.min(want, chunk.length);
+      chunk.copy(this.partial, this.partialFill, 0, take);
+      this.partialFill += take;
+      if (take < want) return;
+      const whole = this.partial;
       this.partial = undefined;
+      buf = take === chunk.length ? whole : Buffer.concat([whole, chunk.subarray(take)]);
     }
     try {
       let at = 0;
@@ -216,7 +240,7 @@ export class H2Connection {
         this.frame(type, flags, stream, payload);
         if (this.done) return;
       }
-      if (at >= 0 && at < end) this.partial = Buffer.from(buf.subarray(at));
+      if (at >= 0 && at < end) this.keepPartial(buf.subarray(at));
     } catch (err) {
       if (err instanceof H2ConnectionError) this.fail(err);
       else if (err instanceof HpackError) this.fail(new H2ConnectionError(ErrorCode.COMPRESSION_ERROR, err.message));
@@ -224,9 +248,18 @@ export class H2Connection {
     }
   }
 
+  /** Keeps the start of a frame: a buffer of the whole frame's size when its header is in, else of the header's. */
+  private keepPartial(rest: Buffer): void {
+    const size = rest.length >= FRAME_HEADER ? FRAME_HEADER + ((rest[0]! << 16) | (rest[1]! << 8) | rest[2]!) : FRAME_HEADER;
+    this.partial = Buffer.allocUnsafe(size);
+    rest.copy(this.partial);
+    this.partialFill = rest.length;
+  }
+
   /** The socket ended or failed: every stream is reset, the owner told. */
   end(error?: H2ConnectionError): void {
     if (this.done) return;
+    this.flush(); // what this read made (acknowledgements, a GOAWAY) leaves before the owner ends the socket
     this.done = true;
     for (const s of [...this.streams.values()]) this.closeStream(s, ErrorCode.CANCEL, error?.byPeer ?? true, error?.message ?? 'the connection closed');
     this.events.closed(error);
@@ -289,8 +322,10 @@ export class H2Connection {
       return;
     }
     if (p.length % 6 !== 0) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a SETTINGS frame not a multiple of 6 bytes');
+    if (p.length > MAX_SETTINGS * 6) throw new H2ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, `a SETTINGS frame of more than ${MAX_SETTINGS} settings`);
     if (this.sawSettings) this.cheap();
     this.sawSettings = true;
+    let window = -1;
     for (let i = 0; i < p.length; i += 6) {
       const key = p.readUInt16BE(i);
       const value = p.readUInt32BE(i + 2);
@@ -300,21 +335,23 @@ export class H2Connection {
           if (value > 1 || (value === 1 && !this.server)) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `SETTINGS_ENABLE_PUSH ${value}`);
           break;
         case Setting.MAX_CONCURRENT_STREAMS: this.peerMaxStreams = value; break;
-        case Setting.INITIAL_WINDOW_SIZE: {
+        case Setting.INITIAL_WINDOW_SIZE:
           if (value > MAX_WINDOW) throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, `SETTINGS_INITIAL_WINDOW_SIZE ${value}`);
-          const delta = value - this.peerStreamWindow;
-          this.peerStreamWindow = value;
-          for (const s of this.streams.values()) {
-            s.sendWindow += delta;
-            if (s.sendWindow > MAX_WINDOW) throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-          }
+          window = value; // the last one of the frame applies, with one walk over the streams
           break;
-        }
         case Setting.MAX_FRAME_SIZE:
           if (value < DEFAULT_MAX_FRAME_SIZE || value > LARGEST_FRAME_SIZE) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `SETTINGS_MAX_FRAME_SIZE ${value}`);
           this.peerMaxFrame = value;
           break;
         default: break; // MAX_HEADER_LIST_SIZE is advisory; unknown settings are ignored
+      }
+    }
+    if (window >= 0 && window !== this.peerStreamWindow) {
+      const delta = window - this.peerStreamWindow;
+      this.peerStreamWindow = window;
+      for (const st of this.streams.values()) {
+        st.sendWindow += delta;
+        if (st.sendWindow > MAX_WINDOW) throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
       }
     }
     this.frameOut(Type.SETTINGS, Flag.ACK, 0, undefined);
@@ -357,12 +394,14 @@ export class H2Connection {
       return;
     }
     if (this.server && !s.answered) this.earlyReset();
+    this.resetRate();
     this.closeStream(s, p.readUInt32BE(0), true, 'reset by the peer');
   }
 
   private onGoaway(id: number, p: Buffer): void {
     if (id !== 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'GOAWAY on a stream');
     if (p.length < 8) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a GOAWAY frame under 8 bytes');
+    this.cheap();
     const last = p.readUInt32BE(0) & 0x7fffffff;
     const code = p.readUInt32BE(4);
     this.goawayReceived = true;
@@ -376,6 +415,7 @@ export class H2Connection {
 
   private onHeaders(flags: number, id: number, p: Buffer): void {
     if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on stream 0');
+    let refuse: string | undefined;
     let start = 0;
     let end = p.length;
     if ((flags & Flag.PADDED) !== 0) {
@@ -385,16 +425,17 @@ export class H2Connection {
     }
     if ((flags & Flag.PRIORITY) !== 0) {
       if (end - start < 5) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a HEADERS frame too short for its priority');
-      if ((p.readUInt32BE(start) & 0x7fffffff) === id) this.streamError(id, ErrorCode.PROTOCOL_ERROR, 'a stream depending on itself');
+      if ((p.readUInt32BE(start) & 0x7fffffff) === id) refuse = 'a stream depending on itself';
       start += 5;
     }
     if (end < start) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding longer than the HEADERS frame');
     const fragment = p.subarray(start, end);
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if ((flags & Flag.END_HEADERS) !== 0) {
-      this.headerBlock(id, fragment, endStream);
+      this.headerBlock(id, fragment, endStream, refuse);
       return;
     }
+    this.blockRefuse = refuse;
     this.blockStream = id;
     this.block = [Buffer.from(fragment)];
     this.blockBytes = fragment.length;
@@ -413,11 +454,11 @@ export class H2Connection {
     const block = Buffer.concat(this.block, this.blockBytes);
     this.blockStream = 0;
     this.block = [];
-    this.headerBlock(id, block, this.blockEndStream);
+    this.headerBlock(id, block, this.blockEndStream, this.blockRefuse);
   }
 
   /** A whole header block for stream `id`: decoded (always: the HPACK table must follow), judged, handed on. */
-  private headerBlock(id: number, block: Buffer, endStream: boolean): void {
+  private headerBlock(id: number, block: Buffer, endStream: boolean, refuse?: string): void {
     const fields: string[] = [];
     let size = 0;
     const limit = this.settings.maxHeaderListSize;
@@ -426,6 +467,19 @@ export class H2Connection {
       if (size <= limit) fields.push(name, value);
     });
     let s = this.streams.get(id);
+    if (refuse !== undefined) {
+      // Decoded all the same (the table must follow the peer); the stream is not opened, or is ended.
+      if (s === undefined) {
+        if ((id & 1) === (this.server ? 1 : 0) && id > this.lastPeerStream) {
+          this.lastPeerStream = id;
+          if (this.server) this.earlyReset();
+        }
+        this.rstOut(id, ErrorCode.PROTOCOL_ERROR);
+      } else {
+        this.malformed(s, refuse);
+      }
+      return;
+    }
     if (s === undefined) {
       s = this.openByPeer(id);
       if (s === undefined) return;
@@ -462,7 +516,8 @@ export class H2Connection {
     } else {
       s.headed = true;
       // A response to HEAD, and 204 and 304, have no content whatever their content-length says.
-      s.expect = this.server || (!s.head && facts.status !== 204 && facts.status !== 304) ? facts.contentLength : -1;
+      // Their DATA is none at all (expect 0), whatever content-length says; any byte is malformed.
+      s.expect = this.server || (!s.head && facts.status !== 204 && facts.status !== 304) ? facts.contentLength : 0;
       if (endStream && s.expect > 0) {
         this.malformed(s, `content-length ${s.expect} but no DATA`);
         return;
@@ -475,14 +530,13 @@ export class H2Connection {
 
   /** A new stream the peer opens with HEADERS; undefined when it is refused (REFUSED_STREAM) or a frame for a closed one. */
   private openByPeer(id: number): H2Stream | undefined {
-    const peers = this.server ? 1 : 0;
-    if ((id & 1) !== peers) {
-      if (!this.server && id <= this.nextStream) {
-        // A late frame for a stream of ours already reset: its block was decoded, nothing more to do.
-        return undefined;
-      }
-      throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `HEADERS opening stream ${id}, not the peer's to open`);
+    if (!this.server) {
+      // A server opens nothing here (push is off): a late block for a stream of ours already closed
+      // is dropped (its block was decoded), anything else is a protocol error.
+      if ((id & 1) === 1 && id < this.nextStream) return undefined;
+      throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `HEADERS on stream ${id}, which this side never opened`);
     }
+    if ((id & 1) !== 1) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `HEADERS opening stream ${id}, not the peer's to open`);
     if (id <= this.lastPeerStream) {
       // A closed stream: after this side reset it, frames may still be on their way (RFC 9113 5.4.2).
       return undefined;
@@ -661,11 +715,13 @@ export class H2Connection {
 
   private forget(s: H2Stream): void {
     this.streams.delete(s.id);
-    if (s.queue !== undefined) this.blocked.delete(s);
+    this.blocked.delete(s);
   }
 
   private closeStream(s: H2Stream, code: number, byPeer: boolean, why: string): void {
     if (s.state === State.Closed && !this.streams.has(s.id)) return;
+    this.blocked.delete(s);
+    s.trailers = undefined;
     s.state = State.Closed;
     s.queue = undefined;
     s.queued = 0;
@@ -683,12 +739,21 @@ export class H2Connection {
   private streamError(id: number, code: number, why: string): void {
     const s = this.streams.get(id);
     if (s === undefined) {
+      this.checkKnown(id, typeName(Type.RST_STREAM)); // RST_STREAM on an idle stream is not allowed: a connection error then
       this.rstOut(id, code);
       return;
     }
     if (this.server && !s.answered) this.earlyReset();
     this.rstOut(id, code);
     this.closeStream(s, code, false, why);
+  }
+
+  /** Streams the peer resets, answered or not: a burst of RESET_BURST, then RESET_RATE a second (as nghttp2 by default). */
+  private resetRate(): void {
+    const now = performance.now();
+    this.resetTokens = Math.min(RESET_BURST, this.resetTokens + ((now - this.resetAt) * RESET_RATE) / 1000);
+    this.resetAt = now;
+    if (--this.resetTokens < 0) throw new H2ConnectionError(ErrorCode.ENHANCE_YOUR_CALM, `streams reset faster than ${RESET_RATE} a second after a burst of ${RESET_BURST}`);
   }
 
   private earlyReset(): void {
@@ -716,7 +781,7 @@ export class H2Connection {
   private creditStream(s: H2Stream, n: number): void {
     // Given back by halves of the window, as nghttp2 does: one WINDOW_UPDATE per half window of DATA.
     s.credit += n;
-    if (s.credit >= this.settings.streamWindow >> 1) {
+    if (s.credit > 0 && s.credit >= this.settings.streamWindow >> 1) {
       s.recvWindow += s.credit;
       this.windowUpdate(s.id, s.credit);
       s.credit = 0;
@@ -726,7 +791,8 @@ export class H2Connection {
   private drainBlocked(): void {
     for (const s of [...this.blocked]) {
       if (this.sendWindow <= 0) return;
-      this.drain(s);
+      // An owner's callback during this walk may have reset one (its queue gone).
+      if (s.queue !== undefined) this.drain(s);
     }
   }
 
@@ -845,6 +911,7 @@ export class H2Connection {
   /** Hands everything written so far to `write` (normally at the end of the turn; at once before a close). */
   flush(): void {
     this.flushQueued = false;
+    if (this.done) return;
     if (this.slabEnd > this.slabStart) {
       this.out.push(this.slab.subarray(this.slabStart, this.slabEnd));
       this.slabStart = this.slabEnd;

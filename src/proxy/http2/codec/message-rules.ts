@@ -30,8 +30,8 @@ function connectionSpecific(name: string): boolean {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** RFC 3986 3.1: a scheme. */
 const SCHEME = /^[A-Za-z][A-Za-z0-9+\-.]*$/;
-/** RFC 3986 authority characters (as field-validity's host rule). */
-const AUTHORITY = /^[A-Za-z0-9\-._~%!$&'()*+,;=:@[\]]+$/;
+/** RFC 3986 authority characters without '@': RFC 9113 8.3.1 forbids userinfo in :authority (and a host that hides one routes elsewhere). */
+const AUTHORITY = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
 
 /**
  * The pseudo-header values last found valid: HPACK hands the same string objects again for fields

@@ -173,6 +173,9 @@ export class HpackDecoder {
       if (value > MAX_INTEGER) throw new HpackError('an integer too large');
       if (b < 0x80) return value;
       shift += 7;
+      // Zero bytes with the continuation bit add nothing: past 31 bits they are padding (and at
+      // 2^1024, 0 * Infinity would make the value NaN, which passes every comparison).
+      if (shift > 28) throw new HpackError('an integer of too many bytes');
     }
   }
 
