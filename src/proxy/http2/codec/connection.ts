@@ -29,7 +29,7 @@ import {
 } from './frames.js';
 import { judgeBlock, type BlockFacts } from './message-rules.js';
 
-/** What the owner of a connection is told. Buffers given are views of the bytes read: valid during the call only. */
+/** What the owner of a connection is told. Buffers given are views of the bytes read, and `facts` is reused: valid during the call only. */
 export interface H2Events {
   /** A header block on a stream: a request (server side), a response (client side), or trailers. */
   headers(stream: H2Stream, fields: string[], facts: BlockFacts, endStream: boolean): void;

@@ -40,6 +40,7 @@ const AUTHORITY = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
 let validMethod = 'GET';
 let validScheme = 'https';
 let validAuthority = 'localhost';
+
 /**
  * Judges one decoded header block (`fields`: [name, value, ...] as latin1 strings). Returns why it is
  * malformed, or undefined and fills `facts`. `judged`: each field's name and value were judged
