@@ -12,24 +12,13 @@ import { H2Connection, type H2ConnectionError, type H2Events, type H2Stream } fr
 import { HpackDecoder } from '../../../src/proxy/http2/hpack/decoder.js';
 import { HpackEncoder } from '../../../src/proxy/http2/hpack/encoder.js';
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
-import { frame } from '../../helpers/h2-frame.js';
+import { frame, splitFrames, type Frame } from '../../helpers/h2-frame.js';
 
 const DATA = 0, HEADERS = 1, RST = 3, SETTINGS = 4, PING = 6, GOAWAY = 7, WINDOW_UPDATE = 8, CONTINUATION = 9, PRIORITY = 2;
 const END_STREAM = 1, END_HEADERS = 4, ACK = 1;
 const PROTOCOL_ERROR = 1, FLOW_CONTROL_ERROR = 3, FRAME_SIZE_ERROR = 6, REFUSED_STREAM = 7, COMPRESSION_ERROR = 9, ENHANCE_YOUR_CALM = 11;
 
-interface Frame { type: number; flags: number; stream: number; payload: Buffer }
-
-function parseFrames(bytes: Buffer): Frame[] {
-  const out: Frame[] = [];
-  let at = 0;
-  while (at + 9 <= bytes.length) {
-    const length = bytes.readUIntBE(at, 3);
-    out.push({ type: bytes[at + 3]!, flags: bytes[at + 4]!, stream: bytes.readUInt32BE(at + 5), payload: bytes.subarray(at + 9, at + 9 + length) });
-    at += 9 + length;
-  }
-  return out;
-}
+const parseFrames = (bytes: Buffer): Frame[] => splitFrames(bytes).frames;
 
 interface Seen {
   requests: Array<{ stream: H2Stream; fields: string[]; end: boolean }>;

@@ -13,22 +13,8 @@ import { after, describe, it } from 'node:test';
 import { HpackDecoder } from '../../../src/proxy/http2/hpack/decoder.js';
 import { fieldFault } from '../../../src/proxy/http2/field-validity.js';
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
-import { frame } from '../../helpers/h2-frame.js';
+import { frame, splitFrames as frames } from '../../helpers/h2-frame.js';
 
-interface Frame { type: number; flags: number; stream: number; payload: Buffer }
-
-/** Splits whole frames off `buf`; returns them and what is left. */
-function frames(buf: Buffer): { frames: Frame[]; rest: Buffer } {
-  const out: Frame[] = [];
-  let at = 0;
-  while (buf.length - at >= 9) {
-    const len = buf.readUIntBE(at, 3);
-    if (buf.length - at < 9 + len) break;
-    out.push({ type: buf[at + 3]!, flags: buf[at + 4]!, stream: buf.readUInt32BE(at + 5) & 0x7fffffff, payload: buf.subarray(at + 9, at + 9 + len) });
-    at += 9 + len;
-  }
-  return { frames: out, rest: buf.subarray(at) };
-}
 
 
 /** A literal field without indexing, new name, no Huffman (names and values under 127 bytes). */

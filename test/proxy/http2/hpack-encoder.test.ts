@@ -19,7 +19,7 @@ import { HpackDecoder } from '../../../src/proxy/http2/hpack/decoder.js';
 import { HpackEncoder } from '../../../src/proxy/http2/hpack/encoder.js';
 import { fieldFault } from '../../../src/proxy/http2/field-validity.js';
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
-import { frame } from '../../helpers/h2-frame.js';
+import { frame, splitFrames as frames } from '../../helpers/h2-frame.js';
 import { seeded } from '../../helpers/seeded.js';
 
 const hex = (b: Buffer): string => b.toString('hex');
@@ -124,20 +124,6 @@ describe('HpackEncoder: round trip through HpackDecoder (seeded)', () => {
   });
 });
 
-interface Frame { type: number; flags: number; stream: number; payload: Buffer }
-
-/** Splits whole frames off `buf`; returns them and what is left. */
-function frames(buf: Buffer): { frames: Frame[]; rest: Buffer } {
-  const out: Frame[] = [];
-  let at = 0;
-  while (buf.length - at >= 9) {
-    const len = buf.readUIntBE(at, 3);
-    if (buf.length - at < 9 + len) break;
-    out.push({ type: buf[at + 3]!, flags: buf[at + 4]!, stream: buf.readUInt32BE(at + 5) & 0x7fffffff, payload: buf.subarray(at + 9, at + 9 + len) });
-    at += 9 + len;
-  }
-  return { frames: out, rest: buf.subarray(at) };
-}
 
 /** HEADERS (END_STREAM) and CONTINUATION frames for one block, 16384 bytes a frame at most. */
 function headerFrames(stream: number, block: Buffer): Buffer {
