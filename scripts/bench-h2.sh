@@ -14,6 +14,8 @@
 #   floor   : the same namespace, through scripts/h2-floor-relay.mjs: the HTTP/2 frame layer of our
 #             own (src/proxy/http2/codec/) relaying each stream to one upstream connection, with no
 #             routing or policy: the floor of a Node proxy on that layer, next to the sidecar's;
+#   nodefloor: the same relay on node:http2 (scripts/h2-node-floor-relay.mjs): node:http2's own floor,
+#             what the sidecar's HTTP/2 path cannot go below while it runs on node:http2;
 #   sidecar : from a pod namespace with the capture rules and `pilot-agent proxy` (uid 1337): the
 #             connection to the service is captured to 15001. Whether the sidecar relays HTTP/2 as
 #             opaque TCP or proxies it at layer 7, this measures it; its counters say which.
@@ -106,10 +108,15 @@ pids+=("$nghttpx")
 ip netns exec "$plain" ${pin_proxy[@]+"${pin_proxy[@]}"} "$node" scripts/h2-floor-relay.mjs 127.0.0.1:8002 198.19.8.1:8080 > "$work/floor.log" 2>&1 &
 floor=$!
 pids+=("$floor")
+# ... and node:http2's: scripts/h2-node-floor-relay.mjs, the same relay on node:http2 (what the sidecar runs on).
+ip netns exec "$plain" ${pin_proxy[@]+"${pin_proxy[@]}"} "$node" scripts/h2-node-floor-relay.mjs 127.0.0.1:8003 198.19.8.1:8080 > "$work/node-floor.log" 2>&1 &
+nodefloor=$!
+pids+=("$nodefloor")
 wait_port "$peer" 198.19.7.1 8080
 wait_port "$plain" 127.0.0.1 8000
 wait_port "$plain" 127.0.0.1 8001
 wait_port "$plain" 127.0.0.1 8002
+wait_port "$plain" 127.0.0.1 8003
 
 start_sidecar "$pod" "$work/sidecar.log"
 sidecar=$started
@@ -129,16 +136,16 @@ client.makeUnaryRequest('/bench.Echo/Ping', bytes, bytes, Buffer.from('\n\x04pin
   client.close();
 });
 EOF
-declare -A ns_of=([direct]=$plain [haproxy]=$plain [nghttpx]=$plain [floor]=$plain [sidecar]=$pod)
-declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [nghttpx]=127.0.0.1:8001 [floor]=127.0.0.1:8002 [sidecar]=198.19.7.1:8080)
-declare -A proxy_of=([haproxy]=$haproxy [nghttpx]=$nghttpx [floor]=$floor [sidecar]=$sidecar)
+declare -A ns_of=([direct]=$plain [haproxy]=$plain [nghttpx]=$plain [floor]=$plain [nodefloor]=$plain [sidecar]=$pod)
+declare -A addr_of=([direct]=198.19.8.1:8080 [haproxy]=127.0.0.1:8000 [nghttpx]=127.0.0.1:8001 [floor]=127.0.0.1:8002 [nodefloor]=127.0.0.1:8003 [sidecar]=198.19.7.1:8080)
+declare -A proxy_of=([haproxy]=$haproxy [nghttpx]=$nghttpx [floor]=$floor [nodefloor]=$nodefloor [sidecar]=$sidecar)
 if [ ${#builds[@]} -gt 1 ]; then
   as_build base start_sidecar "$base_pod" "$work/sidecar-base.log"
   ns_of[sidecar@base]=$base_pod addr_of[sidecar@base]=198.19.10.1:8080 proxy_of[sidecar@base]=$started
 fi
 declare -A grpc_check
 # shellcheck disable=SC2207 # path names have no spaces
-paths=(direct haproxy nghttpx floor $(and_baseline sidecar))
+paths=(direct haproxy nghttpx floor nodefloor $(and_baseline sidecar))
 for p in "${paths[@]}"; do
   grpc_check[$p]=$(ip netns exec "${ns_of[$p]}" "$node" "$work/grpc-call.cjs" "$grpc_js" "${addr_of[$p]}" 2>&1 | tail -1)
 done
@@ -186,7 +193,7 @@ declare -A m_rps m_p50 m_p99
 setup_medians "${setups[@]}"
 declare -A what=([http]='HTTP/2 GET 1 KiB' [grpc]='gRPC unary' [direct]='direct (no proxy)'
   [haproxy]='haproxy, 1 thread, h2 both sides' [nghttpx]='nghttpx, 1 thread, h2 both sides'
-  [floor]='floor: our frame layer, relay only' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
+  [floor]='floor: our frame layer, relay only' [nodefloor]='floor: node:http2, relay only' [sidecar]='sidecar (captured to 15001)' [sidecar@base]='the baseline'"'"'s sidecar')
 echo
 echo "== results: medians of $rounds rounds; proxy CPU = % of one core while measuring (warm-up included),"
 echo "   µs/req = the proxy's CPU time per request (that CPU share over the median req/s)"
@@ -211,8 +218,9 @@ done
 echo
 # Issue targets for HTTP/2 at HTTP/1.1's cost: CPU per request at most 1.5x the peer's, req/s at least 0.8x.
 for w in "${workloads[@]}"; do
-  printf '%-17s CPU per request floor/haproxy: %sx (what the frame layer of our own costs with no policy)\n' "${what[$w]}" \
-    "$(awk -v a="$(per_rq "$w-floor")" -v b="$(per_rq "$w-haproxy")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
+  printf '%-17s CPU per request floor/haproxy: %sx (what the frame layer of our own costs with no policy); node:http2 floor/haproxy: %sx\n' "${what[$w]}" \
+    "$(awk -v a="$(per_rq "$w-floor")" -v b="$(per_rq "$w-haproxy")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')" \
+    "$(awk -v a="$(per_rq "$w-nodefloor")" -v b="$(per_rq "$w-haproxy")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
   for p in haproxy nghttpx; do
     printf '%-17s CPU per request sidecar/%s: %sx (target <= 1.5x)\n' "${what[$w]}" "$p" \
       "$(awk -v a="$(per_rq "$w-sidecar")" -v b="$(per_rq "$w-$p")" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
