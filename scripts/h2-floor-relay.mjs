@@ -5,6 +5,8 @@
 // connection (header blocks decoded, judged by RFC 9113 and encoded again; DATA within both sides'
 // windows), and nothing else: no routing, no policy, no counters, no logs. What it costs per request
 // against node:http2 (the sidecar) and haproxy says what the sidecar could reach on this layer.
+// A bench tool, not a proxy: a request body is passed on as it comes, with no back-pressure across
+// the relay beyond the two connections' windows.
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -34,7 +36,7 @@ function writerFor(socket) {
   };
 }
 
-/** Reads a socket into one reused buffer, straight into the connection. */
+/** Feeds what a socket reads to its connection, and ends the connection with the socket. */
 function readInto(socket, conn) {
   socket.on('data', (d) => conn.receive(d));
   socket.on('end', () => { conn.end(); socket.destroy(); });
@@ -95,7 +97,7 @@ const REPLAYABLE = 64 * 1024;
 
 const server = net.createServer({ noDelay: true }, (socket) => {
   const conn = new H2Connection(true, writerFor(socket), {
-    headers(s, fields, facts, end) {
+    headers(s, fields, _facts, end) {
       const held = s.ctx;
       if (held) { // trailers
         held.ended = true;
@@ -106,7 +108,6 @@ const server = net.createServer({ noDelay: true }, (socket) => {
       const x = { down: conn, ds: s, up: undefined, us: undefined, fields, head: fields[1] === 'HEAD', body: [], ended: end, held: 0 };
       s.ctx = x;
       if (!send(x)) { s.ctx = undefined; conn.reset(s, 7); }
-      void facts;
     },
     data(s, data, end) {
       const x = s.ctx;
