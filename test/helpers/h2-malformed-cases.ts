@@ -70,13 +70,17 @@ export function holdsNothingOf(headers: readonly string[], [name, value]: Field)
   return !headers.includes('x-evil') && !headers.some((h) => h.includes('inject')) && (name !== 'host' || !headers.includes(value));
 }
 
-/** Responses an HTTP/2 upstream sends: refused by nghttp2 (the client gets 503), or with a field it drops (200). */
+/**
+ * Responses an HTTP/2 upstream sends, each malformed (the client gets 503): ones nghttp2 refused
+ * too, and (FIELD_RESPONSES) ones with an 8.2.1 field nghttp2 drops silently, which the upstream
+ * sessions on our own frame layer refuse.
+ */
 export const BAD_RESPONSES: readonly Field[][] = [
   [[':status', '200'], ['connection', 'close']],
   [[':status', '200'], ['X-Upper', 'v']],
   [['x-a', '1'], [':status', '200']],
 ];
-export const DROPPING_RESPONSES: readonly Field[][] = [
+export const FIELD_RESPONSES: readonly Field[][] = [
   [[':status', '200'], ['x-a', 'a\r\nb']],
   [[':status', '200'], ['x a', 'v']],
   [[':status', '200'], ['x-a', ' v']],

@@ -10,13 +10,14 @@
 // (resetStream: RST_STREAM without the END_STREAM node's own close sends first). When the client
 // goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
-import type { ClientHttp2Stream, IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { CodecClientStream } from './codec-session.js';
 import { endedWhole, type EndedStream, H2, resetStream } from './node-http2.js';
 import { HeldStreamBody } from './held-stream-body.js';
 import type { BodySource, HeldBody } from '../held-body.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { FLAG, hostPort, httpExchangeRecord, withNoteFlag, type AccessLogSink, type DecisionNote } from '../../log/access-record.js';
 import { scope } from '../../log/logger.js';
 import { Attempts, type AttemptSender } from '../attempts.js';
@@ -53,7 +54,12 @@ const PENDING_POLL_MS = 100;
  * seven. The caller decides what that end means (node ends an HTTP/2 stream's readable side on a
  * reset too).
  */
-function relayBody(from: Readable, to: Writable, count: (bytes: number, chunk: Buffer) => void, ended: () => void): void {
+/** What a body is read from: a node stream, or an upstream stream of our frame layer. */
+type BodyReader = { pause(): unknown; resume(): unknown; readonly readableEnded: boolean; on(event: 'data', fn: (chunk: Buffer) => void): unknown; on(event: 'end', fn: () => void): unknown };
+/** What a body is written to: a node stream, an HTTP/1.1 leg, or an upstream stream of our frame layer. */
+type BodyWriter = { write(chunk: Buffer): boolean; once(event: 'drain', fn: () => void): unknown; end(): unknown };
+
+function relayBody(from: BodyReader, to: BodyWriter, count: (bytes: number, chunk: Buffer) => void, ended: () => void): void {
   const resume = (): void => { from.resume(); };
   from.on('data', (chunk: Buffer) => {
     count(chunk.length, chunk);
@@ -90,20 +96,16 @@ function trailerFields(h: IncomingHttpHeaders | NodeJS.Dict<string | string[]>):
 }
 
 
-/**
- * node's request() options, its priority defaults written out: node copies the object and sets
- * each one missing on the copy (property additions per request); given, they are only checked.
- */
-const PRIORITY = { weight: 16, parent: 0, exclusive: false, silent: false } as const;
-const ENDED_REQUEST = { ...PRIORITY, endStream: true };
-const OPEN_REQUEST = { ...PRIORITY, endStream: false, waitForTrailers: true };
+/** An upstream stream's options: the request ends with its headers, or trailers are asked for after its body. */
+const ENDED_REQUEST = { endStream: true } as const;
+const OPEN_REQUEST = { endStream: false, waitForTrailers: true } as const;
 /**
  * The client's request body for a request sent to a cluster: relayed to the attempt in flight with
  * back-pressure, and kept (up to REPLAYABLE_BODY_LIMIT) so a retry can send it again. Between
  * attempts the client is not read.
  */
 class BodyPipe {
-  private up: Writable | undefined;
+  private up: BodyWriter | undefined;
   private replay: Buffer[] | undefined = [];
   private kept = 0;
   /** The client's body ended whole (END_STREAM). */
@@ -137,7 +139,7 @@ class BodyPipe {
   }
 
   /** An attempt's upstream: what was kept goes first, then the rest as it comes. */
-  attach(up: Writable): void {
+  attach(up: BodyWriter): void {
     this.up = up;
     for (const b of this.replay ?? []) up.write(b);
     if (this.ended) up.end();
@@ -176,7 +178,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   private flags = 0;
   private details: string | undefined;
   private transportFailure: string | undefined;
-  private up: ClientHttp2Stream | undefined;
+  private up: CodecClientStream | undefined;
   /** The HTTP/1.1 leg's request, when the destination does not speak HTTP/2. */
   private h1Up: ClientRequest | undefined;
   private route: UpstreamRoute | undefined;
@@ -224,7 +226,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   }
 
   /** Sends the client's body on to `up` with back-pressure (its bytes counted on the way). */
-  private pipeBody(up: Writable): void {
+  private pipeBody(up: BodyWriter): void {
     if (this.bodyless) return;
     const s = this.owner.stats;
     const stream = this.bodyFrom;
@@ -794,7 +796,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     const up = this.up;
     if (up && !up.destroyed) {
       if (up.closed) up.destroy();
-      else resetStream(up, H2.CANCEL);
+      else up.close(H2.CANCEL); // our frame layer sends the RST_STREAM at once, no END_STREAM before it
     }
     // node's client lets a connection go (and says 'close') only once both messages ended.
     const h1 = this.h1Up;

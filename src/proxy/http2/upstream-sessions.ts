@@ -1,8 +1,10 @@
 // HTTP/2 connections to upstreams, shared: one per destination (address, port, source address, TLS
 // plan) carries many streams, and another opens only when the peer's SETTINGS_MAX_CONCURRENT_STREAMS
-// is reached. A stream is given a session once the peer's SETTINGS have arrived: before that nothing
+// is reached. Each session runs on the frame layer of our own (codec-session.ts), not node:http2's
+// client: most of an HTTP/2 request's cost was there, and responses are judged by RFC 9113 there.
+// A stream is given a session once the peer's SETTINGS have arrived: before that nothing
 // of the request has left, so a peer that turns out not to speak HTTP/2 (an HTTP/1.1 server answers
-// the preface with a 400: nghttp2's protocol error) costs nothing but a retry over HTTP/1.1. That
+// the preface with a 400, which reads as a broken frame) costs nothing but a retry over HTTP/1.1. That
 // answer is remembered for the destination for a while (HTTP1_MEMORY_MS), so the probe is not paid
 // on every request. TLS to a service outside the mesh offers `h2` and `http/1.1` in ALPN; the
 // server's choice decides. Mutual TLS to another sidecar offers `istio-h2`, as Istio's sidecars do
@@ -17,9 +19,9 @@
 // when a request anywhere waits for the cluster's slots. A session this pool closes without streams
 // gives its maxConnections slot back as it closes, not when its socket is gone: a request right
 // behind it is not refused for a connection that is on its way out.
-import type { ClientHttp2Session } from 'node:http2';
-import { H2, http2 } from './node-http2.js';
-import { installLeanAsyncBind } from './lean-async-bind.js';
+import { H2 } from './node-http2.js';
+import { CodecClientSession } from './codec-session.js';
+import { DEFAULT_SETTINGS } from './codec/connection.js';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { scope } from '../../log/logger.js';
@@ -102,7 +104,7 @@ export function overflowError(): NodeJS.ErrnoException {
 }
 
 export type UpstreamRoute =
-  | { readonly kind: 'h2'; readonly session: ClientHttp2Session; readonly local: string | undefined;
+  | { readonly kind: 'h2'; readonly session: CodecClientSession; readonly local: string | undefined;
     /** The upstream sidecar's verified principal (mutual TLS); undefined otherwise. */
     readonly principal: string | undefined; release(): void }
   | { readonly kind: 'http1' }
@@ -111,7 +113,7 @@ export type UpstreamRoute =
 type Waiter = (route: UpstreamRoute) => void;
 
 class SessionEntry {
-  session: ClientHttp2Session | undefined;
+  session: CodecClientSession | undefined;
   /** Streams given to it and not yet released (those waiting for its SETTINGS included). */
   streams = 0;
   /** When `streams` last went to 0 (performance.now()). */
@@ -154,9 +156,7 @@ export class Http2UpstreamPool {
   private readonly drained = new Set<SessionEntry>();
 
   constructor(private readonly mode: UpstreamMode, private readonly stats: DirectionStats,
-    private readonly settings: { readonly maxHeaderListSize: number }) {
-    installLeanAsyncBind(); // node's request() binds each stream's start: see lean-async-bind.ts
-  }
+    private readonly settings: { readonly maxHeaderListSize: number }) {}
 
   /** A session for one stream (or why there is none, or that the destination speaks HTTP/1.1 only). */
   acquire(t: UpstreamTarget, done: Waiter): void {
@@ -384,15 +384,14 @@ export class Http2UpstreamPool {
 
   private session(key: string, e: SessionEntry, t: UpstreamTarget, socket: Socket): void {
     const authority = t.address.includes(':') ? `[${t.address}]:${t.port}` : `${t.address}:${t.port}`;
-    const session = http2().connect(`http://${authority}`, {
-      createConnection: () => socket,
-      maxHeaderListPairs: 256,
-      settings: { enablePush: false, maxHeaderListSize: this.settings.maxHeaderListSize },
-    });
+    // Our own frame layer, not node:http2's client (most of an HTTP/2 request's cost through the
+    // proxy: docs/PERFORMANCE.md); responses are judged by RFC 9113 there.
+    const session = new CodecClientSession(socket, authority, t.tls !== undefined,
+      { ...DEFAULT_SETTINGS, maxHeaderListSize: this.settings.maxHeaderListSize });
     e.session = session;
     const maxStreams = e.policy?.maxStreams ?? Infinity;
     // Every SETTINGS frame of the peer may change its limit; the first one makes the session ready.
-    session.on('remoteSettings', (settings) => {
+    session.on('remoteSettings', (settings: { maxConcurrentStreams: number | undefined }) => {
       e.capacity = sessionCapacity(settings.maxConcurrentStreams, maxStreams);
       if (e.ready || e.retired) return;
       e.ready = true;

@@ -3,7 +3,7 @@
 // forced collection: a session still reachable after it closed is memory held for every client that
 // came and went (node's session.setTimeout held each one for five minutes: idle-close.ts).
 import assert from 'node:assert/strict';
-import { connect as connectHttp2, createServer as createHttp2, type ClientHttp2Session, type Http2Server, type ServerHttp2Session } from 'node:http2';
+import { connect as connectHttp2, createServer as createHttp2, type Http2Server, type ServerHttp2Session } from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
@@ -95,7 +95,7 @@ describe('HTTP/2 sessions that went away are not held', () => {
 
   it('an upstream session, once the upstream has gone, is collectable', async () => {
     const pool = new Http2UpstreamPool({ kind: 'direct' }, new DirectionStats(), { maxHeaderListSize: 65_536 });
-    const refs: WeakRef<ClientHttp2Session>[] = [];
+    const refs: WeakRef<object>[] = [];
     try {
       for (let i = 0; i < 10; i++) {
         const route = await new Promise<UpstreamRoute>((resolve) => pool.acquire({ address: '127.0.0.1', port: upstreamPort }, resolve));

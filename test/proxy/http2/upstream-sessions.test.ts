@@ -114,7 +114,7 @@ describe('HTTP/2 upstream sessions of a traffic cluster', () => {
     if (route.kind !== 'h2') return -1;
     const stream = route.session.request({ ':path': path }, { endStream: true });
     let body = '';
-    stream.setEncoding('utf8').on('data', (d: string) => { body += d; });
+    stream.on('data', (d: Buffer) => { body += d.toString('utf8'); });
     await new Promise<void>((resolve, reject) => {
       stream.once('close', () => (body === '' ? reject(new Error(`stream closed without an answer (code ${stream.rstCode})`)) : resolve()));
     });

@@ -39,6 +39,10 @@ export interface H2Events {
   reset(stream: H2Stream, code: number, byPeer: boolean, why: string): void;
   /** The stream's queued DATA went out (its window opened): more may be sent. */
   writable?(stream: H2Stream): void;
+  /** The stream ended whole, both ways (not reset): it is forgotten. */
+  done?(stream: H2Stream): void;
+  /** The peer's SETTINGS were applied (its SETTINGS_MAX_CONCURRENT_STREAMS, undefined: none said). */
+  settings?(maxConcurrentStreams: number | undefined): void;
   /** The peer sent GOAWAY: streams above `lastStream` were not processed and may go elsewhere. */
   goaway?(lastStream: number, code: number): void;
   /** The connection is over (`error`: why, when this side or the peer ended it with an error). Every stream was reset first. */
@@ -356,6 +360,7 @@ export class H2Connection {
     }
     this.frameOut(Type.SETTINGS, Flag.ACK, 0, undefined);
     if (this.blocked.size > 0) this.drainBlocked();
+    this.events.settings?.(this.peerMaxStreams === Number.POSITIVE_INFINITY ? undefined : this.peerMaxStreams);
   }
 
   private onWindowUpdate(id: number, p: Buffer): void {
@@ -525,7 +530,7 @@ export class H2Connection {
     }
     if (endStream) this.remoteEnded(s);
     this.events.headers(s, fields, facts, endStream);
-    if (endStream && s.closed) this.forget(s);
+    if (endStream && s.closed) this.finished(s);
   }
 
   /** A new stream the peer opens with HEADERS; undefined when it is refused (REFUSED_STREAM) or a frame for a closed one. */
@@ -599,7 +604,7 @@ export class H2Connection {
     }
     if (endStream) this.remoteEnded(s);
     this.events.data(s, data, endStream);
-    if (endStream && s.closed) this.forget(s);
+    if (endStream && s.closed) this.finished(s);
   }
 
   /** A frame for a stream not open: a closed one is tolerated (5.1), an idle one is a protocol error. */
@@ -710,7 +715,14 @@ export class H2Connection {
 
   private localEnded(s: H2Stream): void {
     s.state = s.state === State.HalfClosedRemote ? State.Closed : State.HalfClosedLocal;
-    if (s.state === State.Closed) this.forget(s);
+    if (s.state === State.Closed) this.finished(s);
+  }
+
+  /** A stream ended both ways: forgotten, its owner told (once: a stream forgotten already is not). */
+  private finished(s: H2Stream): void {
+    if (!this.streams.has(s.id)) return;
+    this.forget(s);
+    this.events.done?.(s);
   }
 
   private forget(s: H2Stream): void {
