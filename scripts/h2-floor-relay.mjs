@@ -10,14 +10,12 @@
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { relayAddress } from './relay-address.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { H2Connection } = await import(join(root, 'dist/src/proxy/http2/codec/connection.js'));
 
-const address = (text) => {
-  const m = /^(?:(.+):)?(\d+)$/.exec(text ?? '');
-  return m ? { host: m[1] ?? '127.0.0.1', port: Number(m[2]) } : undefined;
-};
+const address = relayAddress;
 const listen = address(process.argv[2]);
 const upstreamAt = address(process.argv[3]);
 if (!listen || !upstreamAt) {

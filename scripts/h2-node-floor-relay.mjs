@@ -6,11 +6,9 @@
 // node:http2) and scripts/h2-floor-relay.mjs (the same relay on our own frame layer), it says how much
 // of the sidecar's cost per request is node:http2's.
 import http2 from 'node:http2';
+import { relayAddress } from './relay-address.mjs';
 
-const address = (text) => {
-  const m = /^(?:(.+):)?(\d+)$/.exec(text ?? '');
-  return m ? { host: m[1] ?? '127.0.0.1', port: Number(m[2]) } : undefined;
-};
+const address = relayAddress;
 const listen = address(process.argv[2]);
 const upstreamAt = address(process.argv[3]);
 if (!listen || !upstreamAt) {

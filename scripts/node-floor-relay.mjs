@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
+import { relayAddress } from './relay-address.mjs';
 
 const usage = 'usage: node scripts/node-floor-relay.mjs [HOST:]LISTEN_PORT [HOST:]UPSTREAM_PORT [--accept-tls DIR] [--connect-tls DIR]';
 const args = process.argv.slice(2);
@@ -21,10 +22,7 @@ for (let i = 0; i < args.length; i++) {
   if (args[i] === '--accept-tls' || args[i] === '--connect-tls') options[args[i]] = args[++i];
   else positional.push(args[i]);
 }
-const address = (text) => {
-  const m = /^(?:(.+):)?(\d+)$/.exec(text ?? '');
-  return m ? { host: m[1] ?? '127.0.0.1', port: Number(m[2]) } : undefined;
-};
+const address = relayAddress;
 const listen = address(positional[0]);
 const upstreamAt = address(positional[1]);
 if (!listen || !upstreamAt || positional.length !== 2 || Object.values(options).some((d) => d === undefined)) {

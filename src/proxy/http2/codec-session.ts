@@ -14,10 +14,8 @@ import { ErrorCode } from './codec/frames.js';
 const END_STREAM = 0x1;
 const NO_DATA = Buffer.alloc(0);
 
-/** A field list of a node header object: pseudo-headers first (node's defaults for those missing), repeated values kept. */
-function fieldsOf(h: OutgoingHttpHeaders, defaults: { scheme: string; authority: string }): string[] {
-  const out = [':method', String(h[':method'] ?? 'GET'), ':scheme', String(h[':scheme'] ?? defaults.scheme),
-    ':authority', String(h[':authority'] ?? defaults.authority), ':path', String(h[':path'] ?? '/')];
+/** Appends the regular fields of a node header object (names lower-cased, repeated values kept) to `out`. */
+function pushRegularFields(out: string[], h: OutgoingHttpHeaders): string[] {
   for (const name of Object.keys(h)) {
     if (name.charCodeAt(0) === 0x3a) continue;
     const v = h[name];
@@ -27,6 +25,12 @@ function fieldsOf(h: OutgoingHttpHeaders, defaults: { scheme: string; authority:
     else out.push(lower, String(v));
   }
   return out;
+}
+
+/** A field list of a node header object: pseudo-headers first (node's defaults for those missing), repeated values kept. */
+function fieldsOf(h: OutgoingHttpHeaders, defaults: { scheme: string; authority: string }): string[] {
+  return pushRegularFields([':method', String(h[':method'] ?? 'GET'), ':scheme', String(h[':scheme'] ?? defaults.scheme),
+    ':authority', String(h[':authority'] ?? defaults.authority), ':path', String(h[':path'] ?? '/')], h);
 }
 
 /** A node header object of a field list (repeated names as arrays; :status a number, as node gives it). */
@@ -88,13 +92,7 @@ export class CodecClientStream extends EventEmitter {
   sendTrailers(trailers: OutgoingHttpHeaders): void {
     if (this.h2 === undefined || this.ended || this.closed) return;
     this.ended = true;
-    const fields: string[] = [];
-    for (const name of Object.keys(trailers)) {
-      const v = trailers[name];
-      if (v === undefined) continue;
-      if (Array.isArray(v)) for (const x of v) fields.push(name.toLowerCase(), String(x));
-      else fields.push(name.toLowerCase(), String(v));
-    }
+    const fields = pushRegularFields([], trailers);
     if (fields.length === 0) this.session.conn.data(this.h2, Buffer.alloc(0), true);
     else this.session.conn.headers(this.h2, fields, true);
   }
