@@ -7,12 +7,13 @@
 // (a gRPC call: UNAVAILABLE), 504 on the route's time-out; after, the client's stream is reset.
 // An end is passed on only when it is one: a request or response cut short (a reset, a closed
 // connection) is never ended on the other side as if whole: that side is reset instead
-// (resetStream: RST_STREAM without the END_STREAM node's own close sends first). When the client
+// (close(code): RST_STREAM at once, never an END_STREAM before it). When the client
 // goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { CodecClientStream } from './codec-session.js';
-import { endedWhole, type EndedStream, H2, resetStream } from './node-http2.js';
+import type { CodecServerStream } from './codec-server.js';
+import { endedWhole, type EndedStream, H2 } from './node-http2.js';
 import { HeldStreamBody } from './held-stream-body.js';
 import type { BodySource, HeldBody } from '../held-body.js';
 import type { ClientRequest, IncomingMessage } from 'node:http';
@@ -56,6 +57,8 @@ const PENDING_POLL_MS = 100;
  */
 /** What a body is read from: a node stream, or an upstream stream of our frame layer. */
 type BodyReader = { pause(): unknown; resume(): unknown; readonly readableEnded: boolean; on(event: 'data', fn: (chunk: Buffer) => void): unknown; on(event: 'end', fn: () => void): unknown };
+/** The client's request body: the stream, or what a decider's wait held of it and the rest after. */
+type RequestBody = CodecServerStream | Readable;
 /** What a body is written to: a node stream, an HTTP/1.1 leg, or an upstream stream of our frame layer. */
 type BodyWriter = { write(chunk: Buffer): boolean; once(event: 'drain', fn: () => void): unknown; end(): unknown };
 
@@ -111,7 +114,7 @@ class BodyPipe {
   /** The client's body ended whole (END_STREAM). */
   private ended = false;
 
-  constructor(private readonly from: Readable, count: (n: number, chunk: Buffer) => void) {
+  constructor(private readonly from: RequestBody, count: (n: number, chunk: Buffer) => void) {
     from.pause();
     from.on('data', (chunk: Buffer) => {
       count(chunk.length, chunk);
@@ -197,7 +200,6 @@ export class Http2Exchange implements AttemptSender, BodySource {
   private upLocal: string | undefined;
   private fixed = false;
   private done = false;
-  private reqTrailers: IncomingHttpHeaders | undefined;
   private respTrailers: IncomingHttpHeaders | NodeJS.Dict<string | string[]> | undefined;
   /** The response headers the access log's format asks for. */
   private respHeaders: string[] | undefined;
@@ -218,7 +220,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   /** A decider waits for (or waited for) the body: its consumers read what this holds (undefined: the stream, the common case). */
   private heldBody: HeldStreamBody | undefined = undefined;
 
-  constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: ServerHttp2Stream,
+  constructor(private readonly owner: Http2Owner, private readonly conn: Http2ConnectionFacts, private readonly stream: CodecServerStream,
     private readonly raw: string[], flags: number) {
     this.log = logNow(owner.accessLog, conn);
     this.reqEnded = (flags & END_STREAM) !== 0;
@@ -257,7 +259,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   }
 
   /** Where the request body is read from: the stream, or what a decider's wait held of it. */
-  private get bodyFrom(): Readable {
+  private get bodyFrom(): RequestBody {
     return this.heldBody?.source ?? this.stream;
   }
 
@@ -287,8 +289,9 @@ export class Http2Exchange implements AttemptSender, BodySource {
     stream.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 stream error: ${err.message}`));
     // Each of these comes at most once per stream: `on` spares the wrapper `once` makes (per request).
     stream.on('close', () => this.closed());
-    stream.on('end', () => { this.reqEnded = true; });
-    stream.on('trailers', (t: IncomingHttpHeaders) => { this.reqTrailers = t; });
+    // The request may have ended already (its END_STREAM in the read that opened the stream).
+    if (stream.readableEnded) this.reqEnded = true;
+    else stream.on('end', () => { this.reqEnded = true; });
     const req = http2Request(this.raw, this.owner.settings.normalization);
     if (isHttp2RequestError(req)) {
       if (req.status === 400) s.rqProtocolErrors++;
@@ -332,7 +335,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     } catch (err) {
       if (this.responded) {
         log.error(`HTTP/2 request failed after its answer began: ${(err as Error).message}`);
-        resetStream(this.stream, H2.INTERNAL_ERROR);
+        this.stream.close(H2.INTERNAL_ERROR);
       } else {
         this.reply(decisionFailed(err as Error));
       }
@@ -500,7 +503,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
     if (!this.bodyless) {
       up.on('wantTrailers', () => {
         if (gen !== this.gen) return;
-        if (this.reqTrailers) up.sendTrailers(trailerFields(this.reqTrailers));
+        const t = this.stream.trailers;
+        if (t) up.sendTrailers(trailerFields(t));
         else up.sendTrailers({});
       });
     }
@@ -589,7 +593,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.attempts?.ended(true);
     this.flags |= FLAG.UC;
     this.details = upstreamFailureDetails('connection_termination', undefined, true);
-    resetStream(this.stream, code);
+    this.stream.close(code);
   }
 
   private readonly countOut = (n: number, chunk: Buffer): void => {
@@ -601,6 +605,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
   /** Sends the response head on; true when a body follows (to be piped). */
   private responseHead(status: number, lines: readonly string[], ended: boolean): boolean {
     if (this.gone) return false;
+    // No content whatever follows (the stream's respond ends these with their head).
+    if (this.req!.method === 'HEAD' || status === 204 || status === 205 || status === 304) ended = true;
     if (this.timer) clearTimeout(this.timer);
     this.respAt = performance.now();
     this.responded = true;
@@ -638,11 +644,12 @@ export class Http2Exchange implements AttemptSender, BodySource {
     // Trailers go on to a client that said it takes them (`te: trailers`, as every gRPC client does):
     // waiting for them costs a frame per response, which a plain HTTP/2 client does not pay.
     const trailers = !ended && this.req!.teTrailers;
-    this.stream.respond(headers, { endStream: ended, waitForTrailers: trailers });
+    // Before the head goes: a stream whose request had ended closes with it, at once.
     if (ended) {
       this.respDone = true;
       this.attempts?.ended(false);
     }
+    this.stream.respond(headers, { endStream: ended, waitForTrailers: trailers });
     if (trailers) {
       this.stream.on('wantTrailers', () => {
         const t = this.respTrailers;
@@ -732,7 +739,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.owner.stats.upstreamRqTimeouts++;
     this.cancelUpstream();
     if (this.responded) {
-      resetStream(this.stream, H2.CANCEL);
+      this.stream.close(H2.CANCEL);
       return;
     }
     this.reply({ kind: 'reply', status: 504, body: 'upstream request timeout\n', flag: 'UT', details: 'upstream_response_timeout' });

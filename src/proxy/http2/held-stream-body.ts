@@ -3,10 +3,13 @@
 // then on is `source`: the bytes held, whole, then the rest of the stream as it comes (with
 // back-pressure). An end is passed on only when it is one: a reset stream destroys `source`
 // instead, so no upstream ever sees a body cut short as whole.
-import type { ServerHttp2Stream } from 'node:http2';
+import type { CodecServerStream } from './codec-server.js';
 import { PassThrough } from 'node:stream';
 import { heldBodyReady, type HeldBody } from '../held-body.js';
-import { endedWhole } from './node-http2.js';
+import { endedWhole, type EndedStream } from './node-http2.js';
+
+/** What the hold reads of a request's stream. */
+export type HoldableStream = Pick<CodecServerStream, 'on' | 'off' | 'once' | 'pause' | 'resume' | 'readableEnded'> & EndedStream;
 
 export class HeldStreamBody {
   readonly held: Promise<HeldBody | undefined>;
@@ -16,7 +19,7 @@ export class HeldStreamBody {
   private dropped = false;
 
   /** `declared`: the request's content-length (-1: none). */
-  constructor(private readonly stream: ServerHttp2Stream, limit: number, partial: boolean, declared: number) {
+  constructor(private readonly stream: HoldableStream, limit: number, partial: boolean, declared: number) {
     this.held = new Promise((resolve) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -40,8 +43,14 @@ export class HeldStreamBody {
         finish(endedWhole(stream) ? heldBodyReady(chunks, size, true, limit, declared, partial) : undefined, true);
       };
       this.settle = (held) => finish(held, true);
-      stream.on('data', onData);
+      // A request whose END_STREAM came with nothing to read has ended already.
+      if (stream.readableEnded) {
+        onEnd();
+        return;
+      }
+      // 'end' first: a stream that held the rest of its body gives it, and its end, as soon as it is read.
       stream.once('end', onEnd);
+      stream.on('data', onData);
       stream.resume();
     });
   }

@@ -13,7 +13,7 @@
 //       and the body, and whatever a strict server refuses.
 // Requests are sent with node:http2's client (header objects: any lower-case token name, repeated
 // values, `host` beside or instead of `:authority`, values with obs-text, tabs, controls and edge
-// whitespace, which nghttp2 drops) and, for a few, with `curl --http2-prior-knowledge`. Each carries
+// whitespace, which RFC 9113 calls malformed) and, for a few, with `curl --http2-prior-knowledge`. Each carries
 // `x-case: <id>` (never edited by the decider) to tie the decider's record, the upstream's record and
 // the client's outcome together.
 //
@@ -40,10 +40,11 @@
 // What the decider judged is also held to what the client sent (a third reading): its method, the
 // path normalized by the handler's mode (path-normalization.ts), `host` first = the authority, then
 // the client's lines in order without the hop-by-hop and proxy-owned ones (te, content-length,
-// expect, trailer...) and without the fields nghttp2 drops as invalid (controls, edge whitespace).
+// expect, trailer...).
 // A request refused by the proxy: a 4xx/5xx answer (for gRPC: `:status 200` with a non-zero
 // grpc-status) or a reset; the upstream saw nothing of it. A request that any strict reading says
-// must be refused before the decider (`:authority` and `host` differ, no authority, content_length,
+// must be refused before the decider (a field value RFC 9113 8.2.1 calls malformed: a control
+// byte or whitespace at an end; `:authority` and `host` differ, no authority, content_length,
 // `*` without OPTIONS, a path that cannot be normalized, CONNECT) must not reach the decider; one
 // with nothing wrong must reach the upstream when the decider forwards it.
 // Last: after the run, no upstream request is left half-sent (a stream the client reset must not
@@ -102,7 +103,8 @@ console.log(`differential-http2: seed ${SEED}, ${TOTAL} cases (replay: ${replay(
 /** Names only the proxy writes: never in the decider's view, never edited (http1/headers.ts PROXY_OWNED + hop-by-hop). */
 const PROXY_OWNED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade', 'expect']);
 /** A value nghttp2 keeps (it drops, silently, a field with a control byte or leading/trailing whitespace). */
-const nghttp2Keeps = (v: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(v) && !/^[ \t]|[ \t]$/.test(v);
+/** A field value RFC 9113 8.2.1 allows (no control byte but HTAB, no whitespace at either end): any other refuses its request. */
+const validValue = (v: string): boolean => /^[\t\x20-\x7e\x80-\xff]*$/.test(v) && !/^[ \t]|[ \t]$/.test(v);
 /** RFC 3986 authority without userinfo (as strict-http.ts reads Host). */
 const AUTHORITY = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~!$&'()*+,;=%]*)(?::[0-9]*)?$/;
 const cgi = (name: string): string => name.toLowerCase().replaceAll('_', '-');
@@ -163,7 +165,7 @@ function value(rng: Rng): string {
     [5, `caf\u00e9 \u00ff\u0080`], // obs-text: bytes 0x80-0xff, latin1 both ways
     [5, `a\tb`],
     [3, '"q;\\"x" =?&%2e/../'],
-    [2, ` lead`], // nghttp2 drops these three
+    [2, ` lead`], // malformed (RFC 9113 8.2.1): these three refuse their request
     [2, `trail `],
     [2, `ctl\x01x`],
   ]);
@@ -667,7 +669,7 @@ function sendCurl(c: H2Case, port: number): Promise<Outcome> {
 function expectedView(c: H2Case): string[] {
   const authority = c.authority ?? c.host ?? '';
   const sent = c.client === 'curl' ? c.lines : wireOrder(c);
-  return ['host', authority, ...sent.filter(([n, v]) => n !== 'host' && !PROXY_OWNED.has(n) && nghttp2Keeps(v)).flat()];
+  return ['host', authority, ...sent.filter(([n, v]) => n !== 'host' && !PROXY_OWNED.has(n) && validValue(v)).flat()];
 }
 
 /** The path+query the decider must judge: the fragment cut, the path normalized by the handler's mode. */
@@ -683,13 +685,14 @@ function expectedUrl(c: H2Case): string | undefined {
 /** Why the proxy must refuse the request before the decider (undefined: nothing requires it). */
 function mustRefuse(c: H2Case): string | undefined {
   if (c.method === 'CONNECT') return 'CONNECT';
+  if (c.lines.some(([, v]) => !validValue(v))) return 'a field value RFC 9113 8.2.1 calls malformed (a control byte, whitespace at an end)';
   if (c.authority !== undefined && c.host !== undefined && c.authority !== c.host) return ':authority and host differ';
   const a = c.authority ?? c.host;
   if (a === undefined || a === '' || !AUTHORITY.test(a)) return `authority ${JSON.stringify(a)}`;
-  if (c.lines.some(([n, v]) => (n === 'content_length' || n === 'transfer_encoding') && nghttp2Keeps(v))) return 'an underscore spelling of a framing header';
+  if (c.lines.some(([n, v]) => (n === 'content_length' || n === 'transfer_encoding') && validValue(v))) return 'an underscore spelling of a framing header';
   if (c.path === '*' && c.method !== 'OPTIONS') return '* without OPTIONS';
   if (expectedUrl(c) === undefined) return 'a path that cannot be normalized';
-  const singles = c.lines.filter(([n, v]) => SINGLE_VALUE_FIELDS.has(n) && nghttp2Keeps(v)).map(([n]) => n);
+  const singles = c.lines.filter(([n, v]) => SINGLE_VALUE_FIELDS.has(n) && validValue(v)).map(([n]) => n);
   if (new Set(singles).size !== singles.length) return 'a single-value field repeated';
   return undefined;
 }
@@ -752,7 +755,7 @@ function compareForwarded(c: H2Case, j: Judged, plan: Extract<Plan, { kind: 'for
   const got = byName(r.lines);
   const want = byName(pairs(edited.slice(2)));
   // What reached the proxy of the client's framing lines (nghttp2 drops a value with edge whitespace).
-  const clientCl = c.lines.find(([n, v]) => n === 'content-length' && nghttp2Keeps(v))?.[1];
+  const clientCl = c.lines.find(([n, v]) => n === 'content-length' && validValue(v))?.[1];
   const clientTe = c.lines.some(([n, v]) => n === 'te' && v === 'trailers');
   if (r.via === 'h2') {
     if (r.authority !== authority) fail('authority', `:authority ${show(r.authority)}, the decider judged ${show(authority)}`);

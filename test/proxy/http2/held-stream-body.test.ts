@@ -1,13 +1,12 @@
 // The HTTP/2 hold on a stand-in stream (a PassThrough with node's rstCode): what its consumers read
 // afterwards is the held bytes then the rest, and an end only when the stream ended whole.
 import assert from 'node:assert/strict';
-import type { ServerHttp2Stream } from 'node:http2';
 import { PassThrough, type Readable } from 'node:stream';
 import { it } from 'node:test';
-import { HeldStreamBody } from '../../../src/proxy/http2/held-stream-body.js';
+import { HeldStreamBody, type HoldableStream } from '../../../src/proxy/http2/held-stream-body.js';
 
 const fakeStream = (): PassThrough & { rstCode?: number } => new PassThrough();
-const asStream = (s: PassThrough): ServerHttp2Stream => s as unknown as ServerHttp2Stream;
+const asStream = (s: PassThrough): HoldableStream => s as unknown as HoldableStream;
 
 /** Everything `r` gives, and whether it ended or was destroyed without an end. */
 function drain(r: Readable): Promise<{ text: string; ended: boolean }> {
