@@ -292,7 +292,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
     // The request may have ended already (its END_STREAM in the read that opened the stream).
     if (stream.readableEnded) this.reqEnded = true;
     else stream.on('end', () => { this.reqEnded = true; });
-    const req = http2Request(this.raw, this.owner.settings.normalization);
+    const settings = this.owner.settings;
+    const req = http2Request(this.raw, settings.normalization, settings.limits.maxHeaders);
     if (isHttp2RequestError(req)) {
       if (req.status === 400) s.rqProtocolErrors++;
       this.fixed = true;

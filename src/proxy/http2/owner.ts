@@ -22,7 +22,7 @@ export interface Http2Owner {
   readonly http1: Http1Upstream;
   /** Undefined: every request to the connection's original destination. */
   readonly decider: RequestDecider | undefined;
-  readonly settings: { readonly normalization: PathNormalization };
+  readonly settings: { readonly normalization: PathNormalization; readonly limits: { readonly maxHeaders: number } };
   /** Read when a stream begins (logNow): undefined or not `on`, nothing is measured or built for a log. */
   readonly accessLog: AccessLogSink | undefined;
   readonly role: ListenerRole;

@@ -37,7 +37,7 @@ export interface Http2Request {
 }
 
 export interface Http2RequestError extends Omit<MessageError, 'status'> {
-  readonly status: 400 | 501;
+  readonly status: 400 | 431 | 501;
 }
 
 const bad = (reason: string): Http2RequestError => ({ status: 400, reason });
@@ -58,7 +58,9 @@ export const SINGLE_VALUE_FIELDS: ReadonlySet<string> = new Set([
 const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
 
 /** The request a header block (`raw`: name, value... as received, pseudo-headers first) stands for, or why it is refused. */
-export function http2Request(raw: readonly string[], normalization: PathNormalization): Http2Request | Http2RequestError {
+export function http2Request(raw: readonly string[], normalization: PathNormalization, maxLines = Infinity): Http2Request | Http2RequestError {
+  // The size of the list was capped as it was decoded (SETTINGS_MAX_HEADER_LIST_SIZE); its lines, as on the HTTP/1 path, here.
+  if (raw.length > 2 * maxLines && regularLines(raw) > maxLines) return { status: 431, reason: 'too many header lines' };
   let method: string | undefined;
   let path: string | undefined;
   let scheme = 'http';
@@ -123,6 +125,12 @@ export function http2Request(raw: readonly string[], normalization: PathNormaliz
   }
   headers[1] = theAuthority;
   return { method, url, authority: theAuthority, scheme, headers, teTrailers, contentLength, grpc: isGrpc(contentType) };
+}
+
+function regularLines(raw: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.charCodeAt(0) !== 0x3a) n++;
+  return n;
 }
 
 export function isHttp2RequestError(r: Http2Request | Http2RequestError): r is Http2RequestError {

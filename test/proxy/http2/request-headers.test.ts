@@ -128,6 +128,17 @@ describe('http2Request: what is refused before the decider', () => {
     assert.equal(refused(block({}, ['accept', 'a', 'accept', 'b', 'cookie', 'x=1', 'cookie', 'y=2'])), undefined);
   });
 
+  it('more header lines than the limit: 431, as on the HTTP/1 path (the pseudo-headers not counted)', () => {
+    const lines = (n: number): string[] => Array.from({ length: n }, (_, i) => [`x-h${i}`, 'v']).flat();
+    const at = (n: number): number | undefined => {
+      const r = http2Request(block({}, lines(n)), 'BASE', 100);
+      return isHttp2RequestError(r) ? r.status : undefined;
+    };
+    assert.equal(at(100), undefined);
+    assert.equal(at(101), 431);
+    assert.equal(refused(block({}, lines(101))), undefined, 'no limit given: none');
+  });
+
   it('an underscore spelling of a framing header: 400', () => {
     for (const n of ['content_length', 'Content_Length', 'transfer_encoding', 'TRANSFER_ENCODING']) {
       assert.equal(refused(block({}, ['x-a', '1', n, '5'])), 400, n);
