@@ -37,7 +37,7 @@ export interface CodecRequestOptions {
   readonly waitForTrailers?: boolean;
 }
 
-/** One request's stream, as the exchange uses a ClientHttp2Stream: 'response', then the body, 'trailers'. */
+/** One request's stream, as the exchange uses a ClientHttp2Stream: 'response' (with the field list, not a header object), then the body, 'trailers'. */
 export class CodecClientStream extends CodecStream {
   constructor(session: CodecClientSession, h2: H2Stream | undefined, waitForTrailers: boolean) {
     super(session, h2);
@@ -62,7 +62,7 @@ export class CodecClientSession extends CodecSocketSession {
     if (cs === undefined) return;
     if (facts.status !== 0 || facts.informational) {
       if (facts.informational) return; // 1xx: node keeps them from 'response' too
-      cs.emit('response', headersOf(fields), end ? END_STREAM_FLAG : 0);
+      cs.emit('response', fields, end ? END_STREAM_FLAG : 0); // the field list as decoded (:status first): no object made
       if (end) cs.onData(NO_DATA, true);
       return;
     }

@@ -76,16 +76,10 @@ function relayBody(from: BodyReader, to: BodyWriter, count: (bytes: number, chun
   else from.on('end', ended); // 'end' comes once: `on` spares the wrapper `once` makes
 }
 
-/** Response header lines of a node header object (pseudo-headers out, repeated values kept). */
-function headerLines(h: IncomingHttpHeaders): string[] {
-  const out: string[] = [];
-  for (const name of Object.keys(h)) {
-    if (name.charCodeAt(0) === 0x3a) continue;
-    const v = h[name];
-    if (Array.isArray(v)) for (const x of v) out.push(name, x);
-    else if (v !== undefined) out.push(name, String(v));
-  }
-  return out;
+/** The first value of `name` in a field list (name, value...). */
+function fieldValue(fields: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
 }
 
 /** Trailers as they go on to the client: regular fields only. */
@@ -509,12 +503,16 @@ export class Http2Exchange implements AttemptSender, BodySource {
         else up.sendTrailers({});
       });
     }
-    up.on('response', (h: IncomingHttpHeaders, flags: number) => {
+    up.on('response', (fields: string[], flags: number) => {
       if (gen !== this.gen) return;
-      const status = Number(h[':status']);
-      // A response the route's retry policy retries is dropped here (the stream is cancelled).
-      if (this.attempts && !this.attempts.head(status, h['grpc-status'] !== undefined ? grpcStatusOf(h['grpc-status']) : undefined)) return;
-      if (!this.responseHead(status, headerLines(h), (flags & END_STREAM) !== 0)) return;
+      // The frame layer judged the block: its one pseudo-header, :status, comes first.
+      const status = Number(fields[1]);
+      if (this.attempts) {
+        // A response the route's retry policy retries is dropped here (the stream is cancelled).
+        const grpc = fieldValue(fields, 'grpc-status');
+        if (!this.attempts.head(status, grpc !== undefined ? grpcStatusOf(grpc) : undefined)) return;
+      }
+      if (!this.responseHead(status, fields, (flags & END_STREAM) !== 0, 2)) return;
       relayBody(up, this.stream, this.countOut, () => {
         if (endedWhole(up)) this.responseEnded();
         else this.responseCut(resetCodeFor(up.rstCode));
@@ -603,8 +601,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.grpcOut?.feed(chunk);
   };
 
-  /** Sends the response head on; true when a body follows (to be piped). */
-  private responseHead(status: number, lines: readonly string[], ended: boolean): boolean {
+  /** Sends the response head on (`lines` from index `from`: name, value...); true when a body follows (to be piped). */
+  private responseHead(status: number, lines: readonly string[], ended: boolean, from = 0): boolean {
     if (this.gone) return false;
     // No content whatever follows (the stream's respond ends these with their head).
     if (this.req!.method === 'HEAD' || status === 204 || status === 205 || status === 304) ended = true;
@@ -613,7 +611,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.responded = true;
     this.status = status;
     this.details ??= 'via_upstream';
-    const headers = downstreamResponseHeaders(status, lines);
+    const headers = downstreamResponseHeaders(status, lines, from);
     const removed = this.target?.removeResponseHeaders;
     if (removed) for (const name of removed) delete headers[name];
     // Istio's metadata exchange, with mesh peers only: an upstream sidecar's headers are read and taken

@@ -208,14 +208,14 @@ const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection'
  * A response's header lines for the HTTP/2 client: `:status` and the regular ones, without what is
  * connection-specific (and what an HTTP/1.1 response's `Connection` names).
  */
-export function downstreamResponseHeaders(status: number, raw: readonly string[]): OutgoingHttpHeaders {
+export function downstreamResponseHeaders(status: number, raw: readonly string[], from = 0): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
   out[':status'] = status;
   let named: string[] | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
+  for (let i = from; i < raw.length; i += 2) {
     if (raw[i]!.toLowerCase() === 'connection') (named ??= []).push(...raw[i + 1]!.toLowerCase().split(',').map((t) => t.trim()));
   }
-  for (let i = 0; i < raw.length; i += 2) {
+  for (let i = from; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     if (name.charCodeAt(0) === 0x3a || RESPONSE_DROPPED.has(name) || named?.includes(name)) continue;
     if (SINGLE_VALUE_FIELDS.has(name) && out[name] !== undefined) continue; // node:http2 sends one: the first
