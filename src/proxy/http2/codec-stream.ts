@@ -12,6 +12,9 @@ import { H2Connection, type H2ConnectionError, type H2Events, type H2Settings, t
 import type { BlockFacts } from './codec/message-rules.js';
 import { ErrorCode } from './codec/frames.js';
 import { isShared } from '../read-buffers.js';
+import { scope } from '../../log/logger.js';
+
+const log = scope('default');
 
 export const END_STREAM_FLAG = 0x1;
 export const NO_DATA = Buffer.alloc(0);
@@ -222,10 +225,21 @@ export abstract class CodecSocketSession extends EventEmitter {
   protected onSettings(_maxConcurrentStreams: number | undefined): void { /* a server has nothing to do with them */ }
   protected onGoaway(): void { /* idem */ }
 
-  /** What the socket reads (a view, perhaps of reused memory: the connection keeps none of it). */
+  /**
+   * What the socket reads (a view, perhaps of reused memory: the connection keeps none of it). The
+   * exchanges run inside this call (each frame's events): a fault of theirs that escapes would leave
+   * the rest of the read unread and the connection out of step with its peer, so it ends this
+   * connection (GOAWAY INTERNAL_ERROR, logged with its stack) and no other.
+   */
   protected readonly received = (bytes: Buffer): void => {
-    this.conn.receive(bytes);
-    this.afterRead();
+    try {
+      this.conn.receive(bytes);
+      this.afterRead();
+    } catch (err) {
+      log.error(`HTTP/2 connection ended by a fault in its handling (the proxy goes on): ${(err as Error).message}`, { stack: (err as Error).stack });
+      this.destroy(err as Error, ErrorCode.INTERNAL_ERROR);
+      return;
+    }
     this.maybeEnd();
   };
 
