@@ -189,6 +189,8 @@ export abstract class CodecSocketSession extends EventEmitter {
   /** Streams told to wait for the socket's buffer to drain. */
   private waiting: Set<CodecStream> | undefined;
   private readStopped = false;
+  /** When the last stream ended (performance.now()). */
+  private idleSince = performance.now();
 
   constructor(protected readonly socket: Socket, server: boolean, settings: H2Settings) {
     super();
@@ -201,7 +203,7 @@ export abstract class CodecSocketSession extends EventEmitter {
       },
       reset: (s, code) => {
         (s.ctx as CodecStream | undefined)?.closeWith(code);
-        this.maybeEnd();
+        this.streamGone();
       },
       writable: (s) => {
         const cs = s.ctx as CodecStream | undefined;
@@ -210,7 +212,7 @@ export abstract class CodecSocketSession extends EventEmitter {
       done: (s) => {
         const cs = s.ctx as CodecStream | undefined;
         if (cs !== undefined && cs.readableEnded) cs.closeWith(ErrorCode.NO_ERROR);
-        this.maybeEnd();
+        this.streamGone();
       },
       settings: (max) => this.onSettings(max),
       goaway: () => this.onGoaway(),
@@ -245,6 +247,16 @@ export abstract class CodecSocketSession extends EventEmitter {
 
   /** A read was taken in whole. */
   protected afterRead(): void { /* a server hands on the streams it opened */ }
+
+  /** How long no stream has been open (ms; 0 while one is): what the idle time-out reads. */
+  get idleFor(): number {
+    return this.conn.openStreams === 0 ? performance.now() - this.idleSince : 0;
+  }
+
+  private streamGone(): void {
+    if (this.conn.openStreams === 0) this.idleSince = performance.now();
+    this.maybeEnd();
+  }
 
   /** Whether a stream may write more now; false: it is told 'drain' when the socket's buffer empties. */
   roomFor(stream: CodecStream): boolean {

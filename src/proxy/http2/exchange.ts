@@ -280,7 +280,6 @@ export class Http2Exchange implements AttemptSender, BodySource {
     s.rqHttp2++;
     s.rqActive++;
     const stream = this.stream;
-    stream.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 stream error: ${err.message}`));
     // Each of these comes at most once per stream: `on` spares the wrapper `once` makes (per request).
     stream.on('close', () => this.closed());
     // The request may have ended already (its END_STREAM in the read that opened the stream).
@@ -494,7 +493,6 @@ export class Http2Exchange implements AttemptSender, BodySource {
         this.responseCut(resetCodeFor(code));
       }
     });
-    up.on('error', (err: NodeJS.ErrnoException) => log.debug(`HTTP/2 upstream stream error: ${err.message}`));
     if (!this.bodyless) {
       up.on('wantTrailers', () => {
         if (gen !== this.gen) return;

@@ -28,11 +28,6 @@ const log = scope('default');
 
 /** Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS; nginx 128, Go 250). */
 export const HTTP2_MAX_CONCURRENT_STREAMS = 256;
-interface SessionStreams {
-  open: number;
-  /** When `open` last went to 0 (performance.now()). */
-  idleSince: number;
-}
 
 
 export class Http2Handler implements HttpConnectionHandler, Http2Owner {
@@ -47,8 +42,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
   readonly peerExchange: PeerExchange | undefined;
   readonly standard: StandardSeries;
   private draining = false;
-  /** Open sessions and their streams open now. */
-  private readonly sessions = new Map<CodecServerSession, SessionStreams>();
+  /** Open sessions. */
+  private readonly sessions = new Set<CodecServerSession>();
   private readonly h2Settings: H2Settings;
 
   constructor(private readonly o: HttpHandlerOptions) {
@@ -74,13 +69,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
     socket.once('end', () => session.destroy());
     this.stats.cxHttp2++;
     const facts = this.factsOf(socket);
-    const counts: SessionStreams = { open: 0, idleSince: performance.now() };
-    this.sessions.set(session, counts);
+    this.sessions.add(session);
     session.on('stream', (stream: CodecServerStream, fields: string[], flags: number) => {
-      counts.open++;
-      stream.on('close', () => { // once per stream (`on`: no wrapper per request)
-        if (--counts.open === 0) counts.idleSince = performance.now();
-      });
       new Http2Exchange(this, facts, stream, fields, flags).start();
     });
     session.on('error', (err: Error) => {
@@ -93,7 +83,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
       socket.destroy();
     });
     // Idle (no stream open for the keep-alive time): closed with GOAWAY.
-    closeWhenIdle(session, KEEP_ALIVE_TIMEOUT_MS, () => (counts.open === 0 ? performance.now() - counts.idleSince : 0), () => session.close());
+    closeWhenIdle(session, KEEP_ALIVE_TIMEOUT_MS, () => session.idleFor, () => session.close());
     if (this.draining) session.close();
     session.start(head);
   }
@@ -116,7 +106,7 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
 
   /** Connections without a stream close now, busy ones after their streams (both told GOAWAY). */
   closeIdle(): void {
-    for (const session of this.sessions.keys()) session.close();
+    for (const session of this.sessions) session.close();
     this.pool.closeIdle();
     this.http1.closeIdle();
   }

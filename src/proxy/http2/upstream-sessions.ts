@@ -112,6 +112,27 @@ export type UpstreamRoute =
 
 type Waiter = (route: UpstreamRoute) => void;
 
+/** One stream's hold on a session: a record, not a closure, since one is made per request. */
+class SessionRoute {
+  readonly kind = 'h2';
+  readonly session: CodecClientSession;
+  readonly local: string | undefined;
+  readonly principal: string | undefined;
+  private released = false;
+
+  constructor(private readonly pool: Http2UpstreamPool, private readonly entry: SessionEntry) {
+    this.session = entry.session!;
+    this.local = entry.local;
+    this.principal = entry.principal;
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.pool.streamDone(this.entry);
+  }
+}
+
 class SessionEntry {
   session: CodecClientSession | undefined;
   /** Streams given to it and not yet released (those waiting for its SETTINGS included). */
@@ -224,17 +245,14 @@ export class Http2UpstreamPool {
   }
 
   private route(e: SessionEntry): UpstreamRoute {
-    let released = false;
-    return {
-      kind: 'h2', session: e.session!, local: e.local, principal: e.principal,
-      release: () => {
-        if (released) return;
-        released = true;
-        if (--e.streams !== 0) return;
-        e.idleSince = performance.now();
-        if (e.draining) this.closeDrained(e);
-      },
-    };
+    return new SessionRoute(this, e);
+  }
+
+  /** A stream of `e` is over (its route's release, once). */
+  streamDone(e: SessionEntry): void {
+    if (--e.streams !== 0) return;
+    e.idleSince = performance.now();
+    if (e.draining) this.closeDrained(e);
   }
 
   private waitersTimer: NodeJS.Timeout | undefined;
