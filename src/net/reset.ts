@@ -22,15 +22,3 @@ export function resetSocket(socket: Socket): void {
     socket.destroy();
   }
 }
-
-/**
- * Whether the peer of `socket`'s TCP connection (itself, or the TCP socket a TLS socket was made
- * around) reset it: the kernel has no peer address for it any more (ENOTCONN). False when it cannot
- * tell (a socket without a handle, already closed).
- */
-export function peerReset(socket: Socket): boolean {
-  const under = (socket as Socket & { _parent?: Socket | null })._parent;
-  const tcp = under && under !== socket ? under : socket;
-  const handle = (tcp as unknown as { _handle?: { getpeername?: (out: object) => number } | null })._handle;
-  return typeof handle?.getpeername === 'function' && handle.getpeername({}) !== 0;
-}
