@@ -22,6 +22,11 @@ export const NO_DATA = Buffer.alloc(0);
 const STREAM_WRITE_LIMIT = 64 * 1024;
 /** Past this the socket is not read either (a peer that never reads cannot make control answers pile up). */
 const READ_STOP_LIMIT = 1024 * 1024;
+/**
+ * Once our end of a connection is written, how long a peer that still sends is read (its bytes
+ * dropped) waiting for its FIN before the socket is closed anyway.
+ */
+export const LINGER_MS = 2_000;
 
 /** Appends the regular fields of a node header object (names lower-cased, repeated values kept) to `out`. */
 export function pushRegularFields(out: string[], h: OutgoingHttpHeaders): string[] {
@@ -189,6 +194,8 @@ export abstract class CodecSocketSession extends EventEmitter {
   /** Streams told to wait for the socket's buffer to drain. */
   private waiting: Set<CodecStream> | undefined;
   private readStopped = false;
+  /** Our end of the socket is written or being written: what the peer still sends is dropped. */
+  private socketEnding = false;
   /** When the last stream ended (performance.now()). */
   private idleSince = performance.now();
 
@@ -234,6 +241,7 @@ export abstract class CodecSocketSession extends EventEmitter {
    * connection (GOAWAY INTERNAL_ERROR, logged with its stack) and no other.
    */
   protected readonly received = (bytes: Buffer): void => {
+    if (this.socketEnding) return;
     try {
       this.conn.receive(bytes);
       this.afterRead();
@@ -299,10 +307,7 @@ export abstract class CodecSocketSession extends EventEmitter {
     this.destroyed = true;
     this.waiting = undefined;
     if (error !== undefined) this.emit('error', this.errorOf(error));
-    if (!this.socket.destroyed) {
-      this.socket.end();
-      this.socket.destroySoon();
-    }
+    if (!this.socket.destroyed) this.endSocket();
     this.emit('close');
   }
 
@@ -334,8 +339,31 @@ export abstract class CodecSocketSession extends EventEmitter {
   protected maybeEnd(): void {
     if (this.closing && !this.closed && this.conn.openStreams === 0) {
       this.conn.flush();
-      this.socket.end();
-      this.socket.destroySoon();
+      this.endSocket();
     }
+  }
+
+  /**
+   * Our end of the socket: its FIN once what is written is out. A peer still sending is read (its
+   * bytes dropped) until its own FIN, LINGER_MS at most: a socket closed on bytes it has not read
+   * answers with a TCP reset, and the reset takes with it whatever the kernel had not sent yet (our
+   * GOAWAY, the reason the peer would otherwise never learn).
+   */
+  private endSocket(): void {
+    if (this.socketEnding) return;
+    this.socketEnding = true;
+    const socket = this.socket;
+    socket.end();
+    if (socket.readableEnded) {
+      socket.destroySoon();
+      return;
+    }
+    if (this.readStopped) {
+      this.readStopped = false;
+      socket.resume();
+    }
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    socket.once('end', () => socket.destroySoon());
+    socket.once('close', () => clearTimeout(timer));
   }
 }

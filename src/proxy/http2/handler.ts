@@ -78,10 +78,8 @@ export class Http2Handler implements HttpConnectionHandler, Http2Owner {
       this.stats.cxErrors++;
       log.debug(`HTTP/2 connection from ${socket.remoteAddress ?? '?'} closed: ${err.message}`);
     });
-    session.once('close', () => {
-      this.sessions.delete(session);
-      socket.destroy();
-    });
+    // The session ends its socket itself (reading a peer still sending until its FIN: see endSocket).
+    session.once('close', () => this.sessions.delete(session));
     // Idle (no stream open for the keep-alive time): closed with GOAWAY.
     closeWhenIdle(session, KEEP_ALIVE_TIMEOUT_MS, () => session.idleFor, () => session.close());
     if (this.draining) session.close();

@@ -2,8 +2,9 @@
 // handler and the exchange rely on besides the frame rules (codec-connection.test.ts): a stream is
 // handed on only after the read that opened it (a request its own DATA makes malformed is never
 // seen), a body not read holds the peer to its window and all of it comes once read, a stream's
-// writes wait for the socket's buffer to drain, and a fault in a stream's handling ends its own
-// connection only.
+// writes wait for the socket's buffer to drain, a connection ended for an error is read until the
+// client's FIN (no TCP reset to take the GOAWAY with it), and a fault in a stream's handling ends
+// its own connection only.
 import assert from 'node:assert/strict';
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import { connect as connectTcp, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -13,6 +14,7 @@ import { CodecServerSession, type CodecServerStream } from '../../../src/proxy/h
 import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
 import { HpackEncoder } from '../../../src/proxy/http2/hpack/encoder.js';
 import { frame, splitFrames } from '../../helpers/h2-frame.js';
+import { rapidResetReadingLate } from '../../helpers/h2-flood.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -24,7 +26,7 @@ describe('the clients\' side of our frame layer, on sockets', () => {
   const sockets = new Set<Socket>();
 
   before(async () => {
-    server = createServer((socket) => {
+    server = createServer({ allowHalfOpen: true }, (socket) => { // as the listener's
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
       const session = new CodecServerSession(socket, DEFAULT_SETTINGS);
@@ -146,6 +148,13 @@ describe('the clients\' side of our frame layer, on sockets', () => {
     await ended;
     assert.equal(received, written, 'every byte written reached the client');
     sock.destroy();
+  });
+
+  it('a connection ended for an error while the client still sends: read until the client\'s FIN, so the client reads its GOAWAY', async () => {
+    onStream = () => { /* never answered: the resets come first */ };
+    const seen = await rapidResetReadingLate(port);
+    assert.equal(seen.error, undefined, 'the connection ended with a FIN, not a reset');
+    assert.equal(seen.goaway, constants.NGHTTP2_ENHANCE_YOUR_CALM, 'the client read its GOAWAY');
   });
 
   it('a fault in a stream\'s handling ends its own connection (GOAWAY INTERNAL_ERROR), not the process nor the others', async () => {
