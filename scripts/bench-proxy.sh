@@ -271,6 +271,9 @@ printf 'traffic management (SE + DR, 3 endpoints) vs passthrough, default settin
   "$(verdict "$(awk -v d="$traffic_dcpu" 'BEGIN { print (d <= 5) }')")"
 printf '                           throughput %sx (median of per-round ratios)  target >= 0.95: %s\n' "$traffic_ratio" \
   "$(verdict "$(awk -v r="$traffic_ratio" 'BEGIN { print (r >= 0.95) }')")"
+printf '                           upstream connections opened: %s (passthrough: %s)\n' \
+  "$(awk -F': ' '$1 == "cluster.outbound|8080||peer.bench.local.upstream_cx_total" { print $2 }' <<< "$traffic_stats")" \
+  "$(awk -F': ' '$1 == "cluster.outbound.upstream_cx_total" { print $2 }' <<< "$stats")"
 printf '                           the cluster counted %s requests, per endpoint: %s\n' \
   "$(awk -F': ' '$1 == "cluster.outbound|8080||peer.bench.local.upstream_rq_total" { print $2 }' <<< "$traffic_stats")" \
   "$(awk -F'::' '$3 == "rq_total" { printf "%s=%s ", $2, $4 }' <<< "$traffic_clusters")"
