@@ -13,6 +13,7 @@ import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, pushRegularF
 import { headersOf } from './codec-session.js';
 import { httpDate } from '../http1/replies.js';
 import { attachReader } from '../read-buffers.js';
+import { fieldValue } from './field-list.js';
 
 export interface RespondOptions {
   readonly endStream?: boolean;
@@ -41,11 +42,15 @@ export class CodecServerStream extends CodecStream {
    * head whatever the caller says, as node's respond() does. A `date` is added when there is none.
    */
   respond(headers: OutgoingHttpHeaders, options: RespondOptions = {}): void {
+    this.respondFields(pushRegularFields([':status', String(headers[':status'] ?? 200)], headers), options);
+  }
+
+  /** respond() with the head as a field list, `:status` first (the list is the stream's from now on). */
+  respondFields(fields: string[], options: RespondOptions = {}): void {
     if (this.headersSent || this.closed) return;
     this.headersSent = true;
-    const status = Number(headers[':status'] ?? 200);
-    const fields = pushRegularFields([':status', String(status)], headers);
-    if (headers.date === undefined) fields.push('date', httpDate());
+    const status = Number(fields[1]);
+    if (fieldValue(fields, 'date') === undefined) fields.push('date', httpDate());
     const end = options.endStream === true || this.head || status === 204 || status === 205 || status === 304;
     if (end) this.ended = true;
     else this.trailersWanted = options.waitForTrailers === true;

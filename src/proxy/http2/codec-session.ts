@@ -79,10 +79,13 @@ export class CodecClientSession extends CodecSocketSession {
     this.emit('goaway');
   }
 
-  /** A request on a new stream (its END_STREAM with the headers when `endStream`). */
-  request(headers: OutgoingHttpHeaders, options: CodecRequestOptions = {}): CodecClientStream {
+  /**
+   * A request on a new stream (its END_STREAM with the headers when `endStream`): a header object, or
+   * a field list already in order (pseudo-headers first, :method the first of them, names lower-case).
+   */
+  request(headers: OutgoingHttpHeaders | string[], options: CodecRequestOptions = {}): CodecClientStream {
     const endStream = options.endStream === true;
-    const fields = fieldsOf(headers, this.defaults);
+    const fields = Array.isArray(headers) ? headers : fieldsOf(headers, this.defaults);
     const h2 = this.closed ? undefined : this.conn.request(fields, endStream, fields[1] === 'HEAD');
     const cs = new CodecClientStream(this, h2, options.waitForTrailers === true && !endStream);
     if (h2 === undefined) {

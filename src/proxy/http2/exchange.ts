@@ -33,17 +33,20 @@ import { sourceFor } from '../upstream.js';
 import { grpcMessage, grpcStatusForHttp, grpcStatusOf } from './grpc.js';
 import { logNow, type Http2ConnectionFacts, type Http2Owner } from './owner.js';
 import {
-  downstreamResponseHeaders, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Headers, type Http2Request,
+  downstreamResponseFields, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Fields, type Http2Request,
 } from './request-headers.js';
 import type { LegConnectError } from './http1-upstream.js';
 import { http1HeadText, MirrorCopy, mirrorSenderOf } from '../http1/mirror.js';
 import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
 import { peerOf } from '../tls/peer-identity.js';
 import { PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER } from '../../metrics/peer-metadata.js';
+import { fieldValue, joinedValue, removeFields } from './field-list.js';
 import { withExchangePairs } from '../peer-exchange.js';
 import { packRequest } from '../standard-series.js';
 import { GrpcMessageCounter } from './grpc-messages.js';
 
+/** Istio's metadata exchange headers, taken out of a mesh peer's response. */
+const PEER_METADATA_FIELDS = [PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER];
 const log = scope('default');
 const END_STREAM = H2.FLAG_END_STREAM;
 /** How long a pending stream waits for a released connection before it looks again for a session with room. */
@@ -74,12 +77,6 @@ function relayBody(from: BodyReader, to: BodyWriter, count: (bytes: number, chun
   // An empty body's end may have come already (node reads END_STREAM on a DATA frame at once).
   if (from.readableEnded) ended();
   else from.on('end', ended); // 'end' comes once: `on` spares the wrapper `once` makes
-}
-
-/** The first value of `name` in a field list (name, value...). */
-function fieldValue(fields: readonly string[], name: string): string | undefined {
-  for (let i = 0; i < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
-  return undefined;
 }
 
 /** Trailers as they go on to the client: regular fields only. */
@@ -435,7 +432,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       try {
         if (route.kind === 'h2') {
           this.upPrincipal = route.principal;
-          this.sendHttp2(route, upstreamHttp2Headers(req, lines, this.path, tls ? 'https' : 'http'), gen);
+          this.sendHttp2(route, upstreamHttp2Fields(req, lines, this.path, tls ? 'https' : 'http'), gen);
         } else if (route.kind === 'http1') {
           this.sendHttp1(target, this.path, lines, gen);
         }
@@ -473,9 +470,9 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.reply(reply);
   }
 
-  private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, headers: OutgoingHttpHeaders, gen: number): void {
+  private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, fields: string[], gen: number): void {
     this.upLocal = route.local;
-    const up = route.session.request(headers, this.bodyless ? ENDED_REQUEST : OPEN_REQUEST);
+    const up = route.session.request(fields, this.bodyless ? ENDED_REQUEST : OPEN_REQUEST);
     this.up = up;
     const stats = this.owner.stats;
     stats.upstreamRqActive++;
@@ -609,35 +606,29 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.responded = true;
     this.status = status;
     this.details ??= 'via_upstream';
-    const headers = downstreamResponseHeaders(status, lines, from);
+    const fields = downstreamResponseFields(status, lines, from);
     const removed = this.target?.removeResponseHeaders;
-    if (removed) for (const name of removed) delete headers[name];
+    if (removed) removeFields(fields, removed, 2);
     // Istio's metadata exchange, with mesh peers only: an upstream sidecar's headers are read and taken
     // out, a client sidecar gets this one's; no application ever sees such headers from a mesh peer.
     const exchange = this.owner.peerExchange;
     if (exchange !== undefined && (this.meshUp || this.conn.peer !== undefined)) {
-      const value = headers[PEER_METADATA_HEADER];
-      if (value !== undefined || headers[PEER_METADATA_ID_HEADER] !== undefined) {
-        delete headers[PEER_METADATA_HEADER];
-        delete headers[PEER_METADATA_ID_HEADER];
-      }
+      const value = fieldValue(fields, PEER_METADATA_HEADER);
+      if (value !== undefined || fieldValue(fields, PEER_METADATA_ID_HEADER) !== undefined) removeFields(fields, PEER_METADATA_FIELDS, 2);
       if (this.meshUp && this.view) {
         this.upPrincipal ??= this.h1UpSocket ? peerOf(this.h1UpSocket)?.principal : undefined;
         this.view.upstreamPrincipal = this.upPrincipal;
-        this.view.peerMetadata = typeof value === 'string' ? value : undefined;
+        this.view.peerMetadata = value;
       }
-      if (this.conn.peer !== undefined) for (const [name, v] of exchange.pairs) headers[name] = v;
+      if (this.conn.peer !== undefined) for (const [name, v] of exchange.pairs) fields.push(name, v);
     }
     const added = this.target?.addResponseHeaders;
-    if (added) {
-      for (const [name, value] of added) {
-        if (!validHeaderValue(value)) continue;
-        const had = headers[name];
-        headers[name] = had === undefined ? wireText(value) : [...(Array.isArray(had) ? had : [String(had)]), wireText(value)];
-      }
+    if (added) for (const [name, value] of added) if (validHeaderValue(value)) fields.push(name.toLowerCase(), wireText(value));
+    if (this.req!.grpc) {
+      const grpc = fieldValue(fields, 'grpc-status');
+      if (grpc !== undefined) this.grpcStatus = grpcStatusOf(grpc);
     }
-    if (this.req!.grpc && headers['grpc-status'] !== undefined) this.grpcStatus = grpcStatusOf(String(headers['grpc-status']));
-    if (this.log) this.keepResponseHeaders(headers);
+    if (this.log) this.keepResponseHeaders(fields);
     // Trailers go on to a client that said it takes them (`te: trailers`, as every gRPC client does):
     // waiting for them costs a frame per response, which a plain HTTP/2 client does not pay.
     const trailers = !ended && this.req!.teTrailers;
@@ -646,7 +637,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       this.respDone = true;
       this.attempts?.ended(false);
     }
-    this.stream.respond(headers, { endStream: ended, waitForTrailers: trailers });
+    this.stream.respondFields(fields, { endStream: ended, waitForTrailers: trailers });
     if (trailers) {
       this.stream.on('wantTrailers', () => {
         const t = this.respTrailers;
@@ -656,11 +647,10 @@ export class Http2Exchange implements AttemptSender, BodySource {
     return !ended;
   }
 
-  private keepResponseHeaders(h: OutgoingHttpHeaders): void {
-    const wanted = this.log!.responseHeaders;
-    for (const name of wanted) {
-      const v = h[name];
-      if (v !== undefined) (this.respHeaders ??= []).push(name, Array.isArray(v) ? v.join(', ') : String(v));
+  private keepResponseHeaders(fields: readonly string[]): void {
+    for (const name of this.log!.responseHeaders) {
+      const v = joinedValue(fields, name);
+      if (v !== undefined) (this.respHeaders ??= []).push(name, v);
     }
   }
 

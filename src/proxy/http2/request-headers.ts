@@ -18,6 +18,7 @@ import { cgiName, isHopByHop, isProxyOwned, lookalike, wireText } from '../http1
 import type { MessageError, UpstreamEdits } from '../http1/message.js';
 import { parseTarget, validAuthority } from '../http1/target.js';
 import { normalizePath, type PathNormalization } from '../path-normalization.js';
+import { fieldValue } from './field-list.js';
 import { isGrpc } from './grpc.js';
 
 export interface Http2Request {
@@ -57,6 +58,12 @@ export const SINGLE_VALUE_FIELDS: ReadonlySet<string> = new Set([
 ]);
 const VISIBLE_ASCII = /^[\x21-\x7e]*$/;
 
+/** Whether `name` is the name of a line before line `at` (no set per request: few lines take one value). */
+function namedBefore(raw: readonly string[], name: string, at: number): boolean {
+  for (let i = 0; i < at; i += 2) if (raw[i] === name) return true;
+  return false;
+}
+
 /** The request a header block (`raw`: name, value... as received, pseudo-headers first) stands for, or why it is refused. */
 export function http2Request(raw: readonly string[], normalization: PathNormalization, maxLines = Infinity): Http2Request | Http2RequestError {
   // The size of the list was capped as it was decoded (SETTINGS_MAX_HEADER_LIST_SIZE); its lines, as on the HTTP/1 path, here.
@@ -70,7 +77,6 @@ export function http2Request(raw: readonly string[], normalization: PathNormaliz
   let teTrailers = false;
   let contentLength: string | undefined;
   let contentType: string | undefined;
-  let singles: Set<string> | undefined;
   const headers: string[] = ['host', ''];
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
@@ -87,10 +93,7 @@ export function http2Request(raw: readonly string[], normalization: PathNormaliz
       continue;
     }
     if (lookalike(name)) return bad(`header ${JSON.stringify(name)} (an underscore spelling of a framing header)`);
-    if (SINGLE_VALUE_FIELDS.has(name)) {
-      if (singles?.has(name)) return bad(`${name} repeated (a single-value field)`);
-      (singles ??= new Set()).add(name);
-    }
+    if (SINGLE_VALUE_FIELDS.has(name) && namedBefore(raw, name, i)) return bad(`${name} repeated (a single-value field)`);
     switch (name) {
       case 'host':
         host = value;
@@ -176,16 +179,21 @@ function addLine(out: OutgoingHttpHeaders, name: string, value: string): void {
   else out[name] = [String(prev), value];
 }
 
-/** The header block for an HTTP/2 upstream. */
-export function upstreamHttp2Headers(req: Http2Request, lines: readonly string[], path: string, scheme: string): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
-  out[':method'] = req.method;
-  out[':scheme'] = scheme;
-  out[':path'] = path;
-  out[':authority'] = lines[1]!;
-  for (let i = 2; i < lines.length; i += 2) addLine(out, lines[i]!, lines[i + 1]!);
-  if (req.teTrailers) out.te = 'trailers';
-  if (req.contentLength !== undefined) out['content-length'] = req.contentLength;
+/**
+ * The field list for an HTTP/2 upstream: the pseudo-headers, then `lines` after the host's (the
+ * request's own, edited), then the client's `te: trailers` and content-length, stated again.
+ */
+export function upstreamHttp2Fields(req: Http2Request, lines: readonly string[], path: string, scheme: string): string[] {
+  const out = [':method', req.method, ':scheme', scheme, ':authority', lines[1]!, ':path', path];
+  const te = req.teTrailers;
+  const length = req.contentLength;
+  for (let i = 2; i < lines.length; i += 2) {
+    const name = lines[i]!;
+    if ((te && name === 'te') || (length !== undefined && name === 'content-length')) continue;
+    out.push(name, lines[i + 1]!);
+  }
+  if (te) out.push('te', 'trailers');
+  if (length !== undefined) out.push('content-length', length);
   return out;
 }
 
@@ -208,9 +216,8 @@ const RESPONSE_DROPPED = new Set(['connection', 'keep-alive', 'proxy-connection'
  * A response's header lines for the HTTP/2 client: `:status` and the regular ones, without what is
  * connection-specific (and what an HTTP/1.1 response's `Connection` names).
  */
-export function downstreamResponseHeaders(status: number, raw: readonly string[], from = 0): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
-  out[':status'] = status;
+export function downstreamResponseFields(status: number, raw: readonly string[], from = 0): string[] {
+  const out = [':status', String(status)];
   let named: string[] | undefined;
   for (let i = from; i < raw.length; i += 2) {
     if (raw[i]!.toLowerCase() === 'connection') (named ??= []).push(...raw[i + 1]!.toLowerCase().split(',').map((t) => t.trim()));
@@ -218,8 +225,8 @@ export function downstreamResponseHeaders(status: number, raw: readonly string[]
   for (let i = from; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     if (name.charCodeAt(0) === 0x3a || RESPONSE_DROPPED.has(name) || named?.includes(name)) continue;
-    if (SINGLE_VALUE_FIELDS.has(name) && out[name] !== undefined) continue; // node:http2 sends one: the first
-    addLine(out, name, raw[i + 1]!);
+    if (SINGLE_VALUE_FIELDS.has(name) && fieldValue(out, name) !== undefined) continue; // node:http2 sent one: the first
+    out.push(name, raw[i + 1]!);
   }
   return out;
 }

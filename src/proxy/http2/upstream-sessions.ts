@@ -194,7 +194,7 @@ export class Http2UpstreamPool {
       }
       this.http1Until.delete(destinationKey(t));
     }
-    const key = keyOf(t);
+    const key = this.keyFor(t);
     let list = this.entries.get(key);
     if (!list) this.entries.set(key, (list = []));
     // One connection is opened at a time: streams wait for it (however many, unless the cluster's
@@ -228,6 +228,28 @@ export class Http2UpstreamPool {
     if (--entry.left === 0) this.drain(key, entry);
     if (entry.ready) done(this.route(entry));
     else entry.waiters.push(done);
+  }
+
+  // The last target's key: kept while the next streams go the same way (most do), so that no key
+  // string is built and hashed per stream.
+  private lastAddress = '';
+  private lastPort = -1;
+  private lastSource: string | undefined;
+  private lastTls: UpstreamTarget['tls'];
+  private lastRuntime: ClusterRuntime | undefined;
+  private lastKey = '';
+
+  private keyFor(t: UpstreamTarget): string {
+    const runtime = t.cluster?.runtime;
+    if (t.address !== this.lastAddress || t.port !== this.lastPort || t.source !== this.lastSource || t.tls !== this.lastTls || runtime !== this.lastRuntime) {
+      this.lastAddress = t.address;
+      this.lastPort = t.port;
+      this.lastSource = t.source;
+      this.lastTls = t.tls;
+      this.lastRuntime = runtime;
+      this.lastKey = keyOf(t);
+    }
+    return this.lastKey;
   }
 
   /** Sessions without streams close now; the others after their last stream (GOAWAY first). */
