@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import type { H2ConnectionError, H2Settings, H2Stream } from './codec/connection.js';
 import { ErrorCode } from './codec/frames.js';
 import type { BlockFacts } from './codec/message-rules.js';
-import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, pushRegularFields } from './codec-stream.js';
+import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, pushRegularFields, type StreamSink } from './codec-stream.js';
 
 /** A field list of a node header object: pseudo-headers first (node's defaults for those missing), repeated values kept. */
 function fieldsOf(h: OutgoingHttpHeaders, defaults: { scheme: string; authority: string }): string[] {
@@ -38,10 +38,26 @@ export interface CodecRequestOptions {
 }
 
 /** One request's stream, as the exchange uses a ClientHttp2Stream: 'response' (with the field list, not a header object), then the body, 'trailers'. */
+/** A StreamSink that takes an upstream stream's response head, its trailers and the ask for the request's trailers too. */
+export interface ClientStreamSink extends StreamSink {
+  /** The response's head: its field list as decoded (:status first), END_STREAM_FLAG when it ended the stream. */
+  response(fields: string[], flags: number): void;
+  trailers(trailers: IncomingHttpHeaders): void;
+  /** The request's body is written: its trailers are asked for (waitForTrailers). */
+  wantTrailers(): void;
+}
+
 export class CodecClientStream extends CodecStream {
+  declare sink: ClientStreamSink | undefined;
+
   constructor(session: CodecClientSession, h2: H2Stream | undefined, waitForTrailers: boolean) {
     super(session, h2);
     this.trailersWanted = waitForTrailers;
+  }
+
+  protected override askTrailers(): void {
+    if (this.sink !== undefined) this.sink.wantTrailers();
+    else this.emit('wantTrailers');
   }
 }
 
@@ -62,11 +78,14 @@ export class CodecClientSession extends CodecSocketSession {
     if (cs === undefined) return;
     if (facts.status !== 0 || facts.informational) {
       if (facts.informational) return; // 1xx: node keeps them from 'response' too
-      cs.emit('response', fields, end ? END_STREAM_FLAG : 0); // the field list as decoded (:status first): no object made
+      // The field list as decoded (:status first): no object made.
+      if (cs.sink !== undefined) cs.sink.response(fields, end ? END_STREAM_FLAG : 0);
+      else cs.emit('response', fields, end ? END_STREAM_FLAG : 0);
       if (end) cs.onData(NO_DATA, true);
       return;
     }
-    cs.emit('trailers', headersOf(fields), END_STREAM_FLAG);
+    if (cs.sink !== undefined) cs.sink.trailers(headersOf(fields));
+    else cs.emit('trailers', headersOf(fields), END_STREAM_FLAG);
     // The end waits behind any DATA still held for a paused reader (else that body would be lost).
     cs.onData(NO_DATA, true);
   }

@@ -42,6 +42,20 @@ export function pushRegularFields(out: string[], h: OutgoingHttpHeaders): string
 }
 
 /**
+ * Who takes a stream's readable side by direct calls rather than events: one object (the exchange's
+ * upstream leg) instead of a listener and a closure for each event of each stream. A stream with a
+ * sink emits no 'data', 'end' nor 'close'.
+ */
+export interface StreamSink {
+  /** A chunk of the peer's body, once the stream flows (resume()); the sink may pause() it. */
+  data(chunk: Buffer): void;
+  /** The readable side ended: END_STREAM, or cut by a reset (`aborted`). */
+  end(): void;
+  /** The stream is over (`rstCode`). */
+  close(): void;
+}
+
+/**
  * One stream, as the exchange uses node's: its peer's body read ('data', 'end', pause, resume; not
  * flowing until a 'data' listener or resume(), as node's Readable), its own written (write, end,
  * trailers when asked for), 'close' once both are over or it was reset (`rstCode`).
@@ -60,6 +74,8 @@ export class CodecStream extends EventEmitter {
   /** null: nobody reads yet (held); false: paused; true: flowing. */
   private flowing: boolean | null = null;
   private held: Buffer[] | undefined;
+  /** Set: the readable side and the close go to it, not to listeners. */
+  sink: StreamSink | undefined = undefined;
   private heldEnd = false;
 
   constructor(protected readonly session: CodecSocketSession, readonly h2: H2Stream | undefined) {
@@ -84,13 +100,18 @@ export class CodecStream extends EventEmitter {
     if (chunk !== undefined && chunk.length > 0) this.write(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     if (this.h2 === undefined || this.ended || this.closed) return this;
     if (this.trailersWanted) {
-      this.emit('wantTrailers');
+      this.askTrailers();
       if (!this.ended) this.sendTrailers({});
       return this;
     }
     this.ended = true;
     this.session.conn.data(this.h2, NO_DATA, true);
     return this;
+  }
+
+  /** The body is written and trailers were asked for: 'wantTrailers' (the owner answers with sendTrailers). */
+  protected askTrailers(): void {
+    this.emit('wantTrailers');
   }
 
   sendTrailers(trailers: OutgoingHttpHeaders): void {
@@ -150,7 +171,9 @@ export class CodecStream extends EventEmitter {
   }
 
   private deliver(data: Buffer): void {
-    this.emit('data', isShared(data) ? Buffer.from(data) : data);
+    const chunk = isShared(data) ? Buffer.from(data) : data;
+    if (this.sink !== undefined) this.sink.data(chunk);
+    else this.emit('data', chunk);
     if (this.h2 !== undefined) this.session.conn.consumed(this.h2, data.length);
   }
 
@@ -159,7 +182,8 @@ export class CodecStream extends EventEmitter {
     if (this.readableEnded) return;
     this.heldEnd = false;
     this.readableEnded = true;
-    this.emit('end');
+    if (this.sink !== undefined) this.sink.end();
+    else this.emit('end');
     if (this.h2 === undefined || this.h2.closed) this.closeWith(ErrorCode.NO_ERROR);
   }
 
@@ -175,9 +199,11 @@ export class CodecStream extends EventEmitter {
       this.aborted = true;
       this.readableEnded = true;
       this.held = undefined;
-      this.emit('end');
+      if (this.sink !== undefined) this.sink.end();
+      else this.emit('end');
     }
-    this.emit('close');
+    if (this.sink !== undefined) this.sink.close();
+    else this.emit('close');
   }
 }
 

@@ -11,7 +11,7 @@
 // goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import type { CodecClientStream } from './codec-session.js';
+import type { ClientStreamSink, CodecClientStream } from './codec-session.js';
 import type { CodecServerStream } from './codec-server.js';
 import { endedWhole, type EndedStream, H2 } from './node-http2.js';
 import { HeldStreamBody } from './held-stream-body.js';
@@ -132,7 +132,7 @@ class BodyPipe {
     return this.replay !== undefined;
   }
 
-  /** An attempt's upstream: what was kept goes first, then the rest as it comes. */
+/** An attempt's upstream: what was kept goes first, then the rest as it comes. */
   attach(up: BodyWriter): void {
     this.up = up;
     for (const b of this.replay ?? []) up.write(b);
@@ -150,6 +150,27 @@ class BodyPipe {
     if (this.kept > REPLAYABLE_BODY_LIMIT) this.replay = undefined;
     else this.replay.push(chunk);
   }
+}
+
+type H2Route = Extract<UpstreamRoute, { kind: 'h2' }>;
+
+/**
+ * One HTTP/2 attempt, as its upstream stream's sink: what the stream says goes to the exchange with
+ * the attempt, so that a retried attempt's late events are told apart (`gen`), with one object per
+ * attempt instead of a listener and a closure per event.
+ */
+class Http2Leg implements ClientStreamSink {
+  /** The response's head went on to the client: its body follows. */
+  relaying = false;
+
+  constructor(private readonly ex: Http2Exchange, readonly up: CodecClientStream, readonly route: H2Route, readonly gen: number) {}
+
+  response(fields: string[], flags: number): void { this.ex.legResponse(this, fields, flags); }
+  trailers(t: IncomingHttpHeaders): void { this.ex.legTrailers(this, t); }
+  wantTrailers(): void { this.ex.legWantTrailers(this); }
+  data(chunk: Buffer): void { this.ex.legData(this, chunk); }
+  end(): void { this.ex.legEnd(this); }
+  close(): void { this.ex.legClosed(this); }
 }
 
 export class Http2Exchange implements AttemptSender, BodySource {
@@ -470,56 +491,77 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.reply(reply);
   }
 
-  private sendHttp2(route: Extract<UpstreamRoute, { kind: 'h2' }>, fields: string[], gen: number): void {
+  private sendHttp2(route: H2Route, fields: string[], gen: number): void {
     this.upLocal = route.local;
     const up = route.session.request(fields, this.bodyless ? ENDED_REQUEST : OPEN_REQUEST);
     this.up = up;
-    const stats = this.owner.stats;
-    stats.upstreamRqActive++;
-    // 'close', 'response' and 'trailers' come at most once per stream (`on`: no wrapper per request).
-    up.on('close', () => {
-      stats.upstreamRqActive--;
-      route.release();
-      if (this.done || gen !== this.gen) return;
-      const code = up.rstCode;
-      if (!this.responded) {
-        this.upstreamFailed(Object.assign(new Error(`upstream reset the stream (code ${code ?? '?'})`), { code: 'ECONNRESET' }), undefined, code);
-      } else if (!this.respDone) {
-        // Closed before its end reached the client: a reset, or a connection gone (node closes a
-        // stream with data still unread only after its end, so this is never a whole answer).
-        this.responseCut(resetCodeFor(code));
-      }
-    });
-    if (!this.bodyless) {
-      up.on('wantTrailers', () => {
-        if (gen !== this.gen) return;
-        const t = this.stream.trailers;
-        if (t) up.sendTrailers(trailerFields(t));
-        else up.sendTrailers({});
-      });
-    }
-    up.on('response', (fields: string[], flags: number) => {
-      if (gen !== this.gen) return;
-      // The frame layer judged the block: its one pseudo-header, :status, comes first.
-      const status = Number(fields[1]);
-      if (this.attempts) {
-        // A response the route's retry policy retries is dropped here (the stream is cancelled).
-        const grpc = fieldValue(fields, 'grpc-status');
-        if (!this.attempts.head(status, grpc !== undefined ? grpcStatusOf(grpc) : undefined)) return;
-      }
-      if (!this.responseHead(status, fields, (flags & END_STREAM) !== 0, 2)) return;
-      relayBody(up, this.stream, this.countOut, () => {
-        if (endedWhole(up)) this.responseEnded();
-        else this.responseCut(resetCodeFor(up.rstCode));
-      });
-    });
-    up.on('trailers', (t: IncomingHttpHeaders) => {
-      if (gen !== this.gen) return;
-      this.respTrailers = t;
-      if (this.req!.grpc) this.grpcStatus = grpcStatusOf(t['grpc-status']);
-    });
+    this.owner.stats.upstreamRqActive++;
+    up.sink = new Http2Leg(this, up, route, gen);
     if (this.body) this.body.attach(up);
     else this.pipeBody(up);
+  }
+
+  // ---- an HTTP/2 attempt's stream, through its Http2Leg (`leg.gen`: whether it is still the exchange's)
+
+  /** The attempt's stream is over: counted, its session's slot given back; a failure or a cut if it was the current one. */
+  legClosed(leg: Http2Leg): void {
+    this.owner.stats.upstreamRqActive--;
+    leg.route.release();
+    if (this.done || leg.gen !== this.gen) return;
+    const code = leg.up.rstCode;
+    if (!this.responded) {
+      this.upstreamFailed(Object.assign(new Error(`upstream reset the stream (code ${code ?? '?'})`), { code: 'ECONNRESET' }), undefined, code);
+    } else if (!this.respDone) {
+      // Closed before its end reached the client: a reset, or a connection gone (a stream with data
+      // still unread closes only after its end, so this is never a whole answer).
+      this.responseCut(resetCodeFor(code));
+    }
+  }
+
+  /** The request's body went up whole: its trailers, if the client sent some. */
+  legWantTrailers(leg: Http2Leg): void {
+    if (leg.gen !== this.gen) return;
+    const t = this.stream.trailers;
+    leg.up.sendTrailers(t ? trailerFields(t) : {});
+  }
+
+  legResponse(leg: Http2Leg, fields: string[], flags: number): void {
+    if (leg.gen !== this.gen) return;
+    // The frame layer judged the block: its one pseudo-header, :status, comes first.
+    const status = Number(fields[1]);
+    if (this.attempts) {
+      // A response the route's retry policy retries is dropped here (the stream is cancelled).
+      const grpc = fieldValue(fields, 'grpc-status');
+      if (!this.attempts.head(status, grpc !== undefined ? grpcStatusOf(grpc) : undefined)) return;
+    }
+    if (!this.responseHead(status, fields, (flags & END_STREAM) !== 0, 2)) return;
+    // Its body follows, as the client takes it.
+    leg.relaying = true;
+    if (leg.up.readableEnded) this.legEnd(leg);
+    else leg.up.resume();
+  }
+
+  legData(leg: Http2Leg, chunk: Buffer): void {
+    if (!leg.relaying) return;
+    this.countOut(chunk.length, chunk);
+    if (!this.stream.write(chunk)) {
+      const up = leg.up;
+      up.pause();
+      this.stream.once('drain', () => { up.resume(); });
+    }
+  }
+
+  legEnd(leg: Http2Leg): void {
+    if (!leg.relaying) return;
+    leg.relaying = false;
+    if (endedWhole(leg.up)) this.responseEnded();
+    else this.responseCut(resetCodeFor(leg.up.rstCode));
+  }
+
+  legTrailers(leg: Http2Leg, t: IncomingHttpHeaders): void {
+    if (leg.gen !== this.gen) return;
+    this.respTrailers = t;
+    if (this.req!.grpc) this.grpcStatus = grpcStatusOf(t['grpc-status']);
   }
 
   private sendHttp1(target: UpstreamTarget, path: string, lines: readonly string[], gen: number): void {
