@@ -601,7 +601,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
         if (!res.complete && !this.done && this.responded && !this.respDone) this.responseCut(H2.INTERNAL_ERROR);
       });
       if (this.responseHead(res.statusCode ?? 502, res.rawHeaders, bodyless)) {
-        relayBody(res, this.stream, this.countOut, () => {
+        relayBody(res, this.stream, (n, chunk) => this.countOut(n, chunk), () => {
           if (res.complete) this.responseEnded();
           else this.responseCut(H2.INTERNAL_ERROR);
         });
@@ -632,11 +632,12 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.stream.close(code);
   }
 
-  private readonly countOut = (n: number, chunk: Buffer): void => {
+  /** A chunk of the response's body went on to the client. */
+  private countOut(n: number, chunk: Buffer): void {
     this.bytesOut += n;
     this.owner.stats.rsBodyBytes += n;
     this.grpcOut?.feed(chunk);
-  };
+  }
 
   /** Sends the response head on (`lines` from index `from`: name, value...); true when a body follows (to be piped). */
   private responseHead(status: number, lines: readonly string[], ended: boolean, from = 0): boolean {

@@ -465,12 +465,9 @@ export class H2Connection {
   /** A whole header block for stream `id`: decoded (always: the HPACK table must follow), judged, handed on. */
   private headerBlock(id: number, block: Buffer, endStream: boolean, refuse?: string): void {
     const fields: string[] = [];
-    let size = 0;
     const limit = this.settings.maxHeaderListSize;
-    const fault = this.decoder.decode(block, (name, value) => {
-      size += name.length + value.length + 32;
-      if (size <= limit) fields.push(name, value);
-    });
+    const fault = this.decoder.decodeList(block, fields, limit);
+    const size = this.decoder.listSize;
     let s = this.streams.get(id);
     if (refuse !== undefined) {
       // Decoded all the same (the table must follow the peer); the stream is not opened, or is ended.

@@ -53,6 +53,9 @@ let scratch = Buffer.allocUnsafeSlow(4096);
 /** Called for each field of a block in order (tests, and whoever wants the list). */
 export type FieldSink = (name: string, value: string) => void;
 
+/** The block being decoded when there is none (not a new empty buffer per block). */
+const NO_BLOCK = Buffer.alloc(0);
+
 export class HpackDecoder {
   /** Newest last: dynamic index 1 is the last element. */
   private readonly table: Entry[] = [];
@@ -62,7 +65,12 @@ export class HpackDecoder {
   /** The table's size as the peer's last update set it, within `limit`. */
   private maxSize: number;
   private pos = 0;
-  private block: Buffer = Buffer.alloc(0);
+  private block: Buffer = NO_BLOCK;
+  /** decodeList()'s list and its limit, while it runs. */
+  private list: string[] | undefined;
+  private listLimit = 0;
+  /** The size of the list the last decodeList() decoded, as SETTINGS_MAX_HEADER_LIST_SIZE counts it (name + value + 32 per field). */
+  listSize = 0;
 
   /** Judges a field's name and value (by field-validity.ts), once per table entry. */
   private readonly judge: typeof fieldFault;
@@ -119,9 +127,30 @@ export class HpackDecoder {
       fieldsSeen = true;
       fault ??= entry.fault;
     }
-    this.block = Buffer.alloc(0);
+    this.block = NO_BLOCK;
     return fault;
   }
+
+  /**
+   * decode(), the fields pushed onto `out` (name, value...) while the list's size (`listSize`)
+   * stays within `limit`: the fields past it are decoded all the same (the table follows the peer),
+   * not kept. No function made per block.
+   */
+  decodeList(block: Buffer, out: string[], limit: number): FieldFault {
+    this.list = out;
+    this.listLimit = limit;
+    this.listSize = 0;
+    try {
+      return this.decode(block, this.keep);
+    } finally {
+      this.list = undefined;
+    }
+  }
+
+  private readonly keep = (name: string, value: string): void => {
+    this.listSize += name.length + value.length + ENTRY_OVERHEAD;
+    if (this.listSize <= this.listLimit) this.list!.push(name, value);
+  };
 
   private entry(index: number): Entry {
     if (index === 0) throw new HpackError('index 0');
