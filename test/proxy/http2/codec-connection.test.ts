@@ -15,7 +15,7 @@ import { CLIENT_PREFACE } from '../../../src/proxy/http2/preface.js';
 import { frame, splitFrames, type Frame } from '../../helpers/h2-frame.js';
 
 const DATA = 0, HEADERS = 1, RST = 3, SETTINGS = 4, PING = 6, GOAWAY = 7, WINDOW_UPDATE = 8, CONTINUATION = 9, PRIORITY = 2;
-const END_STREAM = 1, END_HEADERS = 4, ACK = 1;
+const END_STREAM = 1, END_HEADERS = 4, PADDED = 8, ACK = 1;
 const PROTOCOL_ERROR = 1, FLOW_CONTROL_ERROR = 3, FRAME_SIZE_ERROR = 6, REFUSED_STREAM = 7, COMPRESSION_ERROR = 9, ENHANCE_YOUR_CALM = 11;
 
 const parseFrames = (bytes: Buffer): Frame[] => splitFrames(bytes).frames;
@@ -248,6 +248,13 @@ describe('HTTP/2 codec: the connection', () => {
         frame(HEADERS, END_HEADERS | END_STREAM, 1, Buffer.concat([Buffer.from([0xff]), Buffer.alloc(160, 0x80), Buffer.from([0x01])])), COMPRESSION_ERROR],
       ['a PRIORITY frame of 4 bytes on an idle stream (no RST_STREAM on an idle stream)', () => frame(PRIORITY, 0, 7, Buffer.alloc(4)), PROTOCOL_ERROR],
       ['a SETTINGS frame of 33 settings', () => frame(SETTINGS, 0, 0, Buffer.alloc(33 * 6)), ENHANCE_YOUR_CALM],
+      // A block is decoded where it lies in the read: a string may not run past its frame into the next one's bytes...
+      ['an HPACK string longer than its HEADERS frame, another frame after it in the same read', () => Buffer.concat([
+        frame(HEADERS, END_HEADERS | END_STREAM, 1, Buffer.from([0x04, 20, 0x61, 0x62])), frame(PING, 0, 0, Buffer.alloc(8, 0x61)), frame(PING, 0, 0, Buffer.alloc(8, 0x61)),
+      ]), COMPRESSION_ERROR],
+      // ...nor into the frame's padding.
+      ['an HPACK string running into the HEADERS frame\'s padding', () =>
+        frame(HEADERS, PADDED | END_HEADERS | END_STREAM, 1, Buffer.concat([Buffer.from([20, 0x04, 20, 0x61, 0x62]), Buffer.alloc(20, 0x61)])), COMPRESSION_ERROR],
     ];
     for (const [name, bytes, code] of cases) {
       it(name, () => {

@@ -239,9 +239,9 @@ export class H2Connection {
         const type = buf[at + 3]!;
         const flags = buf[at + 4]!;
         const stream = buf.readUInt32BE(at + 5) & 0x7fffffff;
-        const payload = buf.subarray(at + FRAME_HEADER, at + FRAME_HEADER + length);
-        at += FRAME_HEADER + length;
-        this.frame(type, flags, stream, payload);
+        const start = at + FRAME_HEADER;
+        at = start + length;
+        this.frame(type, flags, stream, buf, start, at);
         if (this.done) return;
       }
       if (at >= 0 && at < end) this.keepPartial(buf.subarray(at));
@@ -277,14 +277,19 @@ export class H2Connection {
     return have;
   }
 
-  private frame(type: number, flags: number, id: number, payload: Buffer): void {
+  /** One frame: its payload is `buf` from `start` to `end` (a view is made only for the frames that keep or pass one on). */
+  private frame(type: number, flags: number, id: number, buf: Buffer, start: number, end: number): void {
     if (!this.sawSettings && type !== Type.SETTINGS) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `${typeName(type)} before the peer's SETTINGS`);
     if (this.blockStream !== 0 && (type !== Type.CONTINUATION || id !== this.blockStream)) {
       throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `${typeName(type)} in the middle of a header block`);
     }
+    if (type === Type.HEADERS) {
+      this.onHeaders(flags, id, buf, start, end);
+      return;
+    }
+    const payload = buf.subarray(start, end);
     switch (type) {
       case Type.DATA: this.onData(flags, id, payload); return;
-      case Type.HEADERS: this.onHeaders(flags, id, payload); return;
       case Type.CONTINUATION: this.onContinuation(flags, id, payload); return;
       case Type.PRIORITY:
         if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
@@ -418,15 +423,16 @@ export class H2Connection {
     if (code !== ErrorCode.NO_ERROR) this.end(new H2ConnectionError(code, `GOAWAY from the peer${p.length > 8 ? `: ${p.toString('latin1', 8, Math.min(p.length, 136))}` : ''}`, true));
   }
 
-  private onHeaders(flags: number, id: number, p: Buffer): void {
+  /** A HEADERS frame, its payload `p` from `from` to `to`. */
+  private onHeaders(flags: number, id: number, p: Buffer, from: number, to: number): void {
     if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'HEADERS on stream 0');
     let refuse: string | undefined;
-    let start = 0;
-    let end = p.length;
+    let start = from;
+    let end = to;
     if ((flags & Flag.PADDED) !== 0) {
-      if (p.length < 1) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a padded HEADERS frame without its pad length');
-      end -= p[0]!;
-      start = 1;
+      if (to - from < 1) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a padded HEADERS frame without its pad length');
+      end -= p[from]!;
+      start = from + 1;
     }
     if ((flags & Flag.PRIORITY) !== 0) {
       if (end - start < 5) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a HEADERS frame too short for its priority');
@@ -434,16 +440,15 @@ export class H2Connection {
       start += 5;
     }
     if (end < start) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding longer than the HEADERS frame');
-    const fragment = p.subarray(start, end);
     const endStream = (flags & Flag.END_STREAM) !== 0;
     if ((flags & Flag.END_HEADERS) !== 0) {
-      this.headerBlock(id, fragment, endStream, refuse);
+      this.headerBlock(id, p, start, end, endStream, refuse);
       return;
     }
     this.blockRefuse = refuse;
     this.blockStream = id;
-    this.block = [Buffer.from(fragment)];
-    this.blockBytes = fragment.length;
+    this.block = [Buffer.from(p.subarray(start, end))];
+    this.blockBytes = end - start;
     this.blockFrames = 0;
     this.blockEndStream = endStream;
   }
@@ -459,14 +464,14 @@ export class H2Connection {
     const block = Buffer.concat(this.block, this.blockBytes);
     this.blockStream = 0;
     this.block = [];
-    this.headerBlock(id, block, this.blockEndStream, this.blockRefuse);
+    this.headerBlock(id, block, 0, block.length, this.blockEndStream, this.blockRefuse);
   }
 
-  /** A whole header block for stream `id`: decoded (always: the HPACK table must follow), judged, handed on. */
-  private headerBlock(id: number, block: Buffer, endStream: boolean, refuse?: string): void {
+  /** A whole header block for stream `id` (`block` from `start` to `end`): decoded (always: the HPACK table must follow), judged, handed on. */
+  private headerBlock(id: number, block: Buffer, start: number, end: number, endStream: boolean, refuse?: string): void {
     const fields: string[] = [];
     const limit = this.settings.maxHeaderListSize;
-    const fault = this.decoder.decodeList(block, fields, limit);
+    const fault = this.decoder.decodeList(block, fields, limit, start, end);
     const size = this.decoder.listSize;
     let s = this.streams.get(id);
     if (refuse !== undefined) {

@@ -65,6 +65,8 @@ export class HpackDecoder {
   /** The table's size as the peer's last update set it, within `limit`. */
   private maxSize: number;
   private pos = 0;
+  /** Where the block being decoded ends in `block` (a block may be a range of a larger buffer). */
+  private end = 0;
   private block: Buffer = NO_BLOCK;
   /** decodeList()'s list and its limit, while it runs. */
   private list: string[] | undefined;
@@ -94,12 +96,12 @@ export class HpackDecoder {
    * Decodes one whole header block: the first field fault of the block (undefined: none). Throws
    * HpackError when the block is not valid HPACK; the table is then of no further use.
    */
-  decode(block: Buffer, sink?: FieldSink): FieldFault {
+  decode(block: Buffer, sink?: FieldSink, start = 0, end = block.length): FieldFault {
     this.block = block;
-    this.pos = 0;
+    this.pos = start;
+    this.end = end;
     let fault: FieldFault;
     let fieldsSeen = false;
-    const end = block.length;
     while (this.pos < end) {
       const b = block[this.pos]!;
       let entry: Entry;
@@ -134,14 +136,14 @@ export class HpackDecoder {
   /**
    * decode(), the fields pushed onto `out` (name, value...) while the list's size (`listSize`)
    * stays within `limit`: the fields past it are decoded all the same (the table follows the peer),
-   * not kept. No function made per block.
+   * not kept. No function made per block. `start`, `end`: the block's range in `block` (no view made).
    */
-  decodeList(block: Buffer, out: string[], limit: number): FieldFault {
+  decodeList(block: Buffer, out: string[], limit: number, start = 0, end = block.length): FieldFault {
     this.list = out;
     this.listLimit = limit;
     this.listSize = 0;
     try {
-      return this.decode(block, this.keep);
+      return this.decode(block, this.keep, start, end);
     } finally {
       this.list = undefined;
     }
@@ -196,7 +198,7 @@ export class HpackDecoder {
     if (value < max) return value;
     let shift = 0;
     for (;;) {
-      if (this.pos >= block.length) throw new HpackError('an integer cut short');
+      if (this.pos >= this.end) throw new HpackError('an integer cut short');
       const b = block[this.pos++]!;
       value += (b & 0x7f) * 2 ** shift;
       if (value > MAX_INTEGER) throw new HpackError('an integer too large');
@@ -211,12 +213,12 @@ export class HpackDecoder {
   /** A string literal (RFC 7541 5.2) as latin1 (a char per byte). */
   private string(): string {
     const block = this.block;
-    if (this.pos >= block.length) throw new HpackError('a string missing');
+    if (this.pos >= this.end) throw new HpackError('a string missing');
     const huffman = block[this.pos]! >= 0x80;
     const length = this.integer(7);
     const start = this.pos;
     const end = start + length;
-    if (end > block.length) throw new HpackError('a string cut short');
+    if (end > this.end) throw new HpackError('a string cut short');
     this.pos = end;
     if (!huffman) return block.toString('latin1', start, end);
     const need = Math.ceil((length * 8) / 5);
