@@ -37,7 +37,6 @@ export interface CodecRequestOptions {
   readonly waitForTrailers?: boolean;
 }
 
-/** One request's stream, as the exchange uses a ClientHttp2Stream: 'response' (with the field list, not a header object), then the body, 'trailers'. */
 /** A StreamSink that takes an upstream stream's response head, its trailers and the ask for the request's trailers too. */
 export interface ClientStreamSink extends StreamSink {
   /** The response's head: its field list as decoded (:status first), END_STREAM_FLAG when it ended the stream. */
@@ -47,6 +46,10 @@ export interface ClientStreamSink extends StreamSink {
   wantTrailers(): void;
 }
 
+/**
+ * One request's stream, as the exchange uses a ClientHttp2Stream: 'response' (with the field list,
+ * not a header object), then the body, 'trailers'; or the same as calls to its `sink`.
+ */
 export class CodecClientStream extends CodecStream {
   declare sink: ClientStreamSink | undefined;
 

@@ -26,7 +26,7 @@ const READ_STOP_LIMIT = 1024 * 1024;
  * Once our end of a connection is written, how long a peer that still sends is read (its bytes
  * dropped) waiting for its FIN before the socket is closed anyway.
  */
-export const LINGER_MS = 2_000;
+const LINGER_MS = 2_000;
 
 /** Appends the regular fields of a node header object (names lower-cased, repeated values kept) to `out`. */
 export function pushRegularFields(out: string[], h: OutgoingHttpHeaders): string[] {
@@ -74,9 +74,9 @@ export class CodecStream extends EventEmitter {
   /** null: nobody reads yet (held); false: paused; true: flowing. */
   private flowing: boolean | null = null;
   private held: Buffer[] | undefined;
+  private heldEnd = false;
   /** Set: the readable side and the close go to it, not to listeners. */
   sink: StreamSink | undefined = undefined;
-  private heldEnd = false;
 
   constructor(protected readonly session: CodecSocketSession, readonly h2: H2Stream | undefined) {
     super();
@@ -371,9 +371,9 @@ export abstract class CodecSocketSession extends EventEmitter {
 
   /**
    * Our end of the socket: its FIN once what is written is out. A peer still sending is read (its
-   * bytes dropped) until its own FIN, LINGER_MS at most: a socket closed on bytes it has not read
-   * answers with a TCP reset, and the reset takes with it whatever the kernel had not sent yet (our
-   * GOAWAY, the reason the peer would otherwise never learn).
+   * bytes dropped) until its own FIN, LINGER_MS at most: a socket closed while its peer still sends
+   * answers with a TCP reset, the peer's next write fails, and its socket is destroyed with our
+   * GOAWAY unread in it (the reason the peer would otherwise never learn).
    */
   private endSocket(): void {
     if (this.socketEnding) return;

@@ -132,7 +132,7 @@ class BodyPipe {
     return this.replay !== undefined;
   }
 
-/** An attempt's upstream: what was kept goes first, then the rest as it comes. */
+  /** An attempt's upstream: what was kept goes first, then the rest as it comes. */
   attach(up: BodyWriter): void {
     this.up = up;
     for (const b of this.replay ?? []) up.write(b);
