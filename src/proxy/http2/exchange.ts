@@ -65,14 +65,17 @@ type RequestBody = CodecServerStream | Readable;
 /** What a body is written to: a node stream, an HTTP/1.1 leg, or an upstream stream of our frame layer. */
 type BodyWriter = { write(chunk: Buffer): boolean; once(event: 'drain', fn: () => void): unknown; end(): unknown };
 
+/** Writes `chunk` to `to`; when `to` is full, `from` is paused until it drains. */
+function passOn(from: Pick<BodyReader, 'pause' | 'resume'>, to: BodyWriter, chunk: Buffer): void {
+  if (to.write(chunk)) return;
+  from.pause();
+  to.once('drain', () => { from.resume(); });
+}
+
 function relayBody(from: BodyReader, to: BodyWriter, count: (bytes: number, chunk: Buffer) => void, ended: () => void): void {
-  const resume = (): void => { from.resume(); };
   from.on('data', (chunk: Buffer) => {
     count(chunk.length, chunk);
-    if (!to.write(chunk)) {
-      from.pause();
-      to.once('drain', resume);
-    }
+    passOn(from, to, chunk);
   });
   // An empty body's end may have come already (node reads END_STREAM on a DATA frame at once).
   if (from.readableEnded) ended();
@@ -544,11 +547,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   legData(leg: Http2Leg, chunk: Buffer): void {
     if (!leg.relaying) return;
     this.countOut(chunk.length, chunk);
-    if (!this.stream.write(chunk)) {
-      const up = leg.up;
-      up.pause();
-      this.stream.once('drain', () => { up.resume(); });
-    }
+    passOn(leg.up, this.stream, chunk);
   }
 
   legEnd(leg: Http2Leg): void {
