@@ -1,22 +1,16 @@
 // An upstream HTTP/2 session on the frame layer of our own (codec/connection.ts) instead of
-// node:http2's ClientHttp2Session: the same few calls and events the upstream pool and the exchange
-// use (request, close, destroy; 'remoteSettings', 'goaway', 'error', 'close'; a stream's 'response',
-// 'data', 'end', 'trailers', 'wantTrailers', 'drain', 'close', write/end/pause/resume), so that the
-// pool and the exchange keep their logic. Why: node:http2's client side is most of an HTTP/2
-// request's cost through the sidecar (docs/PERFORMANCE.md, "HTTP/2 on a frame layer of our own"),
-// and the codec refuses malformed responses (RFC 9113) where nghttp2 drops fields silently.
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+// node:http2's ClientHttp2Session: the few calls and events the upstream pool uses (request, close,
+// destroy; 'remoteSettings', 'goaway', 'error', 'close'), and streams that tell the exchange's attempt
+// their response head, trailers, body and close (a StreamSink) and take write/end/pause/resume.
+// Why: node:http2's client side is most of an HTTP/2 request's cost through the sidecar
+// (docs/PERFORMANCE.md, "HTTP/2 on a frame layer of our own"), and the codec refuses malformed
+// responses (RFC 9113) where nghttp2 drops fields silently.
+import type { IncomingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { H2ConnectionError, H2Settings, H2Stream } from './codec/connection.js';
 import { ErrorCode } from './codec/frames.js';
 import type { BlockFacts } from './codec/message-rules.js';
-import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, pushRegularFields, type StreamSink } from './codec-stream.js';
-
-/** A field list of a node header object: pseudo-headers first (node's defaults for those missing), repeated values kept. */
-function fieldsOf(h: OutgoingHttpHeaders, defaults: { scheme: string; authority: string }): string[] {
-  return pushRegularFields([':method', String(h[':method'] ?? 'GET'), ':scheme', String(h[':scheme'] ?? defaults.scheme),
-    ':authority', String(h[':authority'] ?? defaults.authority), ':path', String(h[':path'] ?? '/')], h);
-}
+import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, type StreamSink } from './codec-stream.js';
 
 /** A node header object of a field list (repeated names as arrays; :status a number, as node gives it). */
 export function headersOf(fields: readonly string[]): IncomingHttpHeaders {
@@ -47,8 +41,8 @@ export interface ClientStreamSink extends StreamSink {
 }
 
 /**
- * One request's stream, as the exchange uses a ClientHttp2Stream: 'response' (with the field list,
- * not a header object), then the body, 'trailers'; or the same as calls to its `sink`.
+ * One request's stream: its response head, trailers and the ask for the request's trailers go to its
+ * `sink` (the exchange's attempt); its body, end and close too, or as events when it has none.
  */
 export class CodecClientStream extends CodecStream {
   declare sink: ClientStreamSink | undefined;
@@ -59,18 +53,14 @@ export class CodecClientStream extends CodecStream {
   }
 
   protected override askTrailers(): void {
-    if (this.sink !== undefined) this.sink.wantTrailers();
-    else this.emit('wantTrailers');
+    this.sink?.wantTrailers();
   }
 }
 
 /** An upstream HTTP/2 session on the codec, as the pool uses a ClientHttp2Session. */
 export class CodecClientSession extends CodecSocketSession {
-  private readonly defaults: { scheme: string; authority: string };
-
-  constructor(socket: Socket, authority: string, tls: boolean, settings: H2Settings) {
+  constructor(socket: Socket, settings: H2Settings) {
     super(socket, false, settings);
-    this.defaults = { scheme: tls ? 'https' : 'http', authority };
     socket.on('data', this.received);
     socket.on('error', (err) => { if (!this.closed) this.conn.end(Object.assign(err, { code: (err as NodeJS.ErrnoException).code }) as unknown as H2ConnectionError); });
     socket.on('close', () => { this.conn.end(); this.onClosed(undefined); });
@@ -81,14 +71,11 @@ export class CodecClientSession extends CodecSocketSession {
     if (cs === undefined) return;
     if (facts.status !== 0 || facts.informational) {
       if (facts.informational) return; // 1xx: node keeps them from 'response' too
-      // The field list as decoded (:status first): no object made.
-      if (cs.sink !== undefined) cs.sink.response(fields, end ? END_STREAM_FLAG : 0);
-      else cs.emit('response', fields, end ? END_STREAM_FLAG : 0);
+      cs.sink?.response(fields, end ? END_STREAM_FLAG : 0); // the field list as decoded (:status first): no object made
       if (end) cs.onData(NO_DATA, true);
       return;
     }
-    if (cs.sink !== undefined) cs.sink.trailers(headersOf(fields));
-    else cs.emit('trailers', headersOf(fields), END_STREAM_FLAG);
+    cs.sink?.trailers(headersOf(fields));
     // The end waits behind any DATA still held for a paused reader (else that body would be lost).
     cs.onData(NO_DATA, true);
   }
@@ -102,12 +89,11 @@ export class CodecClientSession extends CodecSocketSession {
   }
 
   /**
-   * A request on a new stream (its END_STREAM with the headers when `endStream`): a header object, or
-   * a field list already in order (pseudo-headers first, :method the first of them, names lower-case).
+   * A request on a new stream (its END_STREAM with the headers when `endStream`): its field list in
+   * order (the pseudo-headers first, :method the first of them; names lower-case).
    */
-  request(headers: OutgoingHttpHeaders | string[], options: CodecRequestOptions = {}): CodecClientStream {
+  request(fields: string[], options: CodecRequestOptions = {}): CodecClientStream {
     const endStream = options.endStream === true;
-    const fields = Array.isArray(headers) ? headers : fieldsOf(headers, this.defaults);
     const h2 = this.closed ? undefined : this.conn.request(fields, endStream, fields[1] === 'HEAD');
     const cs = new CodecClientStream(this, h2, options.waitForTrailers === true && !endStream);
     if (h2 === undefined) {

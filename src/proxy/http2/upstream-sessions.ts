@@ -423,11 +423,9 @@ export class Http2UpstreamPool {
   }
 
   private session(key: string, e: SessionEntry, t: UpstreamTarget, socket: Socket): void {
-    const authority = t.address.includes(':') ? `[${t.address}]:${t.port}` : `${t.address}:${t.port}`;
     // Our own frame layer, not node:http2's client (most of an HTTP/2 request's cost through the
     // proxy: docs/PERFORMANCE.md); responses are judged by RFC 9113 there.
-    const session = new CodecClientSession(socket, authority, t.tls !== undefined,
-      { ...DEFAULT_SETTINGS, maxHeaderListSize: this.settings.maxHeaderListSize });
+    const session = new CodecClientSession(socket, { ...DEFAULT_SETTINGS, maxHeaderListSize: this.settings.maxHeaderListSize });
     e.session = session;
     const maxStreams = e.policy?.maxStreams ?? Infinity;
     // Every SETTINGS frame of the peer may change its limit; the first one makes the session ready.

@@ -102,7 +102,7 @@ describe('HTTP/2 sessions that went away are not held', () => {
         assert.equal(route.kind, 'h2');
         if (route.kind !== 'h2') return;
         refs.push(...weakRefs([route.session]));
-        const stream = route.session.request({ ':path': '/' }, { endStream: true });
+        const stream = route.session.request([':method', 'GET', ':scheme', 'http', ':authority', `127.0.0.1:${upstreamPort}`, ':path', '/'], { endStream: true });
         stream.resume();
         await new Promise((resolve) => stream.once('close', resolve));
         route.release();

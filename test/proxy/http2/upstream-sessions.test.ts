@@ -112,7 +112,7 @@ describe('HTTP/2 upstream sessions of a traffic cluster', () => {
     const route = await acquire(pool, t);
     assert.equal(route.kind, 'h2', route.kind === 'failed' ? route.error.message : route.kind);
     if (route.kind !== 'h2') return -1;
-    const stream = route.session.request({ ':path': path }, { endStream: true });
+    const stream = route.session.request([':method', 'GET', ':scheme', 'http', ':authority', `127.0.0.1:${t.port}`, ':path', path], { endStream: true });
     let body = '';
     stream.on('data', (d: Buffer) => { body += d.toString('utf8'); });
     await new Promise<void>((resolve, reject) => {
