@@ -184,3 +184,47 @@ describe('HpackDecoder: field faults', () => {
     assert.equal(d.decode(hex('82')), undefined);
   });
 });
+
+describe('HpackDecoder: literals with a static name, sent again (a response\'s date, server, etag...)', () => {
+  /** A literal without indexing, name = static index `index` (15 to 142), the value plain or Huffman coded. */
+  const literal = (index: number, value: string, huffman = false): Buffer => {
+    const bytes = huffman ? huffmanEncode(Buffer.from(value, 'latin1')) : Buffer.from(value, 'latin1');
+    return Buffer.concat([Buffer.from([0x0f, index - 15, (huffman ? 0x80 : 0) | bytes.length]), bytes]);
+  };
+  const ACCEPT_RANGES = 18;
+
+  it('the same bytes again give the same value; other bytes of the same length give theirs', () => {
+    const d = new HpackDecoder(false);
+    const date = (v: string, huffman = false): Buffer => literal(33, v, huffman);
+    assert.deepEqual(decodeAll(d, Buffer.concat([hex('88'), date(DATE1)])), [[':status', '200'], ['date', DATE1]]);
+    assert.deepEqual(decodeAll(d, Buffer.concat([hex('88'), date(DATE1)])), [[':status', '200'], ['date', DATE1]]);
+    assert.deepEqual(decodeAll(d, date(DATE2)), [['date', DATE2]], 'one byte differs: the new value');
+    assert.deepEqual(decodeAll(d, date(DATE2, true)), [['date', DATE2]], 'the same text Huffman coded');
+    assert.deepEqual(decodeAll(d, date(DATE1, true)), [['date', DATE1]]);
+    assert.deepEqual(decodeAll(d, date(DATE1)), [['date', DATE1]], 'plain again after Huffman');
+  });
+
+  it('a remembered literal keeps its verdict: a malformed value is malformed each time', () => {
+    const d = new HpackDecoder(false);
+    const bad = literal(ACCEPT_RANGES, 'a\r\nb');
+    assert.equal(d.decode(bad), FAULT_VALUE_CHAR);
+    assert.equal(d.decode(bad), FAULT_VALUE_CHAR);
+    assert.equal(d.decode(literal(ACCEPT_RANGES, 'bytes')), undefined);
+    assert.equal(d.decode(bad), FAULT_VALUE_CHAR);
+  });
+
+  it('with incremental indexing, each sending is a table entry of its own (the table follows the peer)', () => {
+    const d = new HpackDecoder(false);
+    const indexed = Buffer.concat([Buffer.from([0x40 | ACCEPT_RANGES]), Buffer.from([5]), Buffer.from('bytes')]);
+    decodeAll(d, indexed);
+    decodeAll(d, indexed);
+    assert.equal(d.tableSize, 2 * (13 + 5 + 32));
+    assert.deepEqual(decodeAll(d, hex('bebf')), [['accept-ranges', 'bytes'], ['accept-ranges', 'bytes']]);
+  });
+
+  it('a value cut short is refused even when its first bytes match the remembered one', () => {
+    const d = new HpackDecoder(false);
+    decodeAll(d, literal(ACCEPT_RANGES, 'bytes'));
+    assert.throws(() => d.decode(literal(ACCEPT_RANGES, 'bytes').subarray(0, 6)), HpackError);
+  });
+});

@@ -50,6 +50,22 @@ const STATIC_ENTRIES: readonly Entry[] = STATIC.map(([name, value]) => ({ name, 
 /** Where decoded Huffman strings land before they become strings (grown on demand, never shrunk past a block's need). */
 let scratch = Buffer.allocUnsafeSlow(4096);
 
+/** The longest literal (its string's encoded bytes) remembered by its static name's slot (see `recent`). */
+const RECENT_MAX_BYTES = 64;
+
+/** A literal as last decoded for a static name: its encoded bytes and the entry they gave. */
+interface Recent {
+  readonly raw: Uint8Array;
+  readonly entry: Entry;
+}
+
+/** Whether `block[at..end)` holds exactly the bytes of `raw`. */
+function sameBytes(raw: Uint8Array, block: Buffer, at: number, end: number): boolean {
+  if (raw.length !== end - at) return false;
+  for (let i = 0; i < raw.length; i++) if (raw[i] !== block[at + i]) return false;
+  return true;
+}
+
 /** Called for each field of a block in order (tests, and whoever wants the list). */
 export type FieldSink = (name: string, value: string) => void;
 
@@ -73,6 +89,15 @@ export class HpackDecoder {
   private listLimit = 0;
   /** The size of the list the last decodeList() decoded, as SETTINGS_MAX_HEADER_LIST_SIZE counts it (name + value + 32 per field). */
   listSize = 0;
+  /** Where the string string() or stringBounds() last read begins in `block`. */
+  private strStart = 0;
+  /**
+   * Per static name, the literal last decoded with it: servers send many fields as literals never
+   * put in the table (nginx: date, server, content-type, content-length, etag... in every
+   * response), so the same bytes give back the same entry, already decoded and judged, instead of
+   * a new string and a new verdict each time.
+   */
+  private readonly recent: (Recent | undefined)[] = [];
 
   /** Judges a field's name and value (by field-validity.ts), once per table entry. */
   private readonly judge: typeof fieldFault;
@@ -165,8 +190,24 @@ export class HpackDecoder {
   /** A literal field whose first byte has an `prefix`-bit name index (0: the name follows as a string). */
   private literal(prefix: number): Entry {
     const index = this.integer(prefix);
+    if (index > 0 && index <= STATIC_ENTRIES.length) return this.staticNamed(index);
     const name = index === 0 ? this.string() : this.entry(index).name;
-    const value = this.string();
+    return this.made(name, this.string());
+  }
+
+  /** A literal whose name is the static table's `index`: the entry of its last time when its value's bytes are the same. */
+  private staticNamed(index: number): Entry {
+    const at = this.pos;
+    const huffman = this.stringBounds();
+    const end = this.pos;
+    const seen = this.recent[index];
+    if (seen !== undefined && sameBytes(seen.raw, this.block, at, end)) return seen.entry;
+    const entry = this.made(STATIC_ENTRIES[index - 1]!.name, this.text(huffman, this.strStart, end));
+    if (end - at <= RECENT_MAX_BYTES) this.recent[index] = { raw: Uint8Array.prototype.slice.call(this.block, at, end), entry };
+    return entry;
+  }
+
+  private made(name: string, value: string): Entry {
     return { name, value, size: name.length + value.length + ENTRY_OVERHEAD, fault: this.judge(name, value, this.server) };
   }
 
@@ -212,6 +253,12 @@ export class HpackDecoder {
 
   /** A string literal (RFC 7541 5.2) as latin1 (a char per byte). */
   private string(): string {
+    const huffman = this.stringBounds();
+    return this.text(huffman, this.strStart, this.pos);
+  }
+
+  /** Reads a string literal's length, checks it lies within the block, and moves past it: whether it is Huffman coded (its bytes from `strStart`). */
+  private stringBounds(): boolean {
     const block = this.block;
     if (this.pos >= this.end) throw new HpackError('a string missing');
     const huffman = block[this.pos]! >= 0x80;
@@ -219,9 +266,16 @@ export class HpackDecoder {
     const start = this.pos;
     const end = start + length;
     if (end > this.end) throw new HpackError('a string cut short');
+    this.strStart = start;
     this.pos = end;
+    return huffman;
+  }
+
+  /** The string in `block[start..end)`, Huffman coded or plain. */
+  private text(huffman: boolean, start: number, end: number): string {
+    const block = this.block;
     if (!huffman) return block.toString('latin1', start, end);
-    const need = Math.ceil((length * 8) / 5);
+    const need = Math.ceil(((end - start) * 8) / 5);
     if (scratch.length < need) scratch = Buffer.allocUnsafeSlow(Math.max(need, scratch.length * 2));
     const n = huffmanDecode(block, start, end, scratch);
     if (typeof n !== 'number') throw new HpackError(n === 'eos' ? 'a Huffman string holding EOS' : 'a Huffman string with bad padding');
