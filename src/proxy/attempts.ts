@@ -31,7 +31,11 @@ export interface AttemptSender {
 /** How an attempt failed before its response head: the protocol path says, Attempts classifies. */
 export interface AttemptFailure {
   readonly outcome: AttemptOutcome;
-  /** The attempt went on a connection used before (pooled), and nothing came back on it: the keep-alive race. */
+  /**
+   * The request provably never reached the application, so it may go again whatever the policy: it
+   * went on a connection used before (pooled) and nothing came back (the keep-alive race), or an
+   * HTTP/2 upstream refused its stream.
+   */
   readonly reused: boolean;
   /** Envoy's flag for the answer if this ends the request: UF (never connected), UC (connection ended), UPE (malformed). */
   readonly flag: 'UF' | 'UC' | 'UPE';
@@ -135,9 +139,10 @@ export class Attempts {
     const ep = this.endpoint!;
     const c = this.t.cluster;
     if (isKeepAliveRace(f.outcome, { reusedConnection: f.reused, responseBytes: 0, bodyReplayable: this.sender.replayable })) {
-      // The pooled connection was closed by the app as it was reused: the request never reached it.
+      // The request never reached the application: a pooled connection closed by it as it was
+      // reused, or an HTTP/2 stream it refused.
       c.attemptResent(ep);
-      this.note(`${ep.hostPort}: pooled connection closed before any answer: sent again on a new one`);
+      this.note(`${ep.hostPort}: ${f.reason} before any answer, never processed: sent again`);
       const again = c.startAttempt(ep);
       if (isPickFailure(again)) {
         this.finish(pickFailureReply(again));

@@ -5,12 +5,11 @@
 // HTTP/2 request through the proxy (docs/PERFORMANCE.md), and nghttp2 drops malformed fields of a
 // request silently where RFC 9113 says the request is refused: the codec refuses it before any of it
 // is seen (docs/HTTP2.md).
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { H2Settings, H2Stream } from './codec/connection.js';
 import type { BlockFacts } from './codec/message-rules.js';
 import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, pushRegularFields } from './codec-stream.js';
-import { headersOf } from './codec-session.js';
 import { httpDate } from '../http1/replies.js';
 import { attachReader } from '../read-buffers.js';
 import { fieldValue } from './field-list.js';
@@ -26,11 +25,26 @@ function methodOf(fields: readonly string[]): string | undefined {
   return undefined;
 }
 
+/**
+ * Who follows a request's stream by direct calls (the exchange): one object instead of a listener
+ * and a closure per event per stream. Its body is still read by events ('data', 'end'), as a
+ * decider's hold of it reads node streams too.
+ */
+export interface ServerStreamWatcher {
+  /** The request ended: END_STREAM (before the stream's 'end' event), or cut by a reset (`aborted`). */
+  requestEnded(): void;
+  /** The response's body is written and trailers were asked for: the watcher answers with sendTrailers. */
+  trailersWanted(): void;
+  /** The stream is over (before its 'close' event). */
+  streamClosed(): void;
+}
+
 /** One request's stream, as the exchange uses a ServerHttp2Stream. */
 export class CodecServerStream extends CodecStream {
   headersSent = false;
-  /** The request's trailers, once they came. */
-  trailers: IncomingHttpHeaders | undefined = undefined;
+  /** The request's trailers (their field list as decoded), once they came. */
+  trailers: string[] | undefined = undefined;
+  watcher: ServerStreamWatcher | undefined = undefined;
 
   /** `fields`: the request's header block; `endedWithHead`: it ended the stream (no body). */
   constructor(session: CodecServerSession, h2: H2Stream, private readonly head: boolean, readonly fields: string[], readonly endedWithHead: boolean) {
@@ -43,6 +57,21 @@ export class CodecServerStream extends CodecStream {
    */
   respond(headers: OutgoingHttpHeaders, options: RespondOptions = {}): void {
     this.respondFields(pushRegularFields([':status', String(headers[':status'] ?? 200)], headers), options);
+  }
+
+  protected override askTrailers(): void {
+    if (this.watcher !== undefined) this.watcher.trailersWanted();
+    else super.askTrailers();
+  }
+
+  protected override endEvent(): void {
+    this.watcher?.requestEnded();
+    this.emit('end');
+  }
+
+  protected override closeEvent(): void {
+    this.watcher?.streamClosed();
+    this.emit('close');
   }
 
   /** respond() with the head as a field list, `:status` first (the list is the stream's from now on). */
@@ -88,7 +117,7 @@ export class CodecServerSession extends CodecSocketSession {
       if (end) stream.onData(NO_DATA, true);
       return;
     }
-    cs.trailers = headersOf(fields);
+    cs.trailers = fields;
     cs.onData(NO_DATA, true);
   }
 

@@ -5,26 +5,11 @@
 // Why: node:http2's client side is most of an HTTP/2 request's cost through the sidecar
 // (docs/PERFORMANCE.md, "HTTP/2 on a frame layer of our own"), and the codec refuses malformed
 // responses (RFC 9113) where nghttp2 drops fields silently.
-import type { IncomingHttpHeaders } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { H2ConnectionError, H2Settings, H2Stream } from './codec/connection.js';
 import { ErrorCode } from './codec/frames.js';
 import type { BlockFacts } from './codec/message-rules.js';
 import { CodecSocketSession, CodecStream, END_STREAM_FLAG, NO_DATA, type StreamSink } from './codec-stream.js';
-
-/** A node header object of a field list (repeated names as arrays; :status a number, as node gives it). */
-export function headersOf(fields: readonly string[]): IncomingHttpHeaders {
-  const h: Record<string, string | string[] | number> = Object.create(null) as Record<string, string>;
-  for (let i = 0; i < fields.length; i += 2) {
-    const name = fields[i]!;
-    const value = fields[i + 1]!;
-    const had = h[name];
-    if (had === undefined) h[name] = name === ':status' ? Number(value) : value;
-    else if (Array.isArray(had)) had.push(value);
-    else h[name] = [String(had), value];
-  }
-  return h as unknown as IncomingHttpHeaders;
-}
 
 export interface CodecRequestOptions {
   readonly endStream?: boolean;
@@ -35,7 +20,8 @@ export interface CodecRequestOptions {
 export interface ClientStreamSink extends StreamSink {
   /** The response's head: its field list as decoded (:status first), END_STREAM_FLAG when it ended the stream. */
   response(fields: string[], flags: number): void;
-  trailers(trailers: IncomingHttpHeaders): void;
+  /** The response's trailers: their field list as decoded (regular fields only: the frame layer refuses a pseudo-header in them). */
+  trailers(fields: string[]): void;
   /** The request's body is written: its trailers are asked for (waitForTrailers). */
   wantTrailers(): void;
 }
@@ -75,7 +61,7 @@ export class CodecClientSession extends CodecSocketSession {
       if (end) cs.onData(NO_DATA, true);
       return;
     }
-    cs.sink?.trailers(headersOf(fields));
+    cs.sink?.trailers(fields);
     // The end waits behind any DATA still held for a paused reader (else that body would be lost).
     cs.onData(NO_DATA, true);
   }

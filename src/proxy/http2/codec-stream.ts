@@ -18,6 +18,8 @@ const log = scope('default');
 
 export const END_STREAM_FLAG = 0x1;
 export const NO_DATA = Buffer.alloc(0);
+/** No trailer fields: the stream ends with an empty DATA frame instead. */
+export const NO_FIELDS: readonly string[] = Object.freeze([]);
 /** Bytes waiting in a socket's write buffer past which its streams' writes say "wait for drain". */
 const STREAM_WRITE_LIMIT = 64 * 1024;
 /** Past this the socket is not read either (a peer that never reads cannot make control answers pile up). */
@@ -101,7 +103,7 @@ export class CodecStream extends EventEmitter {
     if (this.h2 === undefined || this.ended || this.closed) return this;
     if (this.trailersWanted) {
       this.askTrailers();
-      if (!this.ended) this.sendTrailers({});
+      if (!this.ended) this.sendTrailers(NO_FIELDS);
       return this;
     }
     this.ended = true;
@@ -114,10 +116,20 @@ export class CodecStream extends EventEmitter {
     this.emit('wantTrailers');
   }
 
-  sendTrailers(trailers: OutgoingHttpHeaders): void {
+  /** The readable side ended, for a stream without a sink. */
+  protected endEvent(): void {
+    this.emit('end');
+  }
+
+  /** The stream is over, for a stream without a sink. */
+  protected closeEvent(): void {
+    this.emit('close');
+  }
+
+  /** This side's trailers (regular fields, names in lower case), or END_STREAM when there are none. */
+  sendTrailers(fields: readonly string[]): void {
     if (this.h2 === undefined || this.ended || this.closed) return;
     this.ended = true;
-    const fields = pushRegularFields([], trailers);
     if (fields.length === 0) this.session.conn.data(this.h2, NO_DATA, true);
     else this.session.conn.headers(this.h2, fields, true);
   }
@@ -183,7 +195,7 @@ export class CodecStream extends EventEmitter {
     this.heldEnd = false;
     this.readableEnded = true;
     if (this.sink !== undefined) this.sink.end();
-    else this.emit('end');
+    else this.endEvent();
     if (this.h2 === undefined || this.h2.closed) this.closeWith(ErrorCode.NO_ERROR);
   }
 
@@ -200,10 +212,10 @@ export class CodecStream extends EventEmitter {
       this.readableEnded = true;
       this.held = undefined;
       if (this.sink !== undefined) this.sink.end();
-      else this.emit('end');
+      else this.endEvent();
     }
     if (this.sink !== undefined) this.sink.close();
-    else this.emit('close');
+    else this.closeEvent();
   }
 }
 

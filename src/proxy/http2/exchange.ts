@@ -10,9 +10,9 @@
 // (close(code): RST_STREAM at once, never an END_STREAM before it). When the client
 // goes away, whatever the upstream request is doing is cancelled at once.
 // Counted, told to the decider and logged once, when the stream closes.
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import type { ClientStreamSink, CodecClientStream } from './codec-session.js';
-import type { CodecServerStream } from './codec-server.js';
+import type { CodecServerStream, ServerStreamWatcher } from './codec-server.js';
 import { endedWhole, type EndedStream, H2 } from './node-http2.js';
 import { HeldStreamBody } from './held-stream-body.js';
 import type { BodySource, HeldBody } from '../held-body.js';
@@ -33,14 +33,15 @@ import { sourceFor } from '../upstream.js';
 import { grpcMessage, grpcStatusForHttp, grpcStatusOf } from './grpc.js';
 import { logNow, type Http2ConnectionFacts, type Http2Owner } from './owner.js';
 import {
-  downstreamResponseFields, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Fields, type Http2Request,
+  downstreamHttp2ResponseFields, downstreamResponseFields, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Fields, type Http2Request,
 } from './request-headers.js';
 import type { LegConnectError } from './http1-upstream.js';
 import { http1HeadText, MirrorCopy, mirrorSenderOf } from '../http1/mirror.js';
 import { resetCodeFor, type UpstreamRoute, type UpstreamTarget } from './upstream-sessions.js';
 import { peerOf } from '../tls/peer-identity.js';
 import { PEER_METADATA_HEADER, PEER_METADATA_ID_HEADER } from '../../metrics/peer-metadata.js';
-import { fieldValue, joinedValue, removeFields } from './field-list.js';
+import { fieldValue, joinedValue, removeFields, trailerList } from './field-list.js';
+import { NO_FIELDS } from './codec-stream.js';
 import { withExchangePairs } from '../peer-exchange.js';
 import { packRequest } from '../standard-series.js';
 import { GrpcMessageCounter } from './grpc-messages.js';
@@ -82,15 +83,6 @@ function relayBody(from: BodyReader, to: BodyWriter, count: (bytes: number, chun
   else from.on('end', ended); // 'end' comes once: `on` spares the wrapper `once` makes
 }
 
-/** Trailers as they go on to the client: regular fields only. */
-function trailerFields(h: IncomingHttpHeaders | NodeJS.Dict<string | string[]>): OutgoingHttpHeaders {
-  const out: OutgoingHttpHeaders = Object.create(null) as OutgoingHttpHeaders;
-  for (const name of Object.keys(h)) {
-    const l = name.toLowerCase();
-    if (l.charCodeAt(0) !== 0x3a && l !== 'content-length' && l !== 'transfer-encoding' && l !== 'connection') out[l] = h[name];
-  }
-  return out;
-}
 
 
 /** An upstream stream's options: the request ends with its headers, or trailers are asked for after its body. */
@@ -108,9 +100,13 @@ class BodyPipe {
   /** The client's body ended whole (END_STREAM). */
   private ended = false;
 
+  /** Answered locally: the rest of the body is read and dropped. */
+  private dropping = false;
+
   constructor(private readonly from: RequestBody, count: (n: number, chunk: Buffer) => void) {
     from.pause();
     from.on('data', (chunk: Buffer) => {
+      if (this.dropping) return;
       count(chunk.length, chunk);
       this.keep(chunk);
       const up = this.up;
@@ -147,6 +143,19 @@ class BodyPipe {
     this.up = undefined;
   }
 
+  /** The request is answered locally: what is left of the body is read (so the stream can end) and dropped. */
+  discard(): void {
+    this.dropping = true;
+    this.up = undefined;
+    this.replay = undefined;
+    this.from.resume();
+  }
+
+  /** The response began: nothing goes again, so nothing more is kept. */
+  settle(): void {
+    this.replay = undefined;
+  }
+
   private keep(chunk: Buffer): void {
     if (this.replay === undefined) return;
     this.kept += chunk.length;
@@ -169,14 +178,14 @@ class Http2Leg implements ClientStreamSink {
   constructor(private readonly ex: Http2Exchange, readonly up: CodecClientStream, readonly route: H2Route, readonly gen: number) {}
 
   response(fields: string[], flags: number): void { this.ex.legResponse(this, fields, flags); }
-  trailers(t: IncomingHttpHeaders): void { this.ex.legTrailers(this, t); }
+  trailers(fields: string[]): void { this.ex.legTrailers(this, fields); }
   wantTrailers(): void { this.ex.legWantTrailers(this); }
   data(chunk: Buffer): void { this.ex.legData(this, chunk); }
   end(): void { this.ex.legEnd(this); }
   close(): void { this.ex.legClosed(this); }
 }
 
-export class Http2Exchange implements AttemptSender, BodySource {
+export class Http2Exchange implements AttemptSender, BodySource, ServerStreamWatcher {
   private readonly started = performance.now();
   /** Where this stream is logged, fixed when it begins (undefined: the log was off then): its line is whole whenever the log is switched. */
   private readonly log: AccessLogSink | undefined;
@@ -215,7 +224,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
   private upLocal: string | undefined;
   private fixed = false;
   private done = false;
-  private respTrailers: IncomingHttpHeaders | NodeJS.Dict<string | string[]> | undefined;
+  /** The upstream's trailers as they go on to the client (trailerList). */
+  private respTrailers: readonly string[] | undefined;
   /** The response headers the access log's format asks for. */
   private respHeaders: string[] | undefined;
   /** The request's HEADERS ended the stream: there is no body to send on. */
@@ -227,6 +237,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
   private body: BodyPipe | undefined;
   /** The attempt the upstream handlers belong to: a dropped attempt's late events are ignored. */
   private gen = 0;
+  /** Sent again once already because an upstream refused its stream unprocessed (RFC 9113 §8.7). */
+  private resent = false;
   /** The attempt in flight (traffic management), its endpoint and TLS: a stream that finds maxConnections reached waits, then tries it again. */
   private attemptTo: TrafficEndpoint | undefined;
   private attemptTls: UpstreamTls | undefined;
@@ -240,23 +252,6 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.log = logNow(owner.accessLog, conn);
     this.reqEnded = (flags & END_STREAM) !== 0;
     this.bodyless = this.reqEnded;
-  }
-
-  /** Sends the client's body on to `up` with back-pressure (its bytes counted on the way). */
-  private pipeBody(up: BodyWriter): void {
-    if (this.bodyless) return;
-    const s = this.owner.stats;
-    const stream = this.bodyFrom;
-    relayBody(stream, up, (n, chunk) => {
-      this.bytesIn += n;
-      s.rqBodyBytes += n;
-      this.grpcIn?.feed(chunk);
-    }, () => {
-      // A client that reset its stream or closed its connection mid-body: the upstream request is
-      // cancelled when the stream closes, never ended here as if its body were whole.
-      if (endedWhole(stream as EndedStream)) up.end();
-    });
-    if (this.mirror !== undefined) this.tapMirror();
   }
 
   /**
@@ -301,11 +296,10 @@ export class Http2Exchange implements AttemptSender, BodySource {
     s.rqHttp2++;
     s.rqActive++;
     const stream = this.stream;
-    // Each of these comes at most once per stream: `on` spares the wrapper `once` makes (per request).
-    stream.on('close', () => this.closed());
+    // The stream's end, close and trailer request come as calls (ServerStreamWatcher), not events.
     // The request may have ended already (its END_STREAM in the read that opened the stream).
+    stream.watcher = this;
     if (stream.readableEnded) this.reqEnded = true;
-    else stream.on('end', () => { this.reqEnded = true; });
     const settings = this.owner.settings;
     const req = http2Request(this.raw, settings.normalization, settings.limits.maxHeaders);
     if (isHttp2RequestError(req)) {
@@ -366,7 +360,9 @@ export class Http2Exchange implements AttemptSender, BodySource {
     if (r.details) this.details = r.details;
     const stream = this.stream;
     this.heldBody?.drop();
-    if (!this.reqEnded) stream.resume(); // the body is not wanted: read and dropped
+    // The body is not wanted: read and dropped (a body pipe would hold it, paused, for an attempt).
+    this.body?.discard();
+    if (!this.reqEnded) stream.resume();
     // A client sidecar learns who answered even when this one answers itself (a policy's 403).
     const exchange = this.conn.peer !== undefined ? this.owner.peerExchange : undefined;
     if (this.req?.grpc) {
@@ -413,11 +409,12 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.lines = editedLines(req, t);
     this.path = t.path ?? req.url;
     if (t.mirrors !== undefined) this.startMirror(t);
+    // The body is kept while it fits, for a retry or the re-send of a refused stream.
+    const s = this.owner.stats;
+    if (!this.bodyless) this.body = new BodyPipe(this.bodyFrom, (n, chunk) => { this.bytesIn += n; s.rqBodyBytes += n; this.grpcIn?.feed(chunk); });
+    if (this.mirror !== undefined) this.tapMirror();
     if (t.cluster) {
-      // Traffic management: the attempts choose endpoints; the body is kept for a retry while it fits.
-      const s = this.owner.stats;
-      if (!this.bodyless) this.body = new BodyPipe(this.bodyFrom, (n, chunk) => { this.bytesIn += n; s.rqBodyBytes += n; this.grpcIn?.feed(chunk); });
-      if (this.mirror !== undefined) this.tapMirror();
+      // Traffic management: the attempts choose endpoints.
       this.attempts = new Attempts(t.cluster, this, s, this.owner.decider?.completed !== undefined);
       this.attempts.start();
       return;
@@ -500,8 +497,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.up = up;
     this.owner.stats.upstreamRqActive++;
     up.sink = new Http2Leg(this, up, route, gen);
-    if (this.body) this.body.attach(up);
-    else this.pipeBody(up);
+    this.body?.attach(up);
   }
 
   // ---- an HTTP/2 attempt's stream, through its Http2Leg (`leg.gen`: whether it is still the exchange's)
@@ -525,7 +521,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
   legWantTrailers(leg: Http2Leg): void {
     if (leg.gen !== this.gen) return;
     const t = this.stream.trailers;
-    leg.up.sendTrailers(t ? trailerFields(t) : {});
+    leg.up.sendTrailers(t ? trailerList(t) : NO_FIELDS);
   }
 
   legResponse(leg: Http2Leg, fields: string[], flags: number): void {
@@ -537,7 +533,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
       const grpc = fieldValue(fields, 'grpc-status');
       if (!this.attempts.head(status, grpc !== undefined ? grpcStatusOf(grpc) : undefined)) return;
     }
-    if (!this.responseHead(status, fields, (flags & END_STREAM) !== 0, 2)) return;
+    if (!this.responseHead(status, downstreamHttp2ResponseFields(fields), (flags & END_STREAM) !== 0)) return;
     // Its body follows, as the client takes it.
     leg.relaying = true;
     if (leg.up.readableEnded) this.legEnd(leg);
@@ -557,10 +553,10 @@ export class Http2Exchange implements AttemptSender, BodySource {
     else this.responseCut(resetCodeFor(leg.up.rstCode));
   }
 
-  legTrailers(leg: Http2Leg, t: IncomingHttpHeaders): void {
+  legTrailers(leg: Http2Leg, fields: string[]): void {
     if (leg.gen !== this.gen) return;
-    this.respTrailers = t;
-    if (this.req!.grpc) this.grpcStatus = grpcStatusOf(t['grpc-status']);
+    this.respTrailers = trailerList(fields);
+    if (this.req!.grpc) this.grpcStatus = grpcStatusOf(fieldValue(fields, 'grpc-status'));
   }
 
   private sendHttp1(target: UpstreamTarget, path: string, lines: readonly string[], gen: number): void {
@@ -592,14 +588,15 @@ export class Http2Exchange implements AttemptSender, BodySource {
       res.on('error', () => { /* the request's error handler answers */ });
       res.once('end', () => {
         this.h1Complete = res.complete;
-        this.respTrailers = res.trailers;
+        this.respTrailers = trailerList(res.rawTrailers);
         if (req.grpc) this.grpcStatus ??= grpcStatusOf(res.trailers['grpc-status']);
       });
       // The connection closed before the response's end (node:http's 'aborted'): the client's stream is reset, never ended.
       res.once('close', () => {
         if (!res.complete && !this.done && this.responded && !this.respDone) this.responseCut(H2.INTERNAL_ERROR);
       });
-      if (this.responseHead(res.statusCode ?? 502, res.rawHeaders, bodyless)) {
+      const status = res.statusCode ?? 502;
+      if (this.responseHead(status, downstreamResponseFields(status, res.rawHeaders), bodyless)) {
         relayBody(res, this.stream, (n, chunk) => this.countOut(n, chunk), () => {
           if (res.complete) this.responseEnded();
           else this.responseCut(H2.INTERNAL_ERROR);
@@ -609,9 +606,8 @@ export class Http2Exchange implements AttemptSender, BodySource {
         res.resume();
       }
     });
-    if (this.bodyless) up.end();
-    else if (this.body) this.body.attach(up);
-    else this.pipeBody(up);
+    if (this.body) this.body.attach(up);
+    else up.end();
   }
 
   /** The upstream's response reached its end: the client's stream ends (its trailers follow when it takes them). */
@@ -638,17 +634,20 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.grpcOut?.feed(chunk);
   }
 
-  /** Sends the response head on (`lines` from index `from`: name, value...); true when a body follows (to be piped). */
-  private responseHead(status: number, lines: readonly string[], ended: boolean, from = 0): boolean {
+  /**
+   * Sends the response head on (`fields`: `:status`, then name, value... as they go to the client,
+   * edited here); true when a body follows (to be piped).
+   */
+  private responseHead(status: number, fields: string[], ended: boolean): boolean {
     if (this.gone) return false;
     // No content whatever follows (the stream's respond ends these with their head).
     if (this.req!.method === 'HEAD' || status === 204 || status === 205 || status === 304) ended = true;
     if (this.timer) clearTimeout(this.timer);
     this.respAt = performance.now();
     this.responded = true;
+    this.body?.settle();
     this.status = status;
     this.details ??= 'via_upstream';
-    const fields = downstreamResponseFields(status, lines, from);
     const removed = this.target?.removeResponseHeaders;
     if (removed) removeFields(fields, removed, 2);
     // Istio's metadata exchange, with mesh peers only: an upstream sidecar's headers are read and taken
@@ -680,12 +679,6 @@ export class Http2Exchange implements AttemptSender, BodySource {
       this.attempts?.ended(false);
     }
     this.stream.respondFields(fields, { endStream: ended, waitForTrailers: trailers });
-    if (trailers) {
-      this.stream.on('wantTrailers', () => {
-        const t = this.respTrailers;
-        this.stream.sendTrailers(t ? trailerFields(t) : {});
-      });
-    }
     return !ended;
   }
 
@@ -703,6 +696,12 @@ export class Http2Exchange implements AttemptSender, BodySource {
       this.attemptFailed(err, transport, rstCode, connecting);
       return;
     }
+    if (this.resendRefused(rstCode)) {
+      const t = this.target!;
+      this.drop();
+      this.sendTo(t.address, t.port, t.tls);
+      return;
+    }
     if (this.timer) clearTimeout(this.timer);
     this.owner.stats.upstreamRqErrors++;
     this.transportFailure = transport;
@@ -713,6 +712,18 @@ export class Http2Exchange implements AttemptSender, BodySource {
       flag: connectFailed ? 'UF' : 'UC',
       details: upstreamFailureDetails(connectFailed ? 'connection_failure' : refused ? 'protocol_error' : 'connection_termination', err.code, false),
     });
+  }
+
+  /**
+   * Whether a stream the upstream refused goes again, whatever the retry policy: REFUSED_STREAM (or
+   * above the last stream of its GOAWAY) says the upstream processed none of it (RFC 9113 §8.7), so,
+   * as a keep-alive race on HTTP/1.1, it cannot be delivered twice. Once per request (an upstream
+   * that refuses everything gets no loop), and only with the body sent so far held whole.
+   */
+  private resendRefused(rstCode: number | undefined): boolean {
+    if (rstCode !== H2.REFUSED_STREAM || this.resent || !this.replayable) return false;
+    this.resent = true;
+    return true;
   }
 
   /** An attempt on a cluster's endpoint failed before its response head: the attempts decide what follows. */
@@ -728,7 +739,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     const timedOut = err.connectTimeout === true;
     this.attempts!.failed({
       outcome: timedOut ? OUTCOME.connectTimeout : connectFailed ? OUTCOME.connectFailure : refused ? OUTCOME.refusedStream : OUTCOME.reset,
-      reused: false,
+      reused: this.resendRefused(rstCode),
       flag: connectFailed ? 'UF' : 'UC',
       reason: timedOut ? 'connection timeout' : transport !== undefined ? `connection failure, transport failure reason: ${transport}`
         : connectFailed ? 'connection failure' : refused ? 'remote refused stream reset' : 'connection termination',
@@ -774,8 +785,19 @@ export class Http2Exchange implements AttemptSender, BodySource {
     this.reply({ kind: 'reply', status: 504, body: 'upstream request timeout\n', flag: 'UT', details: 'upstream_response_timeout' });
   }
 
+  // ---- the client's stream (ServerStreamWatcher)
+
+  requestEnded(): void {
+    this.reqEnded = true;
+  }
+
+  /** The response's body went out whole to a client that takes trailers: the upstream's, or none. */
+  trailersWanted(): void {
+    this.stream.sendTrailers(this.respTrailers ?? NO_FIELDS);
+  }
+
   /** The stream closed (answered, reset by either side, or the connection went): counted and logged once. */
-  private closed(): void {
+  streamClosed(): void {
     if (this.done) return;
     this.done = true;
     if (this.timer) clearTimeout(this.timer);
@@ -843,7 +865,7 @@ export class Http2Exchange implements AttemptSender, BodySource {
     sink.write(httpExchangeRecord({
       role: this.owner.role, started: this.started, sentAt: this.sentAt, respAt: this.respAt, durationMs,
       method: this.view?.method, url: this.view?.url, rawHeaders: this.view?.rawHeaders, protocol: 'HTTP/2',
-      status, flags: this.flags, details: this.details, note, target: this.target, fixed: this.fixed, retried: false,
+      status, flags: this.flags, details: this.details, note, target: this.target, fixed: this.fixed, retried: this.resent,
       attempts: this.attempts ? this.attempts.retries + 1 : undefined, endpoint: this.attempts?.endpoint?.hostPort,
       bytesIn: this.bytesIn, bytesOut: this.bytesOut, respHeaders: this.respHeaders, upHost: undefined, upLocal: this.upLocal,
       transportFailure: this.transportFailure, grpcStatus: this.req?.grpc ? this.grpcStatus : undefined, downstream: this.conn.logged!,

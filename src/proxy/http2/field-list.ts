@@ -16,6 +16,26 @@ export function joinedValue(fields: readonly string[], name: string): string | u
   return out;
 }
 
+/** Fields a trailer section never carries on (the framing's, or a connection's). */
+const NOT_TRAILERS: ReadonlySet<string> = new Set(['content-length', 'transfer-encoding', 'connection']);
+
+/**
+ * Trailers as they go on: the regular fields, names in lower case, without the framing's and the
+ * connection's. `fields` itself when nothing changes, as with an HTTP/2 peer's (decoded in lower
+ * case, its connection fields refused); a new list otherwise (an HTTP/1.1 upstream's raw trailers).
+ */
+export function trailerList(fields: readonly string[]): readonly string[] {
+  let out: string[] | undefined;
+  for (let i = 0; i < fields.length; i += 2) {
+    const raw = fields[i]!;
+    const name = raw.toLowerCase();
+    const dropped = name.charCodeAt(0) === 0x3a || NOT_TRAILERS.has(name);
+    if (out === undefined && (dropped || name !== raw)) out = fields.slice(0, i);
+    if (out !== undefined && !dropped) out.push(name, fields[i + 1]!);
+  }
+  return out ?? fields;
+}
+
 /** Takes every line whose name is in `names` out of `fields`, in place (`from`: the first line that may go). */
 export function removeFields(fields: string[], names: readonly string[], from = 0): void {
   let to = from;

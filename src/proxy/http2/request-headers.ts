@@ -230,3 +230,19 @@ export function downstreamResponseFields(status: number, raw: readonly string[],
   }
   return out;
 }
+
+/**
+ * downstreamResponseFields() for an HTTP/2 upstream's response as our frame layer decoded it
+ * (`:status` first, the only pseudo-header; names in lower case; nothing connection-specific, which
+ * it refuses): the list itself, to be edited in place, unless a field must go (te, trailer, a
+ * single-value field repeated), as is rare.
+ */
+export function downstreamHttp2ResponseFields(fields: string[]): string[] {
+  for (let i = 2; i < fields.length; i += 2) {
+    const name = fields[i]!;
+    if (RESPONSE_DROPPED.has(name) || (SINGLE_VALUE_FIELDS.has(name) && namedBefore(fields, name, i))) {
+      return downstreamResponseFields(Number(fields[1]), fields, 2);
+    }
+  }
+  return fields;
+}

@@ -8,7 +8,7 @@
 // answer is remembered for the destination for a while (HTTP1_MEMORY_MS), so the probe is not paid
 // on every request. TLS to a service outside the mesh offers `h2` and `http/1.1` in ALPN; the
 // server's choice decides. Mutual TLS to another sidecar offers `istio-h2`, as Istio's sidecars do
-// for HTTP/2 (the peer sniffs the preface inside all the same). A peer's GOAWAY takes its session out of use; its open streams finish.
+// for HTTP/2 (the peer sniffs the preface inside all the same). A peer's GOAWAY takes its session out of use; its open streams finish, then it closes.
 // A traffic cluster's sessions are its own (another cluster's requests to the same endpoint open
 // their own), and follow its DestinationRule connectionPool, read once per session (sessionPolicy):
 // maxConcurrentStreams caps the streams of one session (beyond it, another session to the endpoint),
@@ -439,7 +439,9 @@ export class Http2UpstreamPool {
       if (!e.ready && err.code === 'ERR_HTTP2_ERROR') this.markHttp1(key, e, t, err.message);
       else if (!e.ready) this.fail(key, e, { kind: 'failed', error: err });
     });
-    session.on('goaway', () => { this.forget(key, e); });
+    // The peer's GOAWAY: no new stream; the session closes once its last stream is over (the peer may
+    // keep it open, as node's server does for a stream above the GOAWAY's last one).
+    session.on('goaway', () => { this.drain(key, e); });
     let lifetime: NodeJS.Timeout | undefined;
     if (e.policy?.maxDurationMs !== undefined) {
       // tcp.maxConnectionDuration, from the connection: then the session drains.

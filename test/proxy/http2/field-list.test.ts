@@ -1,8 +1,8 @@
 // Field lists (name, value...) as the exchange edits a message's head: the first value, every value
-// joined, lines taken out in place.
+// joined, lines taken out in place, trailers as they go on.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fieldValue, joinedValue, removeFields } from '../../../src/proxy/http2/field-list.js';
+import { fieldValue, joinedValue, removeFields, trailerList } from '../../../src/proxy/http2/field-list.js';
 
 describe('field lists', () => {
   const fields = (): string[] => [':status', '200', 'x-a', '1', 'vary', 'a', 'x-b', '2', 'vary', 'b', 'x-a', '3'];
@@ -29,5 +29,18 @@ describe('field lists', () => {
     const h = fields();
     removeFields(h, ['absent']);
     assert.deepEqual(h, fields());
+  });
+
+  it('trailerList: an HTTP/2 peer\'s trailers go on as they are (the same list, no copy)', () => {
+    const grpc = ['grpc-status', '0', 'grpc-message', 'ok', 'x-t', 'a', 'x-t', 'b'];
+    assert.equal(trailerList(grpc), grpc);
+    assert.deepEqual(grpc, ['grpc-status', '0', 'grpc-message', 'ok', 'x-t', 'a', 'x-t', 'b']);
+  });
+
+  it('trailerList: names in lower case; pseudo-headers, content-length, transfer-encoding and connection out', () => {
+    const raw = ['Grpc-Status', '14', 'content-length', '5', ':status', '200', 'Transfer-Encoding', 'chunked', 'Connection', 'close', 'X-T', 'a'];
+    assert.deepEqual(trailerList(raw), ['grpc-status', '14', 'x-t', 'a']);
+    assert.deepEqual(trailerList(['x-a', '1', 'Content-Length', '3', 'x-b', '2']), ['x-a', '1', 'x-b', '2']);
+    assert.deepEqual(trailerList([]), []);
   });
 });

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import type { PathNormalization } from '../../../src/config/mesh-config.js';
 import type { UpstreamEdits } from '../../../src/proxy/http1/message.js';
 import {
-  downstreamResponseFields, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Fields,
+  downstreamHttp2ResponseFields, downstreamResponseFields, editedLines, http2Request, isHttp2RequestError, upstreamHttp1Headers, upstreamHttp2Fields,
   type Http2Request,
 } from '../../../src/proxy/http2/request-headers.js';
 
@@ -296,5 +296,22 @@ describe('downstreamResponseFields', () => {
   it('a field that takes one value keeps its first; `from` skips the lines before it', () => {
     const f = downstreamResponseFields(200, [':status', '200', 'content-type', 'a/b', 'Content-Type', 'c/d', 'x-a', '1', 'x-a', '2'], 2);
     assert.deepEqual(f, [':status', '200', 'content-type', 'a/b', 'x-a', '1', 'x-a', '2']);
+  });
+});
+
+describe('downstreamHttp2ResponseFields (an HTTP/2 upstream\'s decoded list)', () => {
+  it('nothing to take out: the list itself, not a copy', () => {
+    const decoded = [':status', '200', 'content-type', 'text/html', 'x-a', '1', 'x-a', '2', 'date', 'd'];
+    assert.equal(downstreamHttp2ResponseFields(decoded), decoded);
+    assert.deepEqual(decoded, [':status', '200', 'content-type', 'text/html', 'x-a', '1', 'x-a', '2', 'date', 'd']);
+  });
+
+  it('te, trailer, http2-settings or a single-value field repeated: a new list without them, as downstreamResponseFields makes', () => {
+    for (const extra of [['te', 'trailers'], ['trailer', 'grpc-status'], ['http2-settings', 'x'], ['content-type', 'c/d']]) {
+      const decoded = [':status', '204', 'content-type', 'a/b', ...extra, 'x-a', '1'];
+      const f = downstreamHttp2ResponseFields(decoded);
+      assert.notEqual(f, decoded);
+      assert.deepEqual(f, [':status', '204', 'content-type', 'a/b', 'x-a', '1'], extra[0]);
+    }
   });
 });

@@ -415,11 +415,13 @@ export class H2Connection {
     const last = p.readUInt32BE(0) & 0x7fffffff;
     const code = p.readUInt32BE(4);
     this.goawayReceived = true;
+    // The owner first: a stream refused below may be sent again at once, and must not find this
+    // connection still offered for new streams.
+    this.events.goaway?.(last, code);
     // Streams this side opened above `last` were never processed: reset so their owners may retry them.
     for (const s of this.streams.values()) {
       if (s.id > last && (s.id & 1) === (this.server ? 0 : 1)) this.closeStream(s, ErrorCode.REFUSED_STREAM, true, 'not processed (GOAWAY)');
     }
-    this.events.goaway?.(last, code);
     if (code !== ErrorCode.NO_ERROR) this.end(new H2ConnectionError(code, `GOAWAY from the peer${p.length > 8 ? `: ${p.toString('latin1', 8, Math.min(p.length, 136))}` : ''}`, true));
   }
 
