@@ -222,6 +222,38 @@ describe('HpackDecoder: literals with a static name, sent again (a response\'s d
     assert.deepEqual(decodeAll(d, hex('bebf')), [['accept-ranges', 'bytes'], ['accept-ranges', 'bytes']]);
   });
 
+  it('nginx\'s response head (as nginx 1.22 sends it), twice: the same fields, the table as the peer\'s', () => {
+    // :status indexed; server, date, content-type, content-length, last-modified with incremental
+    // indexing; etag and accept-ranges with their names as strings (literals without indexing).
+    const block = hex('887689aa6355e580ae212e1f6196dc34fd282794d27eea0802714082e36cdc034a62d1bf5f87497ca589d34d1f5c04313032346c96dc34'
+      + 'fd282794d27eea0802714082e36cdc032a62d1bf00832a47378bfe5c8c038c4f4ab34007f3008919085ad2b583aa62a3848fd24a8f');
+    const d = new HpackDecoder(false);
+    const first = decodeAll(d, block);
+    assert.deepEqual(first.map(([n]) => n), [':status', 'server', 'date', 'content-type', 'content-length', 'last-modified', 'etag', 'accept-ranges']);
+    assert.deepEqual(first[7], ['accept-ranges', 'bytes']);
+    const size = d.tableSize;
+    assert.deepEqual(decodeAll(d, block), first);
+    assert.equal(d.tableSize, 2 * size, 'each sending put five entries in the table again');
+  });
+
+  it('literals with their names as strings: a name or a value that differs is decoded anew; more than 8 kept in turn', () => {
+    const own = (name: string, value: string, huffman = false): Buffer => {
+      const n = huffman ? huffmanEncode(Buffer.from(name)) : Buffer.from(name);
+      return Buffer.concat([Buffer.from([0x00, (huffman ? 0x80 : 0) | n.length]), n, Buffer.from([value.length]), Buffer.from(value)]);
+    };
+    const d = new HpackDecoder(false);
+    assert.deepEqual(decodeAll(d, own('grpc-status', '0')), [['grpc-status', '0']]);
+    assert.deepEqual(decodeAll(d, own('grpc-status', '0', true)), [['grpc-status', '0']]);
+    assert.deepEqual(decodeAll(d, own('grpc-status', '1')), [['grpc-status', '1']]);
+    assert.deepEqual(decodeAll(d, own('grpc-statuz', '0')), [['grpc-statuz', '0']]);
+    const many = Array.from({ length: 12 }, (_, i) => own(`x-${i}`, `v${i}`));
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < many.length; i++) assert.deepEqual(decodeAll(d, many[i]!), [[`x-${i}`, `v${i}`]]);
+    }
+    assert.equal(d.decode(own('x-bad', 'a\nb')), FAULT_VALUE_CHAR);
+    assert.equal(d.decode(own('x-bad', 'a\nb')), FAULT_VALUE_CHAR, 'a remembered one keeps its verdict');
+  });
+
   it('a value cut short is refused even when its first bytes match the remembered one', () => {
     const d = new HpackDecoder(false);
     decodeAll(d, literal(ACCEPT_RANGES, 'bytes'));

@@ -283,13 +283,14 @@ export class H2Connection {
     if (this.blockStream !== 0 && (type !== Type.CONTINUATION || id !== this.blockStream)) {
       throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, `${typeName(type)} in the middle of a header block`);
     }
-    if (type === Type.HEADERS) {
-      this.onHeaders(flags, id, buf, start, end);
-      return;
+    // The frequent frames are read where they lie: no view of the whole payload for them.
+    switch (type) {
+      case Type.HEADERS: this.onHeaders(flags, id, buf, start, end); return;
+      case Type.DATA: this.onData(flags, id, buf, start, end); return;
+      case Type.WINDOW_UPDATE: this.onWindowUpdate(id, buf, start, end); return;
     }
     const payload = buf.subarray(start, end);
     switch (type) {
-      case Type.DATA: this.onData(flags, id, payload); return;
       case Type.CONTINUATION: this.onContinuation(flags, id, payload); return;
       case Type.PRIORITY:
         if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'PRIORITY on stream 0');
@@ -306,7 +307,6 @@ export class H2Connection {
         if ((flags & Flag.ACK) === 0) this.frameOut(Type.PING, Flag.ACK, 0, payload);
         return;
       case Type.GOAWAY: this.onGoaway(id, payload); return;
-      case Type.WINDOW_UPDATE: this.onWindowUpdate(id, payload); return;
       default: return; // unknown types are ignored (RFC 9113 4.1)
     }
   }
@@ -368,9 +368,10 @@ export class H2Connection {
     this.events.settings?.(this.peerMaxStreams === Number.POSITIVE_INFINITY ? undefined : this.peerMaxStreams);
   }
 
-  private onWindowUpdate(id: number, p: Buffer): void {
-    if (p.length !== 4) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a WINDOW_UPDATE frame not of 4 bytes');
-    const inc = p.readUInt32BE(0) & 0x7fffffff;
+  /** A WINDOW_UPDATE, its payload `buf` from `from` to `to`. */
+  private onWindowUpdate(id: number, buf: Buffer, from: number, to: number): void {
+    if (to - from !== 4) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a WINDOW_UPDATE frame not of 4 bytes');
+    const inc = buf.readUInt32BE(from) & 0x7fffffff;
     if (id === 0) {
       if (inc === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'a connection WINDOW_UPDATE of 0');
       this.sendWindow += inc;
@@ -563,19 +564,20 @@ export class H2Connection {
     return s;
   }
 
-  private onData(flags: number, id: number, p: Buffer): void {
+  /** A DATA frame, its payload `p` from `from` to `to` (one view made: of its data, without padding). */
+  private onData(flags: number, id: number, p: Buffer, from: number, to: number): void {
     if (id === 0) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'DATA on stream 0');
-    const length = p.length;
+    const length = to - from;
     this.recvWindow -= length;
     if (this.recvWindow < 0) throw new H2ConnectionError(ErrorCode.FLOW_CONTROL_ERROR, 'DATA beyond the connection window');
     // The connection's window is given back at once: the streams' windows are what holds a peer back.
     this.creditConnection(length);
-    let start = 0;
-    let end = length;
+    let start = from;
+    let end = to;
     if ((flags & Flag.PADDED) !== 0) {
       if (length < 1) throw new H2ConnectionError(ErrorCode.FRAME_SIZE_ERROR, 'a padded DATA frame without its pad length');
-      end -= p[0]!;
-      start = 1;
+      end -= p[from]!;
+      start = from + 1;
       if (end < start) throw new H2ConnectionError(ErrorCode.PROTOCOL_ERROR, 'padding longer than the DATA frame');
     }
     const endStream = (flags & Flag.END_STREAM) !== 0;

@@ -50,8 +50,10 @@ const STATIC_ENTRIES: readonly Entry[] = STATIC.map(([name, value]) => ({ name, 
 /** Where decoded Huffman strings land before they become strings (grown on demand, never shrunk past a block's need). */
 let scratch = Buffer.allocUnsafeSlow(4096);
 
-/** The longest literal (its string's encoded bytes) remembered by its static name's slot (see `recent`). */
-const RECENT_MAX_BYTES = 64;
+/** The longest literal (its strings' encoded bytes) remembered (see `recent`). */
+const RECENT_MAX_BYTES = 128;
+/** How many literals with a name of their own are remembered (the oldest replaced). */
+const RECENT_NEW_NAMES = 8;
 
 /** A literal as last decoded for a static name: its encoded bytes and the entry they gave. */
 interface Recent {
@@ -92,12 +94,15 @@ export class HpackDecoder {
   /** Where the string string() or stringBounds() last read begins in `block`. */
   private strStart = 0;
   /**
-   * Per static name, the literal last decoded with it: servers send many fields as literals never
-   * put in the table (nginx: date, server, content-type, content-length, etag... in every
-   * response), so the same bytes give back the same entry, already decoded and judged, instead of
-   * a new string and a new verdict each time.
+   * Per static name, the literal last decoded with it: servers send the same fields as literals in
+   * every response (nginx: server, date, content-type, content-length, last-modified, each put in
+   * the table again and again), so the same bytes give back the same entry, already decoded and
+   * judged, instead of a new string and a new verdict each time.
    */
   private readonly recent: (Recent | undefined)[] = [];
+  /** The same for literals that carry their name (nginx: etag, accept-ranges, a trailer's grpc-status). */
+  private readonly recentNew: Recent[] = [];
+  private nextNew = 0;
 
   /** Judges a field's name and value (by field-validity.ts), once per table entry. */
   private readonly judge: typeof fieldFault;
@@ -190,9 +195,28 @@ export class HpackDecoder {
   /** A literal field whose first byte has an `prefix`-bit name index (0: the name follows as a string). */
   private literal(prefix: number): Entry {
     const index = this.integer(prefix);
-    if (index > 0 && index <= STATIC_ENTRIES.length) return this.staticNamed(index);
-    const name = index === 0 ? this.string() : this.entry(index).name;
-    return this.made(name, this.string());
+    if (index === 0) return this.newNamed();
+    if (index <= STATIC_ENTRIES.length) return this.staticNamed(index);
+    return this.made(this.entry(index).name, this.string());
+  }
+
+  /** A literal that carries its name: the entry of a recent one when name and value are the same bytes. */
+  private newNamed(): Entry {
+    const at = this.pos;
+    const nameHuffman = this.stringBounds();
+    const nameStart = this.strStart;
+    const nameEnd = this.pos;
+    const valueHuffman = this.stringBounds();
+    const end = this.pos;
+    const recent = this.recentNew;
+    for (let i = 0; i < recent.length; i++) if (sameBytes(recent[i]!.raw, this.block, at, end)) return recent[i]!.entry;
+    const name = this.text(nameHuffman, nameStart, nameEnd);
+    const entry = this.made(name, this.text(valueHuffman, this.strStart, end));
+    if (end - at <= RECENT_MAX_BYTES) {
+      recent[this.nextNew] = { raw: Uint8Array.prototype.slice.call(this.block, at, end), entry };
+      this.nextNew = (this.nextNew + 1) % RECENT_NEW_NAMES;
+    }
+    return entry;
   }
 
   /** A literal whose name is the static table's `index`: the entry of its last time when its value's bytes are the same. */
