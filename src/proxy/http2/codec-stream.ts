@@ -57,12 +57,86 @@ export interface StreamSink {
   close(): void;
 }
 
+type Listener = (arg?: any) => void;
+/** A once() listener: the listener it wraps, so that it can be removed by it. */
+type OnceListener = Listener & { listener?: Listener };
+
+/**
+ * A stream's events (on, once, off, emit), as node's EventEmitter keeps them, without its state per
+ * object: EventEmitter makes every stream a listener table in dictionary mode (the largest part of a
+ * stream object), while most of our streams get no listener at all (an upstream stream talks to its
+ * sink, a client's stream to its watcher) and the others one or two. Listeners are called in the
+ * order they were added, those added during an emit not in it; removing one takes the last added
+ * of that function (EventEmitter's rules). A stream emits no 'error'.
+ */
+export class StreamEvents {
+  private listeners: Map<string | symbol, Listener[]> | undefined = undefined;
+
+  on(event: string | symbol, fn: Listener): this {
+    const map = (this.listeners ??= new Map());
+    const list = map.get(event);
+    if (list === undefined) map.set(event, [fn]);
+    else list.push(fn);
+    return this;
+  }
+
+  addListener(event: string | symbol, fn: Listener): this {
+    return this.on(event, fn);
+  }
+
+  once(event: string | symbol, fn: Listener): this {
+    const wrapper: OnceListener = (arg?: unknown) => {
+      this.removeListener(event, wrapper);
+      fn.call(this, arg);
+    };
+    wrapper.listener = fn;
+    return this.on(event, wrapper);
+  }
+
+  removeListener(event: string | symbol, fn: Listener): this {
+    const list = this.listeners?.get(event);
+    if (list === undefined) return this;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const l = list[i] as OnceListener;
+      if (l === fn || l.listener === fn) {
+        if (list.length === 1) this.listeners!.delete(event);
+        else list.splice(i, 1);
+        break;
+      }
+    }
+    return this;
+  }
+
+  off(event: string | symbol, fn: Listener): this {
+    return this.removeListener(event, fn);
+  }
+
+  removeAllListeners(event?: string | symbol): this {
+    if (event === undefined) this.listeners = undefined;
+    else this.listeners?.delete(event);
+    return this;
+  }
+
+  listenerCount(event: string | symbol): number {
+    return this.listeners?.get(event)?.length ?? 0;
+  }
+
+  /** Calls the listeners of `event` with `arg`: whether there were any. */
+  emit(event: string | symbol, arg?: unknown): boolean {
+    const list = this.listeners?.get(event);
+    if (list === undefined) return false;
+    if (list.length === 1) list[0]!.call(this, arg);
+    else for (const fn of list.slice()) fn.call(this, arg);
+    return true;
+  }
+}
+
 /**
  * One stream, as the exchange uses node's: its peer's body read ('data', 'end', pause, resume; not
  * flowing until a 'data' listener or resume(), as node's Readable), its own written (write, end,
  * trailers when asked for), 'close' once both are over or it was reset (`rstCode`).
  */
-export class CodecStream extends EventEmitter {
+export class CodecStream extends StreamEvents {
   rstCode: number | undefined = undefined;
   destroyed = false;
   closed = false;
@@ -84,7 +158,7 @@ export class CodecStream extends EventEmitter {
     super();
   }
 
-  override on(event: string | symbol, fn: (...args: any[]) => void): this {
+  override on(event: string | symbol, fn: Listener): this {
     super.on(event, fn);
     if (event === 'data' && this.flowing === null) this.resume();
     return this;
