@@ -4,12 +4,13 @@
 // the client loses the GOAWAY that said why (seen in CI: a rapid-reset flood's client read nothing).
 import assert from 'node:assert/strict';
 import { constants } from 'node:http2';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import type { Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { RequestDecider } from '../../../src/proxy/decider.js';
 import { Http2Handler } from '../../../src/proxy/http2/handler.js';
 import { DirectionStats } from '../../../src/proxy/stats.js';
 import { rapidResetReadingLate } from '../../helpers/h2-flood.js';
+import { listenFor } from '../../helpers/h2-handler-listener.js';
 
 describe('the HTTP/2 handler, a connection it ends for an error', () => {
   let handler: Http2Handler;
@@ -21,16 +22,7 @@ describe('the HTTP/2 handler, a connection it ends for an error', () => {
     handler = new Http2Handler({
       stats: new DirectionStats(), upstream: { kind: 'direct' }, destinationOf: () => ({ address: '127.0.0.1', port: 9 }), decider,
     });
-    // As the capture listener hands a connection over: its first bytes read, the socket paused, half-open allowed.
-    server = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (s) => {
-      s.once('data', (head: Buffer) => {
-        s.pause();
-        handler.accept(s, head);
-      });
-      s.resume();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    ({ server, port } = await listenFor(handler));
   });
   after(() => {
     handler.closeIdle();

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { RequestDecider } from '../../../src/proxy/decider.js';
 import { Http2Handler } from '../../../src/proxy/http2/handler.js';
 import { DirectionStats } from '../../../src/proxy/stats.js';
+import { listenFor } from '../../helpers/h2-handler-listener.js';
 
 /** A port nothing listens on: one that was just given up. */
 async function closedPort(): Promise<number> {
@@ -29,15 +30,7 @@ describe('the HTTP/2 handler, a local reply before the request body ended', () =
     const nowhere = await closedPort();
     const decider: RequestDecider = { decide: () => ({ kind: 'forward', address: '127.0.0.1', port: nowhere }) };
     handler = new Http2Handler({ stats, upstream: { kind: 'direct' }, destinationOf: () => ({ address: '127.0.0.1', port: nowhere }), decider });
-    listener = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (s) => {
-      s.once('data', (head: Buffer) => {
-        s.pause();
-        handler.accept(s, head);
-      });
-      s.resume();
-    });
-    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    port = (listener.address() as AddressInfo).port;
+    ({ server: listener, port } = await listenFor(handler));
   });
   after(() => {
     handler.closeIdle();

@@ -5,11 +5,12 @@
 // Http2Handler with a passthrough decider, against a node:http2 upstream that refuses on request.
 import assert from 'node:assert/strict';
 import { connect, constants, createServer as createHttp2, type Http2Server, type ServerHttp2Stream } from 'node:http2';
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { RequestDecider } from '../../../src/proxy/decider.js';
 import { Http2Handler } from '../../../src/proxy/http2/handler.js';
 import { DirectionStats } from '../../../src/proxy/stats.js';
+import { listenFor } from '../../helpers/h2-handler-listener.js';
 
 /** How the upstream treats the stream it is given: answer, refuse it, or GOAWAY below it. */
 type Refusal = 'answer' | 'refuse' | 'goaway';
@@ -59,16 +60,7 @@ describe('the HTTP/2 handler, an upstream stream refused unprocessed', () => {
     handler = new Http2Handler({
       stats: new DirectionStats(), upstream: { kind: 'direct' }, destinationOf: () => ({ address: '127.0.0.1', port: upPort }), decider,
     });
-    // As the capture listener hands a connection over: its first bytes read, the socket paused.
-    listener = createServer({ pauseOnConnect: true, allowHalfOpen: true }, (s) => {
-      s.once('data', (head: Buffer) => {
-        s.pause();
-        handler.accept(s, head);
-      });
-      s.resume();
-    });
-    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-    port = (listener.address() as AddressInfo).port;
+    ({ server: listener, port } = await listenFor(handler));
   });
   after(() => {
     handler.closeIdle();

@@ -6,24 +6,13 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
 import { StreamEvents } from '../../../src/proxy/http2/codec-stream.js';
-
-/** A small seeded generator (mulberry32): the same sequences on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../../helpers/seeded.js';
 
 type Emitter = Pick<StreamEvents, 'on' | 'once' | 'off' | 'emit' | 'listenerCount'>;
 
 /** Runs `ops` random operations on `e`: the log of the calls listeners got, and what emit answered. */
 function run(e: Emitter, seed: number, ops: number): string[] {
-  const next = random(seed);
+  const next = seeded(seed);
   const pick = (n: number): number => Math.floor(next() * n);
   const events = ['data', 'end', 'close'];
   const log: string[] = [];
