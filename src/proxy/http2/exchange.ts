@@ -83,8 +83,6 @@ function relayBody(from: BodyReader, to: BodyWriter, count: (bytes: number, chun
   else from.on('end', ended); // 'end' comes once: `on` spares the wrapper `once` makes
 }
 
-
-
 /** An upstream stream's options: the request ends with its headers, or trailers are asked for after its body. */
 const ENDED_REQUEST = { endStream: true } as const;
 const OPEN_REQUEST = { endStream: false, waitForTrailers: true } as const;
