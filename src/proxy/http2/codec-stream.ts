@@ -80,10 +80,6 @@ export class StreamEvents {
     return this;
   }
 
-  addListener(event: string | symbol, fn: Listener): this {
-    return this.on(event, fn);
-  }
-
   once(event: string | symbol, fn: Listener): this {
     const wrapper: OnceListener = (arg?: unknown) => {
       this.removeListener(event, wrapper);
@@ -109,12 +105,6 @@ export class StreamEvents {
 
   off(event: string | symbol, fn: Listener): this {
     return this.removeListener(event, fn);
-  }
-
-  removeAllListeners(event?: string | symbol): this {
-    if (event === undefined) this.listeners = undefined;
-    else this.listeners?.delete(event);
-    return this;
   }
 
   listenerCount(event: string | symbol): number {
