@@ -194,13 +194,14 @@ note_cpu() {
 }
 # run_wrk SETUP [WRK-ARG...]: wrk -t$threads -c$conns (and WRK-ARGs) from ns_of[SETUP] to url_of[SETUP]
 # on the load side's CPU: a warm-up of $warmup s, then $duration s measured (measure: the CPU of
-# proxy_of[SETUP], one PID or several) and recorded (record_wrk).
+# proxy_of[SETUP], one PID or several) and recorded (record_wrk). A caller may set run_seconds (the
+# measured time instead of $duration) and no_warmup=1 (the proxy is warm from the run just before).
 run_wrk() {
   local s=$1
   shift
   local wrk=(ip netns exec "${ns_of[$s]}" ${pin_load[@]+"${pin_load[@]}"} wrk -t"$threads" -c"$conns" "$@")
-  "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null
-  measure "$s" "${proxy_of[$s]:-}" "${wrk[@]}" -d"${duration}s" --latency "${url_of[$s]}"
+  if [ "${no_warmup:-0}" != 1 ]; then "${wrk[@]}" -d"${warmup}s" "${url_of[$s]}" > /dev/null; fi
+  measure "$s" "${proxy_of[$s]:-}" "${wrk[@]}" -d"${run_seconds:-$duration}s" --latency "${url_of[$s]}"
   record_wrk "$s" "$out"
 }
 core_pct() { awk -v c="$1" -v hz="$(getconf CLK_TCK)" -v ns="$2" 'BEGIN { printf "%.0f%%", 100 * c / hz / (ns / 1e9) }'; } # TICKS NS

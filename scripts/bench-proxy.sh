@@ -48,7 +48,8 @@
 # BENCH_DURATION (s per run, 5), BENCH_WARMUP (s, 1), BENCH_CONNECTIONS (32), BENCH_THREADS (1),
 # BENCH_TCP_MIB (1024), BENCH_TCP_RUNS (3; 0 = no TCP), BENCH_PIN (1; 0 = no CPU pinning),
 # BENCH_SIDECAR_NODE_ARGS (node flags for the sidecar, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"),
-# BENCH_PROFILE (1; 0 = no profile).
+# BENCH_PROFILE (1; 0 = no profile), BENCH_PAIR_SLICES (4: sidecar and sidecar-traffic take turns in
+# this many slices of BENCH_DURATION/2 s per round, see run_pair).
 # Targets, reported and never fatal: each sidecar's throughput >= nginx's, p99 within 1 ms of nginx's,
 # sidecar-traffic at most 5 us more CPU per request than sidecar and >= 0.95x its throughput,
 # sidecar RSS after this load <= 80 MB (idle RSS and start-up: scripts/bench-footprint.sh).
@@ -180,15 +181,30 @@ if [ ${#builds[@]} -gt 1 ]; then
   ns_of[sidecar-c1@base]=$base_pod1 url_of[sidecar-c1@base]=http://198.19.11.1:8080/1k.html proxy_of[sidecar-c1@base]=$started
 fi
 declare -A rps p50 p99 errs cpu_ticks sys_ticks cpu_ns sent
-# sidecar-traffic runs right next to sidecar, the two swapped every other round: their ratio is the
-# target, and on this host the minutes between two setups move throughput by up to ~10%.
+# sidecar-traffic runs right next to sidecar, their ratio being the target: the two take turns in
+# short slices (run_pair), each slice's ratio taken against the slice next to it. On this KVM host the
+# kernel's cost per request jumps between two levels (~18 and ~23 us for the same sidecar) every
+# minute or so: two runs of 5 s a few seconds apart still landed on different levels often enough to
+# move a round's ratio by up to 20% either way (0.78x to 1.16x for the same two builds); with slices,
+# a jump spoils one slice pair, and the median of them all is the two sidecars' own ratio.
 # (The baseline's default sidecar, when there is one, runs just before the pair.)
+pair_slices=${BENCH_PAIR_SLICES:-4}
+pair_seconds=$(( duration >= 4 ? duration / 2 : 2 ))
 base_first=()
 if [ ${#builds[@]} -gt 1 ]; then base_first=(sidecar@base); fi
 # shellcheck disable=SC2207 # setup names have no spaces
 setups=(direct nginx ${base_first[@]+"${base_first[@]}"} sidecar sidecar-traffic $(and_baseline sidecar-c1) nginx-captured)
-# shellcheck disable=SC2207
-swapped=(direct nginx ${base_first[@]+"${base_first[@]}"} sidecar-traffic sidecar $(and_baseline sidecar-c1) nginx-captured)
+# run_pair ROUND: sidecar and sidecar-traffic, $pair_slices times each for $pair_seconds s, taking
+# turns (which goes first alternates), warmed up once; a ratio per slice pair into round_ratio[traffic].
+run_pair() {
+  local k a b
+  for ((k = 0; k < pair_slices; k++)); do
+    if (((k + $1) % 2 == 0)); then a=sidecar-traffic b=sidecar; else a=sidecar b=sidecar-traffic; fi
+    no_warmup=$((k > 0)) run_seconds=$pair_seconds run_wrk "$a"
+    no_warmup=$((k > 0)) run_seconds=$pair_seconds run_wrk "$b"
+    round_ratio[traffic]+="$(ratio "$(last "${rps[sidecar-traffic]}")" "$(last "${rps[sidecar]}")") "
+  done
+}
 run_tcp() { # setup: MiB/s into rps[tcp-SETUP], the proxy's CPU per MiB into usr_us and sys_us[tcp-SETUP]
   local s=$1 host=${url_of[$1]#http://}
   host=${host%%:*}
@@ -202,15 +218,19 @@ echo "   sidecar: $agent, default settings (${workers:-?} worker(s) here) and --
 builds_banner
 declare -A round_ratio round_dp99
 for ((r = 1; r <= rounds; r++)); do
-  if ((r % 2 == 0)); then order=("${swapped[@]}"); else order=("${setups[@]}"); fi
-  for s in "${order[@]}"; do run_wrk "$s"; done
+  for s in "${setups[@]}"; do
+    case $s in
+      sidecar) run_pair "$r" ;;
+      sidecar-traffic) ;; # in run_pair
+      *) run_wrk "$s" ;;
+    esac
+  done
   # Ratios within a round: the host's swings are slower than a round, mostly.
   for s in sidecar sidecar-c1; do
     round_ratio[$s]+="$(ratio "$(last "${rps[$s]}")" "$(last "${rps[nginx]}")") "
     round_dp99[$s]+="$(awk -v a="$(last "${p99[$s]}")" -v b="$(last "${p99[nginx]}")" 'BEGIN { print a - b }') "
   done
   round_ratio[captured]+="$(ratio "$(last "${rps[sidecar-c1]}")" "$(last "${rps[nginx-captured]}")") "
-  round_ratio[traffic]+="$(ratio "$(last "${rps[sidecar-traffic]}")" "$(last "${rps[sidecar]}")") "
   printf '   round %d: %s sidecar/nginx %sx, sidecar-c1/nginx %sx\n' "$r" "$(round_summary "${setups[@]}")" \
     "$(last "${round_ratio[sidecar]}")" "$(last "${round_ratio[sidecar-c1]}")"
 done
@@ -269,7 +289,8 @@ traffic_dcpu=$(awk -v a="$(cpu_us_per_request sidecar-traffic)" -v b="$(cpu_us_p
 printf 'traffic management (SE + DR, 3 endpoints) vs passthrough, default settings: CPU per request %s us (%s us = %s vs %s us = %s)  target <= +5 us: %s\n' \
   "$traffic_dcpu" "$(cpu_us_per_request sidecar-traffic)" "$(cpu_split_per_request sidecar-traffic)" "$(cpu_us_per_request sidecar)" "$(cpu_split_per_request sidecar)" \
   "$(verdict "$(awk -v d="$traffic_dcpu" 'BEGIN { print (d <= 5) }')")"
-printf '                           throughput %sx (median of per-round ratios)  target >= 0.95: %s\n' "$traffic_ratio" \
+printf '                           throughput %sx (median of %s ratios of adjacent %s s slices)  target >= 0.95: %s\n' "$traffic_ratio" \
+  "$(wc -w <<< "${round_ratio[traffic]}")" "$pair_seconds" \
   "$(verdict "$(awk -v r="$traffic_ratio" 'BEGIN { print (r >= 0.95) }')")"
 printf '                           upstream connections opened: %s (passthrough: %s)\n' \
   "$(awk -F': ' '$1 == "cluster.outbound|8080||peer.bench.local.upstream_cx_total" { print $2 }' <<< "$traffic_stats")" \

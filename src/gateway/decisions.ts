@@ -225,7 +225,7 @@ export class DecisionLog {
     const at = this.next;
     fill(this.ring[at] ??= emptySlot(), decision);
     this.facts.set(at, decision);
-    this.next = (at + 1) % this.capacity;
+    this.next = at + 1 === this.capacity ? 0 : at + 1; // (no division: this is every routed request)
   }
 
   /** Makes this log the merge of several (every worker's): counts summed, decisions by time. */

@@ -44,6 +44,9 @@ export class Endpoint implements TriedEndpoint, OutlierMember {
   }
 }
 
+/** ejectedEndpoints() without outlier detection (every routed request asks, for /debug/decisions). */
+const NONE_EJECTED: readonly string[] = Object.freeze([]);
+
 /** Why pick() found no endpoint: the engine's local reply. */
 export interface PickFailure {
   readonly failure: 'no-healthy-upstream' | 'overflow';
@@ -256,8 +259,8 @@ export class ClusterRuntime {
    * The endpoints a pick passes over now: ejected ones (unless in panic, when every one is a
    * candidate). For /debug/decisions only: it walks the list.
    */
-  ejectedEndpoints(): string[] {
-    if (this.outlier === undefined || this.panic) return [];
+  ejectedEndpoints(): readonly string[] {
+    if (this.outlier === undefined || this.panic) return NONE_EJECTED;
     return this.members.filter((m) => m.slot.isEjected()).map((m) => m.hostPort);
   }
 

@@ -113,12 +113,17 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
   let httpTargets = new Map<string, ClusterTarget>();
   let tcpTargets = new Map<string, ClusterTarget>();
 
+  /** The last HTTP target made or found, and its runtime: a client's requests mostly repeat it (no lookup). */
+  let lastHttp: ClusterTarget | undefined;
+
   const target = (t: MeshTraffic, runtime: ClusterRuntime, http: boolean): ClusterTarget => {
     if (targetsFor !== t) {
       targetsFor = t;
       httpTargets = new Map();
       tcpTargets = new Map();
+      lastHttp = undefined;
     }
+    if (http && lastHttp?.cluster === runtime) return lastHttp;
     const cache = http ? httpTargets : tcpTargets;
     let made = cache.get(runtime.name);
     if (made === undefined) {
@@ -130,17 +135,26 @@ export function outboundTrafficDecider(o: OutboundTrafficOptions): RequestDecide
       });
       cache.set(runtime.name, made);
     }
+    if (http) lastHttp = made;
     return made;
   };
 
   /** Each service's default cluster name, made once (a string built per request costs its hashing too). */
   const defaultNames = new WeakMap<ServiceSpec, string>();
 
+  /** defaultCluster's last question and answer (a configuration's clusters change only with a new MeshTraffic). */
+  let lastDefault: { readonly t: MeshTraffic; readonly service: ServiceSpec; readonly runtime: ClusterRuntime | undefined } | undefined;
+
   /** The cluster a request or connection to `service` goes to when no route says otherwise. */
   const defaultCluster = (t: MeshTraffic, service: ServiceSpec): ClusterRuntime | undefined => {
+    const last = lastDefault;
+    // (Its clusters closed at shutdown: asked again, as they are gone.)
+    if (last !== undefined && last.service === service && last.t === t && last.runtime?.isClosed !== true) return last.runtime;
     let name = defaultNames.get(service);
     if (name === undefined) defaultNames.set(service, (name = clusterName(service.port.number, undefined, service.host)));
-    return t.clusters.get(name);
+    const runtime = t.clusters.get(name);
+    lastDefault = { t, service, runtime };
+    return runtime;
   };
 
   const passesThrough = (runtime: ClusterRuntime): boolean => runtime.passthrough || runtime.spec.discovery === 'ORIGINAL_DST';

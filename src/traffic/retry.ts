@@ -59,8 +59,10 @@ export const OUTCOME = Object.freeze({
   connected: Object.freeze({ kind: 'connected' }) as AttemptOutcome,
 });
 
-// Response outcomes are few (a status, perhaps a gRPC status): made once each and shared.
+// Response outcomes are few (a status, perhaps a gRPC status): made once each and shared. A plain
+// status (every answer of an HTTP upstream) is found by index, without hashing.
 const responseOutcomes = new Map<number, AttemptOutcome>();
+const plainOutcomes: (AttemptOutcome | undefined)[] = new Array<AttemptOutcome | undefined>(1000).fill(undefined);
 
 /**
  * The outcome of a response with this status (and gRPC status, from the headers or the trailers),
@@ -68,6 +70,9 @@ const responseOutcomes = new Map<number, AttemptOutcome>();
  * `x-envoy-ratelimited` needs its own object ({ kind: 'response', status, rateLimited: true }).
  */
 export function responseOutcome(status: number, grpcStatus?: number, grpcInTrailers = false): AttemptOutcome {
+  if (grpcStatus === undefined && Number.isInteger(status) && status >= 0 && status < 1000) {
+    return plainOutcomes[status] ??= Object.freeze({ kind: 'response', status }) as AttemptOutcome;
+  }
   const cacheable = Number.isInteger(status) && status >= 0 && status < 1000
     && (grpcStatus === undefined || (Number.isInteger(grpcStatus) && grpcStatus >= 0 && grpcStatus < 32));
   const key = status * 66 + (grpcStatus === undefined ? 0 : 1 + grpcStatus * 2 + (grpcInTrailers ? 1 : 0));
@@ -110,8 +115,6 @@ export const NO_RETRY = Object.freeze({
   bodyNotReplayable: NO('request body not replayable'),
 });
 
-const GATEWAY_ERRORS = new Set([502, 503, 504]);
-
 /** gRPC status → the retryOn name that retries it (the five Envoy knows). */
 const GRPC_CONDITIONS: ReadonlyMap<number, RetryCondition> = new Map([
   [1, 'cancelled'], [4, 'deadline-exceeded'], [8, 'resource-exhausted'], [13, 'internal'], [14, 'unavailable'],
@@ -131,10 +134,11 @@ function matchResponse(spec: RetrySpec, o: AttemptOutcome): string | undefined {
   // A rate-limited answer from an upstream Envoy is retried only when asked for by name.
   if (o.rateLimited === true) return on.has('envoy-ratelimited') ? 'envoy-ratelimited' : undefined;
   const status = o.status ?? 0;
-  if (on.has('5xx') && status >= 500 && status <= 599) return '5xx';
-  if (on.has('gateway-error') && GATEWAY_ERRORS.has(status)) return 'gateway-error';
-  if (on.has('retriable-4xx') && status === 409) return 'retriable-4xx';
-  if (on.has('retriable-status-codes') && spec.retriableStatusCodes.includes(status)) return statusReason(status);
+  // Each test looks at the status before the set: most answers (a 200) match none, at no lookup.
+  if (status >= 500 && status <= 599 && on.has('5xx')) return '5xx';
+  if (status >= 502 && status <= 504 && on.has('gateway-error')) return 'gateway-error';
+  if (status === 409 && on.has('retriable-4xx')) return 'retriable-4xx';
+  if (spec.retriableStatusCodes.length > 0 && spec.retriableStatusCodes.includes(status) && on.has('retriable-status-codes')) return statusReason(status);
   // retriable-headers: Istio's HTTPRetry has no field for the header list, so it never matches.
   if (o.grpcStatus !== undefined && o.grpcInTrailers !== true) {
     const c = GRPC_CONDITIONS.get(o.grpcStatus);

@@ -7,7 +7,7 @@ import { it } from 'node:test';
 import { ResourceStore } from '../../src/config/resources/store.js';
 import { BLACK_HOLE_CONNECTION, BLACK_HOLE_REPLY, type LocalReply, type RequestDecider } from '../../src/proxy/decider.js';
 import type { ClusterManager } from '../../src/traffic/cluster-manager.js';
-import { buildClusters } from '../../src/traffic/clusters.js';
+import { buildClusters, clusterName } from '../../src/traffic/clusters.js';
 import { outboundTrafficDecider, type MeshTraffic } from '../../src/traffic/outbound-decider.js';
 import { ServiceIndex } from '../../src/traffic/service-index.js';
 import { DecisionLog } from '../../src/gateway/decisions.js';
@@ -89,4 +89,33 @@ it('each routed request\'s /debug/decisions record is its own (the record is fil
   });
   // The start passed in is the record's time (this thread's clock, as epoch ms).
   assert.equal(Date.parse(second!.time) - Date.parse(first!.time), 5);
+});
+
+it('a request\'s default cluster is the one of the configuration in force: a new one, or clusters closed at shutdown, are seen at once', () => {
+  const name = clusterName(80, undefined, 'known.example.com');
+  const runtime = (tag: string) => ({ name, tag, passthrough: false, isClosed: false, hashKey: undefined, spec: { discovery: 'STATIC' } });
+  // The same service objects in every version, new clusters: the decider must not count on new services.
+  const services = traffic(false);
+  const version = (r: ReturnType<typeof runtime>): MeshTraffic => {
+    const runtimes = new Map<string, ReturnType<typeof runtime>>([[name, r]]);
+    // As ClusterManager.close() does: a closed cluster is gone from the manager too.
+    const clusters = { get: (n: string) => (r.isClosed ? undefined : runtimes.get(n)) } as unknown as ClusterManager;
+    return { ...services, clusters };
+  };
+  const first = runtime('first');
+  const second = runtime('second');
+  let inForce = version(first);
+  const d = outboundTrafficDecider({ base, traffic: () => inForce, tlsFor: () => undefined });
+  const clusterOf = (): string | undefined => {
+    const v = d.decide(request('known.example.com'), { address: '240.0.0.1', port: 80 });
+    if (v === ORIGINAL) return 'original';
+    assert.ok(!(v instanceof Promise) && v.kind === 'forward');
+    return (v.cluster?.cluster as unknown as { tag: string } | undefined)?.tag;
+  };
+  assert.equal(clusterOf(), 'first');
+  assert.equal(clusterOf(), 'first', 'the same again (the decider keeps its last answer)');
+  inForce = version(second);
+  assert.equal(clusterOf(), 'second', 'a new configuration\'s cluster, not the last answer');
+  second.isClosed = true;
+  assert.equal(clusterOf(), 'original', 'a closed cluster takes no request: the original destination, as with no cluster');
 });

@@ -611,7 +611,11 @@ export class Connection {
     const pool = this.owner.pool;
     const key = source === undefined ? pool.endpointKey(to, tls) : poolKey(to, source, tls);
     ex.meshUp = tls?.mesh === true;
-    const up = pool.idle(key, fresh || ex.switching !== undefined);
+    // A first attempt takes its request's start time for the clock (a read per request costs ~60 ns):
+    // late by what the request waited (behind a pipelined one, for a decider), which idle limits of
+    // seconds do not notice; a connection gone stale meanwhile is the keep-alive race, sent again. A
+    // retry, after its back-off, reads the clock.
+    const up = pool.idle(key, fresh || ex.switching !== undefined, ex.attempts!.retries === 0 ? ex.started : 0);
     if (up) {
       ex.reusedUp = true;
       this.carry(ex, up);

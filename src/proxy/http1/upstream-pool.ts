@@ -324,11 +324,13 @@ export class UpstreamPool {
     return key;
   }
 
-  /** A pooled connection for `key` still fit to carry a request, if any (`fresh`: none wanted). */
-  idle(key: string, fresh = false): UpstreamConnection | undefined {
+  /**
+   * A pooled connection for `key` still fit to carry a request, if any (`fresh`: none wanted). `now`:
+   * a performance.now() the caller read this turn (0: read here, if a connection's limits need it).
+   */
+  idle(key: string, fresh = false, now = 0): UpstreamConnection | undefined {
     const list = fresh ? undefined : this.idleByKey.get(key);
     if (!list) return undefined;
-    let now = 0;
     for (let c = list.pop(); c; c = list.pop()) {
       c.idle = false;
       // Closing, or idle past the time the upstream (or the policy) keeps it: not one to write to.
