@@ -7,7 +7,7 @@
 // of what happened for the access log and /debug/decisions.
 import { FLAG } from '../log/access-record.js';
 import { isPickFailure, OVERFLOW, type Endpoint, type PickFailure } from '../traffic/cluster.js';
-import { isKeepAliveRace, OUTCOME, responseOutcome, type AttemptOutcome } from '../traffic/retry.js';
+import { isKeepAliveRace, OUTCOME, responseOutcome, statusMayRetry, type AttemptOutcome } from '../traffic/retry.js';
 import type { ClusterTarget, LocalReply } from './decider.js';
 import { UPSTREAM_FAILURE } from './http1/replies.js';
 import type { DirectionStats } from './stats.js';
@@ -101,6 +101,12 @@ export class Attempts {
   head(status: number, grpcStatus?: number, rateLimited = false): boolean {
     if (!this.inFlight) return true;
     this.clearPerTry();
+    if (this.retries === 0 && grpcStatus === undefined && !rateLimited && !statusMayRetry(this.t.retry, status)) {
+      // A first attempt's answer no condition can retry (a 200): nothing to decide, nothing to count.
+      this.final = responseOutcome(status);
+      if (this.trail !== undefined) this.note(`${this.endpoint!.hostPort}: ${status}`);
+      return true;
+    }
     const outcome = rateLimited ? { kind: 'response' as const, status, grpcStatus, rateLimited } : responseOutcome(status, grpcStatus);
     const ep = this.endpoint!;
     const d = this.t.cluster.decideRetry(this.t.retry, outcome, this.retries, this.facts());

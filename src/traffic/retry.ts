@@ -163,6 +163,15 @@ function matchReset(spec: RetrySpec, o: AttemptOutcome): string | undefined {
   return undefined;
 }
 
+/**
+ * Whether a plain response (no gRPC status, not rate-limited) with `status` may match a retryOn
+ * condition of `spec` (false: it cannot, whatever the rest; true: decideRetry says): the engine's
+ * shortcut for the answer nearly every request gets.
+ */
+export function statusMayRetry(spec: RetrySpec, status: number): boolean {
+  return status >= 500 || status === 409 || spec.retriableStatusCodes.length > 0;
+}
+
 /** The retryOn condition `outcome` matches under `spec`, or undefined: not retriable. */
 export function retryCondition(spec: RetrySpec, outcome: AttemptOutcome): string | undefined {
   switch (outcome.kind) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FieldError } from '../../src/config/resources/fields.js';
 import {
-  backoffMs, decideRetry, isKeepAliveRace, NO_RETRY, OUTCOME, parseRetryOn, responseOutcome, retryCondition, type AttemptOutcome,
+  backoffMs, decideRetry, isKeepAliveRace, NO_RETRY, OUTCOME, parseRetryOn, responseOutcome, retryCondition, statusMayRetry, type AttemptOutcome,
 } from '../../src/traffic/retry.js';
 import { DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, type RetryCondition, type RetrySpec } from '../../src/traffic/spec.js';
 import { SOURCES, Z_1E4 } from './support.js';
@@ -169,6 +169,25 @@ describe('responseOutcome', () => {
     assert.ok(Object.isFrozen(responseOutcome(404)));
     assert.equal(retryCondition(policy('unavailable'), responseOutcome(200, 14)), 'unavailable');
     assert.equal(retryCondition(policy('unavailable'), responseOutcome(200, 14, true)), undefined);
+  });
+});
+
+describe('statusMayRetry', () => {
+  it('says no only where no retryOn condition can match a plain response with that status (the engine skips decideRetry then)', () => {
+    const everyCondition = '5xx,gateway-error,reset,reset-before-request,connect-failure,envoy-ratelimited,retriable-4xx,refused-stream,'
+      + 'retriable-status-codes,retriable-headers,cancelled,deadline-exceeded,internal,resource-exhausted,unavailable';
+    const policies = [DEFAULT_RETRY, DEFAULT_RETRY_WITH_503, policy(everyCondition), policy('retriable-status-codes,200,404'), policy('5xx'), policy('retriable-4xx')];
+    let shortcuts = 0;
+    for (const p of policies) {
+      for (let status = 100; status < 600; status++) {
+        if (statusMayRetry(p, status)) continue;
+        shortcuts++;
+        assert.equal(retryCondition(p, responseOutcome(status)), undefined, `${status} under ${[...p.retryOn].join(',')}`);
+      }
+    }
+    assert.ok(shortcuts > 1000, 'the shortcut is taken for most statuses');
+    assert.equal(statusMayRetry(DEFAULT_RETRY, 200), false);
+    assert.equal(statusMayRetry(DEFAULT_RETRY_WITH_503, 200), true, 'a status list: decideRetry looks');
   });
 });
 

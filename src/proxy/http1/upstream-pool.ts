@@ -295,6 +295,9 @@ export function poolKey(dst: Endpoint, source: string | undefined, tls?: Upstrea
   return `${dst.address}|${dst.port}|${source ?? ''}${tls ? `|${tls.key}` : ''}`;
 }
 
+/** endpointKey's answers found by identity (a WeakMap lookup costs its hashing, per request). */
+const RECENT_ENDPOINT_KEYS = 4;
+
 /** Idle connections per `address|port|source`, last in first out (the warmest first). */
 export class UpstreamPool {
   private readonly idleByKey = new Map<string, UpstreamConnection[]>();
@@ -315,13 +318,25 @@ export class UpstreamPool {
     return this.idle(key, fresh) ?? this.open(key, dst, source, tls);
   }
 
+  /** endpointKey's last answers, looked up by identity before the WeakMap (a small cluster's endpoints, round after round). */
+  private readonly recentKeys = new Array<{ readonly endpoint: TrafficEndpoint; readonly tls: UpstreamTls | undefined; readonly key: string } | undefined>(RECENT_ENDPOINT_KEYS).fill(undefined);
+  private recentNext = 0;
+
   /** poolKey(endpoint, no source, tls) for a traffic endpoint (an object that lives as long as its membership). */
   endpointKey(endpoint: TrafficEndpoint, tls: UpstreamTls | undefined): string {
-    const known = this.endpointKeys.get(endpoint);
-    if (known !== undefined && known.tls === tls) return known.key;
-    const key = poolKey(endpoint, undefined, tls);
-    this.endpointKeys.set(endpoint, { tls, key });
-    return key;
+    const recent = this.recentKeys;
+    for (let k = 0; k < RECENT_ENDPOINT_KEYS; k++) {
+      const r = recent[k];
+      if (r !== undefined && r.endpoint === endpoint && r.tls === tls) return r.key;
+    }
+    let known = this.endpointKeys.get(endpoint);
+    if (known === undefined || known.tls !== tls) {
+      known = { tls, key: poolKey(endpoint, undefined, tls) };
+      this.endpointKeys.set(endpoint, known);
+    }
+    recent[this.recentNext] = { endpoint, tls, key: known.key };
+    this.recentNext = (this.recentNext + 1) % RECENT_ENDPOINT_KEYS;
+    return known.key;
   }
 
   /**
