@@ -25,6 +25,7 @@ import { ResponseError, withoutHeaderLines, type ResponseHead, type SwitchReques
 import { runTunnel } from './tunnel.js';
 import { MirrorCopy, mirrorSender } from './mirror.js';
 import { attachReader, detachReader, givePooled, owned, POOLED_SIZE, takePooled, writeCopy } from '../read-buffers.js';
+import { hold as holdForBatch, released as releaseHeld, type BatchedWriter } from '../write-batch.js';
 import type { TlsHandshakeError, UpstreamTls } from '../tls/origination.js';
 import { peerOf, type PeerIdentity } from '../tls/peer-identity.js';
 import { loggedDownstream } from '../logged-downstream.js';
@@ -209,7 +210,7 @@ class Exchange implements ResponseSink, AttemptSender, BodySource {
   }
 }
 
-export class Connection {
+export class Connection implements BatchedWriter {
   idleSince = performance.now();
   private readonly parser: RequestParser;
   private readonly queue: Exchange[] = [];
@@ -455,7 +456,7 @@ export class Connection {
       cut.details = refused.details;
     }
     if (cut?.headSent) { // its response is on the way: nothing can be said cleanly any more
-      this.socket.destroy();
+      this.cut();
       return;
     }
     this.refusalLog = cut ? cut.log : this.logNow();
@@ -529,7 +530,7 @@ export class Connection {
     } catch (err) {
       if (ex.done || ex.headSent) {
         log.error(`request failed after its answer began: ${(err as Error).message}`);
-        this.socket.destroy();
+        this.cut();
       } else {
         this.reply(ex, decisionFailed(err as Error));
       }
@@ -911,7 +912,7 @@ export class Connection {
     ex.details = upstreamFailureDetails(connectFailed ? 'connection_failure' : malformed ? 'protocol_error' : 'connection_termination', err.code, ex.headSent);
     if (ex.headSent) { // cut mid-response: the client sees the connection end early
       this.finish(ex, false);
-      this.socket.destroy();
+      this.cut();
       return;
     }
     this.reply(ex, { kind: 'reply', status: 503, body: upstreamFailureBody(err, ex.transportFailure) });
@@ -1115,7 +1116,7 @@ export class Connection {
         return;
       }
     }
-    this.flush();
+    this.flushBatched();
     this.setReading(this.wantRead());
   }
 
@@ -1143,11 +1144,44 @@ export class Connection {
     this.outBytes += part.length; // strings here are latin1: one char, one byte
   }
 
-  /**
-   * Writes what this turn produced in one write: one copy into one buffer beats writev for small
-   * parts, and views of the upstream read buffer must be copied out anyway.
-   */
+  /** Closes the connection at once, after what it holds for the batch (what was sent before a cut stays sent). */
+  private cut(): void {
+    this.writeHeld();
+    this.socket.destroy();
+  }
+
+  /** Writes what this turn produced, and whatever was held for the batch before it, now. */
   private flush(): void {
+    this.assemble();
+    this.writeHeld();
+  }
+
+  /**
+   * What this turn produced, written at the end of the I/O phase with every other connection's
+   * (write-batch.ts says why); at once when that would hold too much.
+   */
+  private flushBatched(): void {
+    const before = this.assembledBytes;
+    this.assemble();
+    if (this.assembled.length === 0) return;
+    const added = this.assembledBytes - before;
+    if (holdForBatch(this, added, this.assembledBytes)) this.heldForBatch += added;
+    else this.writeHeld();
+  }
+
+  /** Bytes assembled, not written yet (in order), each with what to call once written (a pooled buffer given back). */
+  private assembled: { readonly data: string | Buffer; readonly written: (() => void) | undefined }[] = [];
+  private assembledBytes = 0;
+  /** Of those, what write-batch.ts counts as held. */
+  private heldForBatch = 0;
+  /** In write-batch.ts's batch (BatchedWriter). */
+  inBatch = false;
+
+  /**
+   * This turn's bytes made one part the connection owns: one copy into one buffer beats writev for
+   * small parts, and views of the upstream read buffer must be copied out before the next read.
+   */
+  private assemble(): void {
     const out = this.out;
     const n = out.length;
     if (n === 0) return;
@@ -1156,20 +1190,34 @@ export class Connection {
     this.out = [];
     this.outBytes = 0;
     this.outBorrowed = false;
-    const s = this.socket;
-    if (s.destroyed) return;
-    let ok: boolean;
+    this.assembledBytes += bytes;
     const only = out[0]!;
     if (n === 1 && (typeof only === 'string' || !borrowed)) {
-      ok = this.writer.write(only);
-    } else {
-      // Above Node's own pool's sizes, a buffer of ours that comes back once written (read-buffers.ts).
-      const pooled = bytes > POOL_FROM && bytes <= POOLED_SIZE ? takePooled() : undefined;
-      const buf = pooled ?? Buffer.allocUnsafe(bytes);
-      let at = 0;
-      for (const part of out) at += typeof part === 'string' ? buf.write(part, at, 'latin1') : part.copy(buf, at);
-      ok = pooled ? this.writer.write(pooled.subarray(0, bytes), () => givePooled(pooled)) : this.writer.write(buf);
+      this.assembled.push({ data: only, written: undefined });
+      return;
     }
+    // Above Node's own pool's sizes, a buffer of ours that comes back once written (read-buffers.ts).
+    const pooled = bytes > POOL_FROM && bytes <= POOLED_SIZE ? takePooled() : undefined;
+    const buf = pooled ?? Buffer.allocUnsafe(bytes);
+    let at = 0;
+    for (const part of out) at += typeof part === 'string' ? buf.write(part, at, 'latin1') : part.copy(buf, at);
+    this.assembled.push(pooled ? { data: pooled.subarray(0, bytes), written: () => givePooled(pooled) } : { data: buf, written: undefined });
+  }
+
+  /** Writes what is assembled (BatchedWriter: the batch calls it too, when the connection may have written or closed since). */
+  writeHeld(): void {
+    const parts = this.assembled;
+    if (parts.length === 0) return;
+    this.assembled = [];
+    this.assembledBytes = 0;
+    releaseHeld(this.heldForBatch);
+    this.heldForBatch = 0;
+    if (this.socket.destroyed) {
+      for (const p of parts) p.written?.();
+      return;
+    }
+    let ok = true;
+    for (const p of parts) if (!(p.written ? this.writer.write(p.data, p.written) : this.writer.write(p.data))) ok = false;
     if (!ok) this.writeBlocked = true;
   }
 
@@ -1261,7 +1309,7 @@ export class Connection {
       this.abandon(cut, true);
     }
     if (this.queue.some((ex) => ex.begun && !ex.done)) {
-      this.socket.destroy(); // onClose: each one DC, its upstream connection closed
+      this.cut(); // onClose: each one DC, its upstream connection closed
       return;
     }
     this.settle();
