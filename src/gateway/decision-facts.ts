@@ -9,16 +9,18 @@ const PLACE_BYTES = 256;
  * The head: the three texts' byte counts (one byte each), their lengths in characters (two bytes
  * each), and which of them are UTF-8 (one bit each; the others are latin-1, a byte per character,
  * as what comes off the wire is: copied by a loop, ~10x cheaper than an encoder call), and which of
- * the method and the authority are a known text (one bit each: their byte count is then its number).
+ * them are a known text (one bit each: their byte count is then its number).
  */
 const HEAD_BYTES = 10;
 const METHOD_KNOWN = 8;
 const AUTHORITY_KNOWN = 16;
+const PATH_KNOWN = 32;
 /**
- * Methods and authorities kept as texts of their own, by number: a service's requests repeat a
- * few, and comparing with the last one is cheaper than copying its bytes (~40 ns for an authority).
- * Bounded: past this many, a new one is copied like a path (a client inventing authorities fills
- * the table once, with at most this many short texts).
+ * Methods, authorities and paths kept as texts of their own, by number, a table for each: a
+ * service's requests repeat a few, and comparing with the last one is cheaper than copying its
+ * bytes (~40 ns for an authority, ~25 ns for an 8-character path). Bounded: past this many in a
+ * table, a new text of that kind is copied (a client inventing paths fills the paths' table once,
+ * with at most this many texts of at most 136 characters, and costs the other kinds nothing).
  */
 const KNOWN_MAX = 255;
 /** At most this much of a method and of an authority; the path has the rest (at least 136 bytes). */
@@ -45,11 +47,9 @@ export class RequestFacts {
   private readonly bytes: Buffer;
   /** Per place: the start time (ms; NaN: the ring holds it as text) and the duration. */
   private readonly numbers: Float64Array;
-  /** Known methods and authorities (KNOWN_MAX at most), by number and by text. */
-  private readonly known: string[] = [];
-  private readonly numberOf = new Map<string, number>();
-  /** The last method's and authority's numbers (-1: none). */
-  private readonly lastKnown = new Int32Array([-1, -1]);
+  private readonly methods = new KnownTexts();
+  private readonly authorities = new KnownTexts();
+  private readonly paths = new KnownTexts();
   /** The head's flag bits of the place being written (putText sets its texts'). */
   private flags = 0;
 
@@ -64,11 +64,11 @@ export class RequestFacts {
     const b = this.bytes;
     let off = base + HEAD_BYTES;
     this.flags = 0;
-    const m = this.putText(b, r.method, off, METHOD_MAX, 0, METHOD_KNOWN, 1);
+    const m = this.putText(b, r.method, off, METHOD_MAX, this.methods, METHOD_KNOWN, 1);
     if ((this.flags & METHOD_KNOWN) === 0) off += m;
-    const a = this.putText(b, r.authority, off, AUTHORITY_MAX, 1, AUTHORITY_KNOWN, 2);
+    const a = this.putText(b, r.authority, off, AUTHORITY_MAX, this.authorities, AUTHORITY_KNOWN, 2);
     if ((this.flags & AUTHORITY_KNOWN) === 0) off += a;
-    const p = this.putText(b, r.path, off, base + PLACE_BYTES - off, -1, 0, 4);
+    const p = this.putText(b, r.path, off, base + PLACE_BYTES - off, this.paths, PATH_KNOWN, 4);
     b[base] = m;
     b[base + 1] = a;
     b[base + 2] = p;
@@ -85,51 +85,35 @@ export class RequestFacts {
     const base = at * PLACE_BYTES;
     const b = this.bytes;
     let off = base + HEAD_BYTES;
-    const utf8 = b[base + 9]!;
-    const read = (bytes: number, chars: number, bit: number): string => {
-      const s = b.toString(utf8 & bit ? 'utf8' : 'latin1', off, off + bytes);
+    const flags = b[base + 9]!;
+    const read = (k: number, known: KnownTexts, knownBit: number, utf8Bit: number): string => {
+      if (flags & knownBit) return known.text(b[base + k]!);
+      const bytes = b[base + k]!;
+      const s = b.toString(flags & utf8Bit ? 'utf8' : 'latin1', off, off + bytes);
       off += bytes;
-      return s.length < chars ? `${s}${CUT}` : s;
+      return s.length < b.readUInt16LE(base + 3 + 2 * k) ? `${s}${CUT}` : s;
     };
-    const method = utf8 & METHOD_KNOWN ? this.known[b[base]!]! : read(b[base]!, b.readUInt16LE(base + 3), 1);
-    const authority = utf8 & AUTHORITY_KNOWN ? this.known[b[base + 1]!]! : read(b[base + 1]!, b.readUInt16LE(base + 5), 2);
-    const path = read(b[base + 2]!, b.readUInt16LE(base + 7), 4);
+    const method = read(0, this.methods, METHOD_KNOWN, 1);
+    const authority = read(1, this.authorities, AUTHORITY_KNOWN, 2);
+    const path = read(2, this.paths, PATH_KNOWN, 4);
     return { method, authority, path };
   }
 
   /**
-   * Writes `text` at `off`: as its number when it is a known text (`slot`: which last-known number
-   * to try first; -1: never a known text), setting `knownBit` in `flags`; otherwise as its bytes, at
-   * most `max`, setting `utf8Bit` when they are UTF-8. Answers the number, or the bytes written.
+   * Writes `text` at `off`: as its number when it is a known text of `known` (setting `knownBit` in
+   * `flags`); otherwise as its bytes, at most `max`, setting `utf8Bit` when they are UTF-8. Answers
+   * the number, or the bytes written.
    */
-  private putText(b: Buffer, text: string, off: number, max: number, slot: number, knownBit: number, utf8Bit: number): number {
-    if (slot >= 0) {
-      const last = this.lastKnown[slot]!;
-      const n = last >= 0 && this.known[last] === text ? last : (this.lastKnown[slot] = this.numberFor(text, max));
-      if (n >= 0) {
-        this.flags |= knownBit;
-        return n;
-      }
+  private putText(b: Buffer, text: string, off: number, max: number, known: KnownTexts, knownBit: number, utf8Bit: number): number {
+    const n = known.numberOf(text, max);
+    if (n >= 0) {
+      this.flags |= knownBit;
+      return n;
     }
-    const n = putLatin1(b, text, off, max);
-    if (n >= 0) return n;
+    const written = putLatin1(b, text, off, max);
+    if (written >= 0) return written;
     this.flags |= utf8Bit;
     return b.write(text, off, max, 'utf8');
-  }
-
-  /**
-   * The number of `text` among the known ones, made known if there is room (-1: it is copied
-   * instead: no room, longer than `max`, or not latin-1).
-   */
-  private numberFor(text: string, max: number): number {
-    const n = this.numberOf.get(text);
-    if (n !== undefined) return n;
-    if (this.known.length >= KNOWN_MAX || text.length > max || !isLatin1(text)) return -1;
-    // A copy of its own: the request's text may be a slice of the whole head, which it would keep.
-    const own = Buffer.from(text, 'latin1').toString('latin1');
-    this.known.push(own);
-    this.numberOf.set(own, this.known.length - 1);
-    return this.known.length - 1;
   }
 
   /** The start time in ms at `at`; NaN when it was recorded as text. */
@@ -139,6 +123,42 @@ export class RequestFacts {
 
   durationMs(at: number): number {
     return this.numbers[at * 2 + 1]!;
+  }
+}
+
+/** Texts of one kind kept by number (KNOWN_MAX at most), the last one asked for first. */
+class KnownTexts {
+  private readonly texts: string[] = [];
+  private readonly numbers = new Map<string, number>();
+  /** The last number answered (-1: none). */
+  private last = -1;
+
+  /** The text of number `n`. */
+  text(n: number): string {
+    return this.texts[n]!;
+  }
+
+  /**
+   * The number of `text`, made known if there is room; -1: it is copied instead (no room, longer
+   * than `max`, or not latin-1).
+   */
+  numberOf(text: string, max: number): number {
+    const last = this.last;
+    if (last >= 0 && this.texts[last] === text) return last;
+    // Full: only the last one is looked for (a client sending a new path each time would otherwise
+    // pay the hashing of every path on top of its copy).
+    if (this.texts.length >= KNOWN_MAX) return -1;
+    let n = this.numbers.get(text);
+    if (n === undefined) {
+      if (text.length > max || !isLatin1(text)) return -1;
+      // A copy of its own: the request's text may be a slice of the whole head, which it would keep.
+      const own = Buffer.from(text, 'latin1').toString('latin1');
+      n = this.texts.length;
+      this.texts.push(own);
+      this.numbers.set(own, n);
+    }
+    this.last = n;
+    return n;
   }
 }
 

@@ -88,6 +88,29 @@ describe('DecisionLog', () => {
     assert.deepEqual([d!.authz, d!.flag, d!.details], ['denied: y', 'RBAC', 'rbac_access_denied_matched_policy[none]']);
   });
 
+  it('gives back every method, authority and path as recorded: known ones by number, new, long, UTF-8 and past the tables\' room', () => {
+    const log = new DecisionLog(50);
+    const texts: [string, string, string][] = [];
+    for (let i = 0; i < 700; i++) {
+      // Repeats (known by number), a new path every time past the paths' room (255), UTF-8, and long ones cut.
+      const path = i % 3 === 0 ? '/hot' : i % 7 === 0 ? `/ж/${i}` : i % 11 === 0 ? `/long/${'x'.repeat(300)}/${i}` : `/p/${i}`;
+      const authority = i % 5 === 0 ? `svc-${i}.example:80` : 'svc.example:80';
+      const method = i % 13 === 0 ? 'PATCH' : 'GET';
+      texts.push([method, authority, path]);
+      log.record({ time: 1_700_000_000_000 + i, listener: 'outbound', method, authority, path, jwt: '-', authz: '-', durationMs: i });
+    }
+    const recent = log.recent();
+    assert.equal(recent.length, 50);
+    recent.forEach((d, k) => {
+      const [method, authority, path] = texts[650 + k]!;
+      assert.equal(d.method, method);
+      assert.equal(d.authority, authority);
+      if (path.length > 200) assert.ok(d.path.endsWith('…') && path.startsWith(d.path.slice(0, -1)), `${d.path.length} characters of a ${path.length}-character path, marked cut`);
+      else assert.equal(d.path, path);
+      assert.equal(d.durationMs, 650 + k);
+    });
+  });
+
   it('counts outcomes by stage', () => {
     const log = new DecisionLog();
     log.count('jwt', 'valid');
