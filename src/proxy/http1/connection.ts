@@ -1169,8 +1169,12 @@ export class Connection implements BatchedWriter {
     else this.writeHeld();
   }
 
-  /** Bytes assembled, not written yet (in order), each with what to call once written (a pooled buffer given back). */
-  private assembled: { readonly data: string | Buffer; readonly written: (() => void) | undefined }[] = [];
+  /**
+   * Bytes assembled, not written yet, in order, and beside each what to call once it is written (a
+   * pooled buffer given back) or undefined. Two arrays kept and emptied, not an object per turn.
+   */
+  private readonly assembled: (string | Buffer)[] = [];
+  private readonly assembledDone: ((() => void) | undefined)[] = [];
   private assembledBytes = 0;
   /** Of those, what write-batch.ts counts as held. */
   private heldForBatch = 0;
@@ -1193,7 +1197,8 @@ export class Connection implements BatchedWriter {
     this.assembledBytes += bytes;
     const only = out[0]!;
     if (n === 1 && (typeof only === 'string' || !borrowed)) {
-      this.assembled.push({ data: only, written: undefined });
+      this.assembled.push(only);
+      this.assembledDone.push(undefined);
       return;
     }
     // Above Node's own pool's sizes, a buffer of ours that comes back once written (read-buffers.ts).
@@ -1201,23 +1206,31 @@ export class Connection implements BatchedWriter {
     const buf = pooled ?? Buffer.allocUnsafe(bytes);
     let at = 0;
     for (const part of out) at += typeof part === 'string' ? buf.write(part, at, 'latin1') : part.copy(buf, at);
-    this.assembled.push(pooled ? { data: pooled.subarray(0, bytes), written: () => givePooled(pooled) } : { data: buf, written: undefined });
+    this.assembled.push(pooled ? pooled.subarray(0, bytes) : buf);
+    this.assembledDone.push(pooled ? () => givePooled(pooled) : undefined);
   }
 
   /** Writes what is assembled (BatchedWriter: the batch calls it too, when the connection may have written or closed since). */
   writeHeld(): void {
     const parts = this.assembled;
-    if (parts.length === 0) return;
-    this.assembled = [];
+    const done = this.assembledDone;
+    const n = parts.length;
+    if (n === 0) return;
     this.assembledBytes = 0;
     releaseHeld(this.heldForBatch);
     this.heldForBatch = 0;
-    if (this.socket.destroyed) {
-      for (const p of parts) p.written?.();
-      return;
-    }
+    const destroyed = this.socket.destroyed;
     let ok = true;
-    for (const p of parts) if (!(p.written ? this.writer.write(p.data, p.written) : this.writer.write(p.data))) ok = false;
+    try {
+      for (let i = 0; i < n; i++) {
+        const written = done[i];
+        if (destroyed) written?.();
+        else if (!(written ? this.writer.write(parts[i]!, written) : this.writer.write(parts[i]!))) ok = false;
+      }
+    } finally { // emptied after (the writer calls nothing of this connection back), whatever happened: nothing goes twice
+      parts.length = 0;
+      done.length = 0;
+    }
     if (!ok) this.writeBlocked = true;
   }
 
