@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median, nsPerCall } from './microbench.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = (p) => join(root, 'dist', 'src', p);
@@ -73,21 +74,16 @@ function llhttp(bytes) {
 
 /** ns per call of `fn` over `ms` milliseconds. */
 function measure(fn, ms) {
-  let n = 0;
-  let sink = 0;
-  const start = process.hrtime.bigint();
-  const until = start + BigInt(ms) * 1_000_000n;
-  let now = start;
-  while (now < until) {
-    for (let i = 0; i < 1000; i++) sink += fn();
-    n += 1000;
-    now = process.hrtime.bigint();
-  }
-  if (sink === 0) throw new Error('nothing was written');
-  return Number(now - start) / n;
+  const run = (n) => {
+    let sink = 0;
+    for (let i = 0; i < n; i++) sink += fn();
+    return sink;
+  };
+  return nsPerCall(run, ms, (sink) => {
+    if (sink === 0) throw new Error('nothing was written');
+  });
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`== bench-parser: ns per request (parse + the head written upstream), median of ${rounds} rounds of ${windowMs} ms; node ${process.version}`);
 for (const [name, text] of Object.entries(REQUESTS)) {
   const bytes = Buffer.from(text, 'latin1');

@@ -89,26 +89,7 @@ fi
 mkdir -p "$work/www" "$work/peer" "$work/proxy" "$work/proxy-captured" "$work/traffic/etc/mesh/resources"
 # The peer service's address, 198.19.12.1:8080, balanced over three addresses of the peer (the same
 # nginx): each request picks one (LEAST_REQUEST), with Istio's default retry policy.
-cat > "$work/traffic/etc/mesh/resources/bench.yaml" <<'EOF'
-apiVersion: networking.mesh.io/v1
-kind: ServiceEntry
-metadata: {name: peer, namespace: default}
-spec:
-  hosts: [peer.bench.local]
-  addresses: [198.19.12.1]
-  ports: [{number: 8080, name: http, protocol: HTTP}]
-  resolution: STATIC
-  location: MESH_INTERNAL
-  endpoints: [{address: 198.19.2.1}, {address: 198.19.3.1}, {address: 198.19.12.1}]
----
-apiVersion: networking.mesh.io/v1
-kind: DestinationRule
-metadata: {name: peer, namespace: default}
-spec:
-  host: peer.bench.local
-  trafficPolicy:
-    loadBalancer: {simple: LEAST_REQUEST}
-EOF
+cp scripts/bench-traffic-resources.yaml "$work/traffic/etc/mesh/resources/bench.yaml"
 chmod -R a+rX "$work/traffic"
 chmod 777 "$work/proxy-captured" # its nginx runs as 1337
 head -c 1024 /dev/zero | tr '\0' 'x' > "$work/www/1k.html"

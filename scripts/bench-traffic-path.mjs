@@ -14,9 +14,10 @@
 // between evicts (there, the same code costs about twice what it costs here). The figure to read is
 // the difference, traffic minus passthrough: what the decisions add, in ns per request. With a
 // baseline, both builds run in this one process, their rounds alternated, each the median of R.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median, nsPerCall } from './microbench.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -24,25 +25,8 @@ const opt = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(
 const windowMs = opt('--ms', 300);
 const rounds = opt('--rounds', 7);
 
-const RESOURCES = `apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {name: peer, namespace: default}
-spec:
-  hosts: [peer.bench.local]
-  addresses: [198.19.12.1]
-  ports: [{number: 8080, name: http, protocol: HTTP}]
-  resolution: STATIC
-  location: MESH_INTERNAL
-  endpoints: [{address: 198.19.2.1}, {address: 198.19.3.1}, {address: 198.19.12.1}]
----
-apiVersion: networking.istio.io/v1
-kind: DestinationRule
-metadata: {name: peer, namespace: default}
-spec:
-  host: peer.bench.local
-  trafficPolicy:
-    loadBalancer: {simple: LEAST_REQUEST}
-`;
+/** bench-proxy's sidecar-traffic resources (the same file). */
+const RESOURCES = readFileSync(join(root, 'scripts', 'bench-traffic-resources.yaml'), 'utf8');
 
 /** The fields the engine's request view has, in its order (the decider reads and writes these). */
 class View {
@@ -123,20 +107,11 @@ async function load(checkout) {
   };
 }
 
-/** ns per request of `fn` over `ms` milliseconds. */
-function measure(fn, ms) {
-  let n = 0;
-  let sink = 0;
-  const start = process.hrtime.bigint();
-  const until = start + BigInt(ms) * 1_000_000n;
-  let now = start;
-  while (now < until) {
-    sink += fn(1000);
-    n += 1000;
-    now = process.hrtime.bigint();
-  }
-  if (sink !== n) throw new Error(`${sink} of ${n} requests were decided`);
-  return Number(now - start) / n;
+/** ns per request of `run` (run(n): n requests) over `ms` milliseconds. */
+function measure(run, ms) {
+  return nsPerCall(run, ms, (sink, n) => {
+    if (sink !== n) throw new Error(`${sink} of ${n} requests were decided`);
+  });
 }
 
 const baseline = process.env.PILOT_AGENT_BASELINE ? resolve(process.env.PILOT_AGENT_BASELINE) : undefined;
@@ -153,7 +128,6 @@ for (let r = 0; r < rounds; r++) {
     m.added.push(t - p);
   }
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`== bench-traffic-path: ns per request of the decisions, median of ${rounds} rounds of ${windowMs} ms per setup; node ${process.version}`);
 for (const [name] of builds) {
   const m = per.get(name);
