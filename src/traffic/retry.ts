@@ -60,7 +60,8 @@ export const OUTCOME = Object.freeze({
 });
 
 // Response outcomes are few (a status, perhaps a gRPC status): made once each and shared. A plain
-// status (every answer of an HTTP upstream) is found by index, without hashing.
+// status (every answer of an HTTP upstream) is found by index, without hashing; with a gRPC status,
+// by a key (status × 64 + gRPC status × 2 + in trailers).
 const responseOutcomes = new Map<number, AttemptOutcome>();
 const plainOutcomes: (AttemptOutcome | undefined)[] = new Array<AttemptOutcome | undefined>(1000).fill(undefined);
 
@@ -70,15 +71,16 @@ const plainOutcomes: (AttemptOutcome | undefined)[] = new Array<AttemptOutcome |
  * `x-envoy-ratelimited` needs its own object ({ kind: 'response', status, rateLimited: true }).
  */
 export function responseOutcome(status: number, grpcStatus?: number, grpcInTrailers = false): AttemptOutcome {
-  if (grpcStatus === undefined && Number.isInteger(status) && status >= 0 && status < 1000) {
-    return plainOutcomes[status] ??= Object.freeze({ kind: 'response', status }) as AttemptOutcome;
+  const statusInRange = Number.isInteger(status) && status >= 0 && status < 1000;
+  if (grpcStatus === undefined) {
+    if (statusInRange) return plainOutcomes[status] ??= Object.freeze({ kind: 'response', status }) as AttemptOutcome;
+    return Object.freeze({ kind: 'response', status }) as AttemptOutcome; // a status no upstream sends: not kept
   }
-  const cacheable = Number.isInteger(status) && status >= 0 && status < 1000
-    && (grpcStatus === undefined || (Number.isInteger(grpcStatus) && grpcStatus >= 0 && grpcStatus < 32));
-  const key = status * 66 + (grpcStatus === undefined ? 0 : 1 + grpcStatus * 2 + (grpcInTrailers ? 1 : 0));
+  const cacheable = statusInRange && Number.isInteger(grpcStatus) && grpcStatus >= 0 && grpcStatus < 32;
+  const key = status * 64 + grpcStatus * 2 + (grpcInTrailers ? 1 : 0);
   let o = cacheable ? responseOutcomes.get(key) : undefined;
   if (o === undefined) {
-    o = Object.freeze(grpcStatus === undefined ? { kind: 'response', status } : { kind: 'response', status, grpcStatus, grpcInTrailers });
+    o = Object.freeze({ kind: 'response', status, grpcStatus, grpcInTrailers }) as AttemptOutcome;
     if (cacheable) responseOutcomes.set(key, o);
   }
   return o;
